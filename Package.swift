@@ -1,0 +1,45 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layering (arrows point at dependencies):
+//   hearthd ─► HearthServer ─► HearthLoop ─► CLibUV          (only HearthLoop imports libuv)
+//                  ├──────────► HearthProtocol ─► HearthModel, CSimdJSON
+//                  └──────────► HearthEngine ─► HearthStorage ─► HearthModel
+//   hearthd ─► HearthStorageSQLite ─► HearthStorage, CSQLite (only this imports sqlite3)
+// See docs/architecture.md.
+let package = Package(
+    name: "Hearth",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "hearthd", targets: ["hearthd"]),
+        .executable(name: "hearth", targets: ["hearth"]),
+    ],
+    targets: [
+        // System libraries (Debian: libuv1-dev, libsqlite3-dev, libsimdjson-dev).
+        .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .target(
+            name: "CSimdJSON",
+            cxxSettings: [.define("SIMDJSON_THREADS_ENABLED", to: "1"), .unsafeFlags(["-O2"])],
+            linkerSettings: [.linkedLibrary("simdjson"), .linkedLibrary("stdc++")]
+        ),
+
+        .target(name: "HearthModel"),
+        .target(name: "HearthProtocol", dependencies: ["HearthModel", "CSimdJSON"]),
+        .target(name: "HearthStorage", dependencies: ["HearthModel"]),
+        .target(name: "HearthStorageSQLite", dependencies: ["HearthStorage", "HearthModel", "CSQLite"]),
+        .target(name: "HearthEngine", dependencies: ["HearthStorage", "HearthModel"]),
+        .target(name: "HearthLoop", dependencies: ["CLibUV"]),
+        .target(name: "HearthServer", dependencies: ["HearthLoop", "HearthProtocol", "HearthEngine", "HearthStorage", "HearthModel"]),
+        .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthStorageSQLite", "HearthStorage"]),
+        .executableTarget(name: "hearth", dependencies: ["HearthProtocol", "HearthModel", "HearthLoop"]),
+        .target(name: "HearthTesting", dependencies: ["HearthStorage", "HearthModel", "HearthProtocol"]),
+
+        .testTarget(name: "HearthModelTests", dependencies: ["HearthModel"]),
+        .testTarget(name: "HearthProtocolTests", dependencies: ["HearthProtocol", "HearthModel"]),
+        .testTarget(name: "HearthStorageTests", dependencies: ["HearthStorage", "HearthStorageSQLite", "HearthTesting", "HearthModel"]),
+        .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "HearthStorage", "HearthModel"]),
+        .testTarget(name: "HearthLoopTests", dependencies: ["HearthLoop"]),
+        .testTarget(name: "HearthServerTests", dependencies: ["HearthTesting", "HearthProtocol", "HearthModel"]),
+    ]
+)

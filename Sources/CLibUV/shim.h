@@ -1,0 +1,4 @@
+#ifndef HEARTH_CLIBUV_SHIM_H
+#define HEARTH_CLIBUV_SHIM_H
+#include <uv.h>
+#endif

@@ -1,0 +1,3 @@
+#ifndef HEARTH_CSIMDJSON_H
+#define HEARTH_CSIMDJSON_H
+#endif

@@ -1,0 +1,93 @@
+/// A path to a field inside a document: `a.b.c`, with backtick-quoted segments for names that are not simple
+/// identifiers (`` `first name`.x ``, `` `a.b` ``). Inside backticks, `\` escapes the next character.
+public struct FieldPath: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public let segments: [String]
+
+    public init(_ segments: [String]) {
+        precondition(!segments.isEmpty, "a field path has at least one segment")
+        self.segments = segments
+    }
+
+    /// The document key pseudo-field.
+    public static let documentID = FieldPath(["__name__"])
+    public var isDocumentID: Bool { segments.count == 1 && segments[0] == "__name__" }
+
+    /// Parses the dotted form (as `update` keys, `mergeFields`, filters and orders are written).
+    public static func parse(_ text: String) throws(HearthError) -> FieldPath {
+        var segments: [String] = []
+        var current: [UInt8] = []
+        var quoted = false
+        var wasQuoted = false
+        var it = Array(text.utf8)[...]
+        func finish() throws(HearthError) {
+            if current.isEmpty && !wasQuoted {
+                throw .invalid("field path \"\(text)\" has an empty segment")
+            }
+            segments.append(String(decoding: current, as: UTF8.self))
+            current.removeAll()
+            wasQuoted = false
+        }
+        while let c = it.popFirst() {
+            if quoted {
+                if c == 92 /* \ */ {
+                    guard let next = it.popFirst() else { throw .invalid("field path \"\(text)\" ends inside an escape") }
+                    current.append(next)
+                } else if c == 96 /* ` */ {
+                    quoted = false
+                } else {
+                    current.append(c)
+                }
+            } else if c == 96 {
+                guard current.isEmpty && !wasQuoted else { throw .invalid("field path \"\(text)\" has a backtick inside a segment") }
+                quoted = true
+                wasQuoted = true
+            } else if c == 46 /* . */ {
+                try finish()
+            } else {
+                guard !wasQuoted else { throw .invalid("field path \"\(text)\" has text after a closing backtick") }
+                current.append(c)
+            }
+        }
+        if quoted { throw .invalid("field path \"\(text)\" has an unclosed backtick") }
+        try finish()
+        if wasQuoted, let last = segments.last, last.isEmpty { throw .invalid("field path \"\(text)\" has an empty segment") }
+        for s in segments where s.isEmpty { throw .invalid("field path \"\(text)\" has an empty segment") }
+        return FieldPath(segments)
+    }
+
+    /// The canonical dotted form: simple identifiers bare, anything else in backticks.
+    public var description: String {
+        segments.map { s in
+            FieldPath.isSimple(s) ? s : "`" + s.replacing("\\", with: "\\\\").replacing("`", with: "\\`") + "`"
+        }.joined(separator: ".")
+    }
+
+    static func isSimple(_ s: String) -> Bool {
+        guard let first = s.utf8.first, first == 95 || (first | 0x20 >= 97 && first | 0x20 <= 122) else { return false }
+        return s.utf8.allSatisfy { $0 == 95 || ($0 | 0x20 >= 97 && $0 | 0x20 <= 122) || ($0 >= 48 && $0 <= 57) }
+    }
+
+    public func appending(_ segment: String) -> FieldPath { FieldPath(segments + [segment]) }
+
+    /// True when `self` is a prefix of `other` or equal to it.
+    public func isPrefix(of other: FieldPath) -> Bool {
+        segments.count <= other.segments.count && zip(segments, other.segments).allSatisfy { UTF8Order.equal($0, $1) }
+    }
+
+    public static func < (a: FieldPath, b: FieldPath) -> Bool {
+        let n = min(a.segments.count, b.segments.count)
+        for i in 0..<n {
+            let c = UTF8Order.compare(a.segments[i], b.segments[i])
+            if c != 0 { return c < 0 }
+        }
+        return a.segments.count < b.segments.count
+    }
+
+    public static func == (a: FieldPath, b: FieldPath) -> Bool {
+        a.segments.count == b.segments.count && zip(a.segments, b.segments).allSatisfy { UTF8Order.equal($0, $1) }
+    }
+
+    public func hash(into h: inout Hasher) {
+        for s in segments { for b in s.utf8 { h.combine(b) }; h.combine(0xFF as UInt8) }
+    }
+}

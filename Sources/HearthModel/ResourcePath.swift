@@ -1,0 +1,126 @@
+/// A slash-separated path of alternating collection and document IDs. `DocumentPath` (even segment count) and
+/// `CollectionPath` (odd) wrap it with the invariant checked at construction.
+public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public let segments: [String]
+
+    public init(segments: [String]) { self.segments = segments }
+
+    /// The longest accepted ID, in UTF-8 bytes.
+    public static let maxIDBytes = 1500
+    /// The deepest accepted path, in segments (Firestore allows 100 levels of nesting).
+    public static let maxSegments = 200
+
+    /// Parses and validates `a/b/c`. Leading or trailing slashes and empty segments are rejected.
+    public static func parse(_ text: String, what: String = "path") throws(HearthError) -> ResourcePath {
+        guard !text.isEmpty else { throw .invalid("\(what) must not be empty") }
+        var segments: [String] = []
+        for part in text.split(separator: "/", omittingEmptySubsequences: false) {
+            let id = String(part)
+            if let problem = ResourcePath.problem(withID: id) {
+                throw .invalid("\(what) \"\(text)\" is invalid: \(problem)")
+            }
+            segments.append(id)
+        }
+        guard segments.count <= maxSegments else { throw .invalid("\(what) \"\(text)\" is too deep (at most \(maxSegments) segments)") }
+        return ResourcePath(segments: segments)
+    }
+
+    /// Why `id` cannot be a collection or document ID, or nil when it can.
+    public static func problem(withID id: String) -> String? {
+        let n = id.utf8.count
+        if n == 0 { return "an ID must not be empty (no leading, trailing or double slashes)" }
+        if n > maxIDBytes { return "an ID must be at most \(maxIDBytes) bytes" }
+        if id == "." || id == ".." { return "an ID must not be \".\" or \"..\"" }
+        if n >= 4 && id.utf8.starts(with: "__".utf8) && id.utf8.reversed().starts(with: "__".utf8) {
+            return "IDs of the form __...__ are reserved (\"\(id)\")"
+        }
+        if id.utf8.contains(47) { return "an ID must not contain \"/\"" }
+        return nil
+    }
+
+    public var description: String { segments.joined(separator: "/") }
+    public var last: String { segments.last ?? "" }
+    public var count: Int { segments.count }
+
+    /// Segment-wise UTF-8 order (how Firestore orders document keys and references).
+    public static func < (a: ResourcePath, b: ResourcePath) -> Bool { compare(a, b) < 0 }
+
+    public static func compare(_ a: ResourcePath, _ b: ResourcePath) -> Int {
+        let n = min(a.segments.count, b.segments.count)
+        for i in 0..<n {
+            let c = UTF8Order.compare(a.segments[i], b.segments[i])
+            if c != 0 { return c }
+        }
+        return a.segments.count == b.segments.count ? 0 : (a.segments.count < b.segments.count ? -1 : 1)
+    }
+
+    public static func == (a: ResourcePath, b: ResourcePath) -> Bool {
+        a.segments.count == b.segments.count && zip(a.segments, b.segments).allSatisfy { UTF8Order.equal($0, $1) }
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(segments.count)
+        for s in segments { for b in s.utf8 { h.combine(b) }; h.combine(0xFF as UInt8) }
+    }
+
+    public func appending(_ id: String) -> ResourcePath { ResourcePath(segments: segments + [id]) }
+    public var parent: ResourcePath { ResourcePath(segments: Array(segments.dropLast())) }
+
+    /// True when `self` is a strict prefix of `other`.
+    public func isPrefix(of other: ResourcePath) -> Bool {
+        segments.count < other.segments.count && zip(segments, other.segments).allSatisfy { UTF8Order.equal($0, $1) }
+    }
+}
+
+/// The path of a document: `collection/doc[/collection/doc...]`.
+public struct DocumentPath: Sendable, Hashable, Comparable, CustomStringConvertible {
+    public let path: ResourcePath
+
+    public init(_ path: ResourcePath) throws(HearthError) {
+        guard path.count >= 2, path.count % 2 == 0 else {
+            throw .invalid("\"\(path)\" is not a document path (it needs an even number of segments: collection/doc)")
+        }
+        self.path = path
+    }
+
+    init(unchecked path: ResourcePath) { self.path = path }
+
+    public init(parsing text: String) throws(HearthError) {
+        let p = try ResourcePath.parse(text, what: "document path")
+        try self.init(p)
+    }
+
+    public var id: String { path.last }
+    public var collection: CollectionPath { CollectionPath(unchecked: path.parent) }
+    public var collectionID: String { path.segments[path.count - 2] }
+    public var description: String { path.description }
+    public static func < (a: DocumentPath, b: DocumentPath) -> Bool { a.path < b.path }
+}
+
+/// The path of a collection: `coll` or `coll/doc/subcoll`.
+public struct CollectionPath: Sendable, Hashable, CustomStringConvertible {
+    public let path: ResourcePath
+
+    public init(_ path: ResourcePath) throws(HearthError) {
+        guard path.count % 2 == 1 else {
+            throw .invalid("\"\(path)\" is not a collection path (it needs an odd number of segments: coll or coll/doc/coll)")
+        }
+        self.path = path
+    }
+
+    init(unchecked path: ResourcePath) { self.path = path }
+
+    public init(parsing text: String) throws(HearthError) {
+        let p = try ResourcePath.parse(text, what: "collection path")
+        try self.init(p)
+    }
+
+    public var id: String { path.last }
+    /// The document this collection lives under, nil for a root collection.
+    public var parent: DocumentPath? { path.count > 1 ? DocumentPath(unchecked: path.parent) : nil }
+    public func document(_ id: String) throws(HearthError) -> DocumentPath {
+        if let problem = ResourcePath.problem(withID: id) { throw .invalid("document ID is invalid: \(problem)") }
+        return DocumentPath(unchecked: path.appending(id))
+    }
+    public var description: String { path.description }
+}

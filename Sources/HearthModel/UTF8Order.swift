@@ -1,0 +1,47 @@
+/// Byte-wise UTF-8 comparison of strings. Swift's `String` `<` and `==` use Unicode canonical equivalence,
+/// which Firestore does not: "é" and "e\u{301}" are different keys that sort by their bytes. Every comparison
+/// of user strings in Hearth goes through these helpers.
+public enum UTF8Order {
+    /// -1, 0 or 1 as `a` sorts before, equal to or after `b` by UTF-8 bytes.
+    @inlinable
+    public static func compare(_ a: String, _ b: String) -> Int {
+        var a = a, b = b
+        return a.withUTF8 { pa in
+            b.withUTF8 { pb in compareBytes(UnsafeRawBufferPointer(pa), UnsafeRawBufferPointer(pb)) }
+        }
+    }
+
+    @inlinable
+    public static func equal(_ a: String, _ b: String) -> Bool {
+        var a = a, b = b
+        return a.withUTF8 { pa in
+            b.withUTF8 { pb in
+                pa.count == pb.count && (pa.count == 0 || memcmpBytes(UnsafeRawBufferPointer(pa), UnsafeRawBufferPointer(pb), pa.count) == 0)
+            }
+        }
+    }
+
+    @inlinable
+    public static func less(_ a: String, _ b: String) -> Bool { compare(a, b) < 0 }
+
+    @inlinable
+    public static func compareBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Int {
+        let n = min(a.count, b.count)
+        if n > 0 {
+            let c = memcmpBytes(a, b, n)
+            if c != 0 { return c < 0 ? -1 : 1 }
+        }
+        return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
+    }
+
+    @inlinable
+    static func memcmpBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, _ n: Int) -> Int {
+        var i = 0
+        while i < n {
+            let x = a[i], y = b[i]
+            if x != y { return x < y ? -1 : 1 }
+            i += 1
+        }
+        return 0
+    }
+}
