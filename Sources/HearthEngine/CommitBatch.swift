@@ -1,0 +1,36 @@
+import HearthModel
+import HearthStorage
+
+/// Commits handed to the store as one durable transaction (group commit). Created on the loop thread by
+/// `Engine.takeBatch()`, applied on the writer thread, finished on the loop thread by `Engine.finish`.
+public final class CommitBatch: @unchecked Sendable {
+    /// The records to apply, ascending seq. Immutable once the batch exists.
+    public let records: [CommitRecord]
+    /// Loop-thread only: completions, in the same order as `records`.
+    let pending: [PendingCommit]
+
+    init(pending: [PendingCommit]) {
+        self.pending = pending
+        self.records = pending.map(\.record)
+    }
+}
+
+/// What a client gets back for a durable commit.
+public struct CommitOutcome: Sendable {
+    public var seq: UInt64
+    public var commitTime: Timestamp
+    public var results: [WriteResult]
+}
+
+/// A commit applied in memory (visible to later writes) and waiting to be durable.
+final class PendingCommit {
+    let record: CommitRecord
+    let results: [WriteResult]
+    let completion: (Result<CommitOutcome, HearthError>) -> Void
+
+    init(record: CommitRecord, results: [WriteResult], completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) {
+        self.record = record
+        self.results = results
+        self.completion = completion
+    }
+}

@@ -1,0 +1,212 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import HearthModel
+import HearthStorage
+
+/// The database's meaning: reads, atomic commits with preconditions and transforms, sequence numbers, and
+/// group commit. Single-threaded: every method is called on the loop thread, except that the `CommitBatch`
+/// returned by `takeBatch()` is applied to the store on a writer thread by the caller.
+///
+/// Visibility: reads return durable state only. A commit is applied in memory at `commit` (so later commits
+/// see it and are serialized after it), given the next seq and a commit time, and acknowledged through its
+/// completion only after the batch holding it is durable. If a batch fails, it and every commit submitted
+/// after it fail, because they were validated against state that never became durable.
+public final class Engine {
+    public let store: any DocumentStore
+    public let codec: any DocumentCodec
+    private let clock: () -> Int64
+
+    /// Highest seq given to a commit.
+    public private(set) var lastAssignedSeq: UInt64
+    /// Highest seq durable and published.
+    public private(set) var lastDurableSeq: UInt64
+    private var lastCommitMicros: Int64 = 0
+
+    /// Documents changed by commits not yet durable: the newest version of each, with its seq.
+    private var overlay: [DocumentPath: OverlayEntry] = [:]
+    /// Commits applied in memory and not yet handed to the store, ascending seq.
+    private var queued: [PendingCommit] = []
+    /// The batch being made durable, if any.
+    private var inFlight: CommitBatch?
+
+    /// Called once per durable batch, in seq order, right after its commits are acknowledged: the one
+    /// place where committed changes are published (listeners).
+    public var onCommitted: (([CommitRecord]) -> Void)?
+
+    struct OverlayEntry {
+        var doc: StoredDocument?
+        var fields: MapValue?
+        var seq: UInt64
+    }
+
+    public init(store: any DocumentStore, codec: any DocumentCodec,
+                clock: @escaping () -> Int64 = Engine.wallClockMicros) throws(HearthError) {
+        self.store = store
+        self.codec = codec
+        self.clock = clock
+        let last = try store.lastSeq()
+        self.lastAssignedSeq = last
+        self.lastDurableSeq = last
+    }
+
+    public static func wallClockMicros() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
+    }
+
+    /// True when no commit is queued or in flight.
+    public var isIdle: Bool { queued.isEmpty && inFlight == nil }
+    /// Commits queued or in flight.
+    public var pendingCommitCount: Int { queued.count + (inFlight?.pending.count ?? 0) }
+
+    // MARK: Reads (durable state)
+
+    public func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
+        try store.get(path)
+    }
+
+    /// Decodes a stored document's fields.
+    public func fields(of doc: StoredDocument) throws(HearthError) -> MapValue {
+        try codec.decode(doc.data)
+    }
+
+    // MARK: Writes
+
+    /// Applies `writes` atomically in memory and queues them for durability. Throws at once (and changes
+    /// nothing) when a write's precondition fails or its result is invalid; the error names the write's
+    /// index when there are several. Otherwise `completion` runs on the loop thread once the commit is
+    /// durable, or fails.
+    @discardableResult
+    public func commit(_ writes: [Write],
+                       completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) throws(HearthError) -> UInt64 {
+        guard !writes.isEmpty else { throw .invalid("a commit needs at least one write") }
+        guard writes.count <= Limits.maxWritesPerCommit else {
+            throw .invalid("a commit holds at most \(Limits.maxWritesPerCommit) writes (got \(writes.count))")
+        }
+        let now = clock()
+        let commitMicros = max(now, lastCommitMicros + 1)
+        let commitTime = Timestamp(micros: commitMicros)
+        let seq = lastAssignedSeq + 1
+
+        // State local to this commit: later writes of the commit see earlier ones.
+        var local: [DocumentPath: WriteApplier.State?] = [:]
+        var order: [DocumentPath] = []
+        var before: [DocumentPath: StoredDocument?] = [:]
+        var original: [DocumentPath: WriteApplier.State] = [:]
+        var results: [WriteResult] = []
+        results.reserveCapacity(writes.count)
+
+        for (i, write) in writes.enumerated() {
+            let current: WriteApplier.State?
+            if let s = local[write.path] {
+                current = s
+            } else {
+                let stored = try latest(write.path)
+                before[write.path] = stored.doc
+                if let d = stored.doc {
+                    let fields: MapValue
+                    if let cached = stored.fields { fields = cached } else { fields = try codec.decode(d.data) }
+                    current = WriteApplier.State(fields: fields, createTime: d.createTime, updateTime: d.updateTime)
+                    original[write.path] = current
+                } else {
+                    current = nil
+                }
+            }
+            let outcome: WriteApplier.Outcome
+            do {
+                outcome = try WriteApplier.apply(write, to: current, commitTime: commitTime)
+            } catch {
+                throw writes.count > 1 ? error.prefixed("writes[\(i)]") : error
+            }
+            if local[write.path] == nil { order.append(write.path) }
+            local[write.path] = .some(outcome.after)
+            results.append(outcome.result)
+        }
+
+        // Net mutation per document, in first-touch order; documents left as they were are omitted.
+        var mutations: [Mutation] = []
+        for path in order {
+            let old = before[path] ?? nil
+            let newState = local[path] ?? nil
+            var after: StoredDocument?
+            if let newState {
+                if let old, let orig = original[path], orig.fields == newState.fields {
+                    // Unchanged by the commit as a whole (possibly changed and changed back): keep its times.
+                    for j in results.indices where results[j].path == path { results[j].updateTime = old.updateTime }
+                    continue
+                }
+                after = StoredDocument(path: path, data: codec.encode(newState.fields), createTime: newState.createTime,
+                                       updateTime: newState.updateTime, seq: seq)
+            } else if old == nil {
+                continue // absent before and after
+            }
+            mutations.append(Mutation(path: path, before: old, after: after))
+            overlay[path] = OverlayEntry(doc: after, fields: newState?.fields, seq: seq)
+        }
+
+        lastAssignedSeq = seq
+        lastCommitMicros = commitMicros
+        let record = CommitRecord(seq: seq, commitTime: commitTime, mutations: mutations)
+        queued.append(PendingCommit(record: record, results: results, completion: completion))
+        return seq
+    }
+
+    /// The newest version of a document, durable or not (what a write must see).
+    private func latest(_ path: DocumentPath) throws(HearthError) -> (doc: StoredDocument?, fields: MapValue?) {
+        if let e = overlay[path] { return (e.doc, e.fields) }
+        return (try store.get(path), nil)
+    }
+
+    // MARK: Group commit
+
+    /// The queued commits as one batch to make durable, or nil when nothing is queued or a batch is
+    /// already in flight (one batch at a time keeps seq order on disk).
+    public func takeBatch() -> CommitBatch? {
+        guard inFlight == nil, !queued.isEmpty else { return nil }
+        let batch = CommitBatch(pending: queued)
+        queued.removeAll(keepingCapacity: true)
+        inFlight = batch
+        return batch
+    }
+
+    /// Applies a batch on the calling (writer) thread. Separate so callers need not reach into the store.
+    public static func makeDurable(_ batch: CommitBatch, in store: any DocumentStore) -> HearthError? {
+        do {
+            try store.apply(batch.records)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    /// Completes a batch on the loop thread: acknowledges its commits (or fails them and everything queued
+    /// behind them), drops their overlay entries, and publishes them.
+    public func finish(_ batch: CommitBatch, error: HearthError?) {
+        precondition(inFlight === batch, "finish called with a batch that is not in flight")
+        inFlight = nil
+        if let error {
+            let failed = batch.pending + queued
+            queued.removeAll()
+            overlay.removeAll()
+            let e = HearthError(error.code == .internal ? .internal : .unavailable,
+                                "commit not durable: \(error.message)")
+            for p in failed { p.completion(.failure(e)) }
+            return
+        }
+        let lastSeq = batch.records.last?.seq ?? lastDurableSeq
+        for record in batch.records {
+            for m in record.mutations {
+                if let e = overlay[m.path], e.seq <= lastSeq { overlay[m.path] = nil }
+            }
+        }
+        lastDurableSeq = lastSeq
+        for p in batch.pending {
+            p.completion(.success(CommitOutcome(seq: p.record.seq, commitTime: p.record.commitTime, results: p.results)))
+        }
+        onCommitted?(batch.records)
+    }
+}
