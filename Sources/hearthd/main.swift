@@ -1,1 +1,82 @@
-// placeholder
+// hearthd: the Hearth daemon. Composition root: parses flags, opens the embedded SQLite store, runs the server.
+#if canImport(Glibc)
+import Glibc
+#endif
+import HearthServer
+import HearthStorage
+import HearthStorageSQLite
+
+let usage = """
+usage: hearthd [options]
+
+Serves Hearth's newline-delimited JSON protocol over TCP (see docs/protocol.md).
+
+options:
+  --host ADDR              address to listen on (default 127.0.0.1)
+  --port N                 TCP port (default 7411; 0 picks a free one, printed on start)
+  --data-dir DIR           where the SQLite store lives (default ./data; created if missing)
+  --max-line-bytes N       longest accepted request line (default 16777216)
+  --output-high-water N    bytes of unsent output at which a connection's reading pauses (default 4194304)
+  --retention-seconds N    change-log retention by age, for resuming listeners (default 86400)
+  --retention-bytes N      change-log retention by size (default 268435456)
+  --shutdown-grace-ms N    how long SIGTERM/SIGINT wait for in-flight commits and output (default 5000)
+  --quiet                  log nothing but errors
+  --version                print the version and exit
+  --help                   print this help and exit
+
+Signals: SIGTERM and SIGINT stop accepting, finish in-flight commits, flush output and close the store.
+"""
+
+func fail(_ message: String) -> Never {
+    var line = Array("hearthd: \(message)\n".utf8)
+    _ = line.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
+    exit(2)
+}
+
+var config = ServerConfig()
+var quiet = false
+var args = CommandLine.arguments.dropFirst()[...]
+
+func intValue(_ flag: String, _ text: String?, min: Int = 0) -> Int {
+    guard let text, let v = Int(text), v >= min else { fail("\(flag) needs a whole number >= \(min)") }
+    return v
+}
+
+while let arg = args.popFirst() {
+    var name = arg
+    var inline: String?
+    if arg.hasPrefix("--"), let eq = arg.firstIndex(of: "=") {
+        name = String(arg[..<eq])
+        inline = String(arg[arg.index(after: eq)...])
+    }
+    func value() -> String? { inline ?? args.popFirst() }
+    switch name {
+    case "--help", "-h": print(usage); exit(0)
+    case "--version": print("hearthd \(HearthVersion.string)"); exit(0)
+    case "--host": guard let v = value(), !v.isEmpty else { fail("--host needs an address") }; config.host = v
+    case "--port":
+        let p = intValue("--port", value())
+        guard p <= 65535 else { fail("--port must be at most 65535") }
+        config.port = p
+    case "--data-dir": guard let v = value(), !v.isEmpty else { fail("--data-dir needs a directory") }; config.dataDir = v
+    case "--max-line-bytes": config.maxLineBytes = intValue("--max-line-bytes", value(), min: 1024)
+    case "--output-high-water": config.outputHighWater = intValue("--output-high-water", value(), min: 4096)
+    case "--retention-seconds": config.retentionSeconds = Int64(intValue("--retention-seconds", value()))
+    case "--retention-bytes": config.retentionBytes = Int64(intValue("--retention-bytes", value()))
+    case "--shutdown-grace-ms": config.shutdownGraceMs = UInt64(intValue("--shutdown-grace-ms", value()))
+    case "--quiet", "-q": quiet = true
+    default: fail("unknown option \(arg) (see --help)")
+    }
+}
+
+let logger = Logger(enabled: !quiet)
+let retention = RetentionPolicy(maxAgeMicros: config.retentionSeconds * 1_000_000, maxBytes: config.retentionBytes)
+do {
+    let store = try SQLiteStore(directory: config.dataDir, retention: retention)
+    let server = try Server(config: config, store: store, logger: logger)
+    try server.run()
+    store.close()
+    logger.info("stopped")
+} catch {
+    fail("\(error)")
+}

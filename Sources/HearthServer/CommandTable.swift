@@ -1,0 +1,50 @@
+import HearthModel
+import HearthProtocol
+
+/// One entry of the command table: the op's name, its one-line synopsis (what `help` prints and
+/// docs/protocol.md lists), the fields it accepts besides `op` and `id`, how it touches data, and its handler.
+struct Command: Sendable {
+    enum Access: Sendable {
+        /// Touches no documents (help, ping).
+        case meta
+        /// Reads durable data: waits behind the connection's own pending writes.
+        case read
+        /// Commits: pipelines; answered once durable.
+        case write
+    }
+
+    let name: String
+    let synopsis: String
+    let fields: Set<String>
+    let access: Access
+    let run: @Sendable (Context, Request) throws(HearthError) -> Void
+}
+
+/// The one table of every op the server understands. Generic checks (JSON object, known op, id, unknown
+/// fields) run in `Dispatcher` before any handler.
+enum CommandTable {
+    static let writeFields: Set<String> = ["path", "data", "merge", "mergeFields", "precondition"]
+
+    static let all: [Command] = [
+        Command(name: "help", synopsis: "{op:\"help\"} lists every op with its synopsis",
+                fields: [], access: .meta, run: MetaHandlers.help),
+        Command(name: "ping", synopsis: "{op:\"ping\"} answers ok with the last durable seq",
+                fields: [], access: .meta, run: MetaHandlers.ping),
+        Command(name: "get", synopsis: "{op:\"get\",path} reads one document: {doc:<doc|null>}",
+                fields: ["path"], access: .read, run: ReadHandlers.get),
+        Command(name: "getAll", synopsis: "{op:\"getAll\",paths:[...]} reads documents in the order asked: {docs:[<doc|null>...]}",
+                fields: ["paths"], access: .read, run: ReadHandlers.getAll),
+        Command(name: "create", synopsis: "{op:\"create\",path,data} writes a new document; ALREADY_EXISTS if present",
+                fields: ["path", "data"], access: .write, run: WriteHandlers.single(.create)),
+        Command(name: "set", synopsis: "{op:\"set\",path,data[,merge:true|mergeFields:[...]][,precondition]} replaces or merges a document",
+                fields: writeFields, access: .write, run: WriteHandlers.single(.set)),
+        Command(name: "update", synopsis: "{op:\"update\",path,data[,precondition]} changes fields (keys are field paths); NOT_FOUND if absent",
+                fields: ["path", "data", "precondition"], access: .write, run: WriteHandlers.single(.update)),
+        Command(name: "delete", synopsis: "{op:\"delete\",path[,precondition]} deletes a document (ok when absent)",
+                fields: ["path", "precondition"], access: .write, run: WriteHandlers.single(.delete)),
+        Command(name: "add", synopsis: "{op:\"add\",collection,data} creates a document with a new 20-character ID",
+                fields: ["collection", "data"], access: .write, run: WriteHandlers.add),
+        Command(name: "commit", synopsis: "{op:\"commit\",writes:[{op:set|create|update|delete|verify,...}]} applies writes atomically",
+                fields: ["writes"], access: .write, run: WriteHandlers.commit),
+    ]
+}

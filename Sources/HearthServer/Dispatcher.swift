@@ -1,0 +1,124 @@
+import HearthEngine
+import HearthModel
+import HearthProtocol
+import HearthStorage
+
+/// Turns one request line into one response: parses it, checks the generic rules (an object, a known op, a
+/// valid id, only known fields), applies the read barrier, and runs the command's handler. Holds the parser
+/// and the response writer, reused for every request (loop thread only).
+final class Dispatcher {
+    enum Outcome { case handled, mustWait }
+
+    let parser = JSONParser()
+    var writer = JSONWriter()
+    let commands: [String: Command]
+
+    init() {
+        var table: [String: Command] = [:]
+        for c in CommandTable.all { table[c.name] = c }
+        commands = table
+    }
+
+    func dispatch(_ line: UnsafeRawBufferPointer, session: Session) -> Outcome {
+        let root: JSONRef
+        do {
+            root = try parser.parse(line)
+        } catch {
+            replyError(error, id: nil, session: session)
+            return .handled
+        }
+        guard root.kind == .object else {
+            replyError(.invalid("a request must be a JSON object, not \(root.kind.article)"), id: nil, session: session)
+            return .handled
+        }
+        var id: [UInt8]?
+        if let idRef = root["id"], idRef.kind != .null {
+            switch idRef.kind {
+            case .string, .int, .double: id = idRef.rawJSON
+            default:
+                replyError(.invalid("field \"id\" must be a string or a number, not \(idRef.kind.article)"), id: nil, session: session)
+                return .handled
+            }
+        }
+        guard let opRef = root["op"] else {
+            replyError(.invalid("field \"op\" is required (try {\"op\":\"help\"})"), id: id, session: session)
+            return .handled
+        }
+        guard opRef.kind == .string else {
+            replyError(.invalid("field \"op\" must be a string, not \(opRef.kind.article)"), id: id, session: session)
+            return .handled
+        }
+        let op = opRef.stringValue
+        guard let command = commands[op] else {
+            replyError(.invalid("unknown op \"\(op)\" (try {\"op\":\"help\"})"), id: id, session: session)
+            return .handled
+        }
+        if command.access == .read && session.pendingWrites > 0 { return .mustWait }
+        var unknown: String?
+        root.forEachMember { key, _ in
+            if unknown == nil, key != "op", key != "id", !command.fields.contains(key) { unknown = key }
+        }
+        if let unknown {
+            let allowed = command.fields.isEmpty ? "none" : command.fields.sorted().joined(separator: ", ")
+            replyError(.invalid("\(op): unknown field \"\(unknown)\" (allowed: \(allowed))"), id: id, session: session)
+            return .handled
+        }
+        let request = Request(op: op, body: root, id: id)
+        do {
+            try command.run(Context(dispatcher: self, session: session, server: session.server), request)
+        } catch {
+            replyError(error, id: id, session: session)
+        }
+        return .handled
+    }
+
+    // MARK: Responses
+
+    /// Writes `{"id":..,"ok":true, <fields>}\n` and sends it (in order) on `session`.
+    func replyOK(_ id: [UInt8]?, session: Session, _ fields: (inout JSONWriter) -> Void) {
+        session.emitLine(okLine(id, fields))
+    }
+
+    /// The bytes of an ok response, for responses that complete later.
+    func okLine(_ id: [UInt8]?, _ fields: (inout JSONWriter) -> Void) -> UnsafeRawBufferPointer {
+        writer.reset()
+        writer.beginObject()
+        if let id { writer.key("id"); writer.raw(id) }
+        writer.key("ok"); writer.bool(true)
+        fields(&writer)
+        writer.endObject()
+        writer.newline()
+        return writer.buffer
+    }
+
+    func replyError(_ error: HearthError, id: [UInt8]?, session: Session) {
+        session.emitLine(errorLine(error, id: id))
+    }
+
+    func errorLine(_ error: HearthError, id: [UInt8]?) -> UnsafeRawBufferPointer {
+        writer.reset()
+        writer.beginObject()
+        if let id { writer.key("id"); writer.raw(id) }
+        writer.key("ok"); writer.bool(false)
+        writer.key("error")
+        writer.beginObject()
+        writer.key("code"); writer.string(error.code.rawValue)
+        writer.key("message"); writer.string(error.message)
+        writer.endObject()
+        writer.endObject()
+        writer.newline()
+        return writer.buffer
+    }
+}
+
+/// What a handler works with.
+struct Context {
+    let dispatcher: Dispatcher
+    let session: Session
+    let server: Server
+    var engine: Engine { server.engine }
+
+    func reply(_ request: Request, _ fields: (inout JSONWriter) -> Void) {
+        dispatcher.replyOK(request.id, session: session, fields)
+    }
+}

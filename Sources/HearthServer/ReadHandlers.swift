@@ -1,0 +1,62 @@
+import HearthModel
+import HearthProtocol
+import HearthStorage
+
+/// Point reads of durable documents.
+enum ReadHandlers {
+    /// Most paths one `getAll` may ask for.
+    static let maxGetAll = 1000
+
+    static func get(_ ctx: Context, _ req: Request) throws(HearthError) {
+        let path = try req.documentPath()
+        let doc = try ctx.engine.get(path)
+        ctx.reply(req) { w in
+            w.key("doc")
+            DocumentJSON.write(doc, into: &w)
+        }
+    }
+
+    static func getAll(_ ctx: Context, _ req: Request) throws(HearthError) {
+        let list = try req.array("paths")
+        var paths: [DocumentPath] = []
+        var index = 0
+        var failure: HearthError?
+        list.forEachElement { el in
+            guard failure == nil else { return }
+            if el.kind != .string {
+                failure = .invalid("getAll: paths[\(index)] must be a string, not \(el.kind.article)")
+            } else {
+                do { paths.append(try DocumentPath(parsing: el.stringValue)) } catch {
+                    failure = .invalid("getAll: paths[\(index)]: \(error.message)")
+                }
+            }
+            index += 1
+        }
+        if let failure { throw failure }
+        guard paths.count <= maxGetAll else { throw .invalid("getAll: at most \(maxGetAll) paths (got \(paths.count))") }
+        var docs: [StoredDocument?] = []
+        docs.reserveCapacity(paths.count)
+        for p in paths { docs.append(try ctx.engine.get(p)) }
+        ctx.reply(req) { w in
+            w.key("docs")
+            w.beginArray()
+            for d in docs { DocumentJSON.write(d, into: &w) }
+            w.endArray()
+        }
+    }
+}
+
+/// Writes documents in the wire form: `{"path","id","data","createTime","updateTime"}`, splicing the stored
+/// JSON of the fields without re-encoding.
+enum DocumentJSON {
+    static func write(_ doc: StoredDocument?, into w: inout JSONWriter) {
+        guard let doc else { w.null(); return }
+        w.beginObject()
+        w.key("path"); w.string(doc.path.description)
+        w.key("id"); w.string(doc.path.id)
+        w.key("data"); w.raw(doc.data)
+        w.key("createTime"); w.timestamp(doc.createTime)
+        w.key("updateTime"); w.timestamp(doc.updateTime)
+        w.endObject()
+    }
+}

@@ -1,0 +1,79 @@
+import HearthModel
+import HearthProtocol
+
+/// A parsed request line: its op, its echoed id (pre-encoded JSON), and typed access to its fields with
+/// errors that name the field. Valid only while the line is being dispatched.
+struct Request {
+    let op: String
+    let body: JSONRef
+    /// The request's `id` as JSON bytes, echoed verbatim; nil when absent.
+    let id: [UInt8]?
+
+    func field(_ name: String) -> JSONRef? {
+        guard let v = body[name], v.kind != .null else { return nil }
+        return v
+    }
+
+    func require(_ name: String) throws(HearthError) -> JSONRef {
+        guard let v = field(name) else { throw .invalid("\(op): field \"\(name)\" is required") }
+        return v
+    }
+
+    func string(_ name: String) throws(HearthError) -> String {
+        let v = try require(name)
+        guard v.kind == .string else { throw mistyped(name, v, "a string") }
+        return v.stringValue
+    }
+
+    func optionalString(_ name: String) throws(HearthError) -> String? {
+        guard let v = field(name) else { return nil }
+        guard v.kind == .string else { throw mistyped(name, v, "a string") }
+        return v.stringValue
+    }
+
+    func optionalBool(_ name: String) throws(HearthError) -> Bool? {
+        guard let v = field(name) else { return nil }
+        guard v.kind == .bool else { throw mistyped(name, v, "true or false") }
+        return v.boolValue
+    }
+
+    func optionalInt(_ name: String, min: Int64 = 0, max: Int64 = Int64.max) throws(HearthError) -> Int64? {
+        guard let v = field(name) else { return nil }
+        guard v.kind == .int else { throw mistyped(name, v, "an integer") }
+        let i = v.intValue
+        guard i >= min && i <= max else { throw .invalid("\(op): field \"\(name)\" must be between \(min) and \(max), got \(i)") }
+        return i
+    }
+
+    func object(_ name: String) throws(HearthError) -> JSONRef {
+        let v = try require(name)
+        guard v.kind == .object else { throw mistyped(name, v, "an object") }
+        return v
+    }
+
+    func array(_ name: String) throws(HearthError) -> JSONRef {
+        let v = try require(name)
+        guard v.kind == .array else { throw mistyped(name, v, "an array") }
+        return v
+    }
+
+    func documentPath(_ name: String = "path") throws(HearthError) -> DocumentPath {
+        do {
+            return try DocumentPath(parsing: try string(name))
+        } catch {
+            throw .invalid("\(op): field \"\(name)\": \(error.message)")
+        }
+    }
+
+    func collectionPath(_ name: String = "collection") throws(HearthError) -> CollectionPath {
+        do {
+            return try CollectionPath(parsing: try string(name))
+        } catch {
+            throw .invalid("\(op): field \"\(name)\": \(error.message)")
+        }
+    }
+
+    func mistyped(_ name: String, _ v: JSONRef, _ expected: String) -> HearthError {
+        .invalid("\(op): field \"\(name)\" must be \(expected), not \(v.kind.article)")
+    }
+}

@@ -1,0 +1,136 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import HearthEngine
+import HearthLoop
+import HearthModel
+import HearthProtocol
+import HearthStorage
+
+/// The daemon: one libuv loop thread owning every connection and the engine; durable commits on a writer
+/// thread, grouped. See docs/architecture.md.
+public final class Server {
+    public let config: ServerConfig
+    let logger: Logger
+    let loop: EventLoop
+    let engine: Engine
+    let store: any DocumentStore
+    let dispatcher: Dispatcher
+    private var listener: TCPListener?
+    private var sessions: [ObjectIdentifier: Session] = [:]
+    private var hooks: [LoopHook] = []
+    private var signals: [SignalWatcher] = []
+    private var batchInFlight = false
+    private(set) var shuttingDown = false
+    private var shutdownTimer: LoopTimer?
+    private var closingSessions = false
+
+    /// The port actually bound (useful with --port 0).
+    public private(set) var boundPort = 0
+
+    public init(config: ServerConfig, store: any DocumentStore, logger: Logger) throws {
+        self.config = config
+        self.logger = logger
+        self.store = store
+        self.loop = try EventLoop()
+        self.engine = try Engine(store: store, codec: JSONDocumentCodec())
+        self.dispatcher = Dispatcher()
+    }
+
+    /// Listens, serves until SIGTERM/SIGINT, then shuts down gracefully. Returns when the loop has ended.
+    public func run() throws {
+        let listener = try loop.listen(host: config.host, port: config.port) { [unowned self] conn in
+            self.accept(conn)
+        }
+        self.listener = listener
+        boundPort = listener.port
+        hooks.append(loop.beforePoll { [unowned self] in self.startGroupCommit() })
+        for sig in [SIGTERM, SIGINT] {
+            signals.append(loop.onSignal(sig) { [unowned self] in self.beginShutdown(reason: sig == SIGTERM ? "SIGTERM" : "SIGINT") })
+        }
+        logger.info("hearthd \(HearthVersion.string) listening on \(config.host):\(boundPort), data dir \(config.dataDir), seq \(engine.lastDurableSeq)")
+        loop.run()
+        loop.shutdown()
+    }
+
+    // MARK: Connections
+
+    private func accept(_ conn: TCPConnection) {
+        guard !shuttingDown else { conn.abort(); return }
+        let session = Session(conn: conn, server: self)
+        sessions[ObjectIdentifier(session)] = session
+        session.start()
+    }
+
+    func sessionClosed(_ session: Session) {
+        sessions[ObjectIdentifier(session)] = nil
+        if closingSessions && sessions.isEmpty { stopLoop() }
+    }
+
+    // MARK: Group commit
+
+    /// Once per loop turn: if no batch is being made durable, hand every commit queued since the last one
+    /// to the writer thread as one transaction.
+    private func startGroupCommit() {
+        guard !batchInFlight, let batch = engine.takeBatch() else { return }
+        batchInFlight = true
+        let store = self.store
+        let outcome = BatchOutcome()
+        loop.submit({
+            outcome.error = Engine.makeDurable(batch, in: store)
+        }, done: { [unowned self] in
+            self.batchInFlight = false
+            if let e = outcome.error { self.logger.info("commit of seq \(batch.records.first?.seq ?? 0)...\(batch.records.last?.seq ?? 0) failed: \(e)") }
+            self.engine.finish(batch, error: outcome.error)
+            if self.shuttingDown { self.maybeFinishShutdown() }
+        })
+    }
+
+    // MARK: Shutdown
+
+    /// Stops accepting, lets queued and in-flight commits finish, flushes output, then ends the loop.
+    func beginShutdown(reason: String) {
+        guard !shuttingDown else { return }
+        shuttingDown = true
+        logger.info("\(reason): shutting down (\(sessions.count) connections, \(engine.pendingCommitCount) commits pending)")
+        listener?.close()
+        listener = nil
+        for s in sessions.values { s.stopReading() }
+        shutdownTimer = loop.timer(after: config.shutdownGraceMs) { [unowned self] in
+            self.logger.info("shutdown grace period over; closing \(self.sessions.count) connections")
+            self.finishShutdown()
+        }
+        maybeFinishShutdown()
+    }
+
+    private func maybeFinishShutdown() {
+        guard engine.isIdle, !batchInFlight else { return }
+        finishShutdown()
+    }
+
+    /// Closes every connection gracefully (pending output is flushed first); the loop stops when the last
+    /// one has closed, or after a short deadline.
+    private func finishShutdown() {
+        guard !closingSessions else { return }
+        closingSessions = true
+        shutdownTimer?.cancel()
+        shutdownTimer = loop.timer(after: 2000) { [unowned self] in self.stopLoop() }
+        for s in Array(sessions.values) { s.close() }
+        if sessions.isEmpty { stopLoop() }
+    }
+
+    private func stopLoop() {
+        shutdownTimer?.cancel()
+        shutdownTimer = nil
+        for h in hooks { h.cancel() }
+        for s in signals { s.stop() }
+        hooks.removeAll()
+        signals.removeAll()
+        loop.stop()
+    }
+}
+
+/// Carries the writer thread's result back to the loop thread (written before `done` runs; libuv orders it).
+private final class BatchOutcome: @unchecked Sendable {
+    var error: HearthError?
+}

@@ -1,0 +1,22 @@
+/// Everything `hearthd` can be told on its command line. Defaults are the documented ones.
+public struct ServerConfig: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 7411
+    public var dataDir = "./data"
+    /// Longest accepted request line; a longer one is answered with RESOURCE_EXHAUSTED and discarded.
+    public var maxLineBytes = 16 << 20
+    /// Output above which the server stops reading a connection's requests until it drains.
+    public var outputHighWater = 4 << 20
+    /// How long a shutdown waits for in-flight commits and pending output.
+    public var shutdownGraceMs: UInt64 = 5000
+    /// Change-log retention for listeners resuming from an older seq.
+    public var retentionSeconds: Int64 = 24 * 3600
+    public var retentionBytes: Int64 = 256 << 20
+
+    public init() {}
+}
+
+/// The version `hearthd --version` and the start-up line print.
+public enum HearthVersion {
+    public static let string = "0.1.0"
+}

@@ -1,0 +1,134 @@
+import HearthLoop
+import HearthModel
+import HearthProtocol
+
+/// One client connection: framing, in-order responses, the read barrier behind its own pending writes, and
+/// backpressure.
+///
+/// Ordering contract: responses leave in request order. Writes pipeline (many may wait for durability at
+/// once), but a read that follows a write on the same connection waits until that write is durable, so a
+/// connection always reads its own writes and never sees anything not yet durable.
+final class Session {
+    let conn: TCPConnection
+    unowned let server: Server
+    private var framer: LineFramer
+    let responses = ResponseQueue()
+    /// Writes submitted and not yet durable (or failed).
+    private(set) var pendingWrites = 0
+    /// Lines waiting behind the read barrier, oldest first.
+    private var parked: [Parked] = []
+    private enum Parked {
+        case line([UInt8])
+        case error(HearthError)
+    }
+    private var parkedHead = 0
+    private var readingPaused = false
+    private var closed = false
+
+    init(conn: TCPConnection, server: Server) {
+        self.conn = conn
+        self.server = server
+        self.framer = LineFramer(maxLineBytes: server.config.maxLineBytes)
+    }
+
+    func start() {
+        conn.onRead = { [unowned self] bytes in self.received(bytes) }
+        conn.onDrain = { [unowned self] in self.updateReading() }
+        conn.onClose = { [unowned self] _ in
+            self.closed = true
+            self.conn.onRead = nil
+            self.conn.onDrain = nil
+            self.conn.onClose = nil
+            self.server.sessionClosed(self)
+        }
+        conn.startReading()
+    }
+
+    private var isParked: Bool { parkedHead < parked.count }
+
+    private func received(_ bytes: UnsafeRawBufferPointer) {
+        framer.feed(bytes) { event in
+            switch event {
+            case .line(let line):
+                if isParked || server.dispatcher.dispatch(line, session: self) == .mustWait {
+                    parked.append(.line(Array(line)))
+                }
+            case .tooLong(let size):
+                let e = HearthError(.resourceExhausted,
+                                    "line of \(size)+ bytes exceeds the limit of \(server.config.maxLineBytes) bytes; discarded up to the next newline")
+                if isParked { parked.append(.error(e)) } else { server.dispatcher.replyError(e, id: nil, session: self) }
+            }
+        }
+        updateReading()
+    }
+
+    /// Runs parked lines once the barrier lifts, until one must wait again.
+    private func runParked() {
+        drain: while parkedHead < parked.count {
+            switch parked[parkedHead] {
+            case .line(let line):
+                let r = line.withUnsafeBytes { server.dispatcher.dispatch($0, session: self) }
+                if r == .mustWait { break drain }
+            case .error(let e):
+                server.dispatcher.replyError(e, id: nil, session: self)
+            }
+            parkedHead += 1
+            if closed { return }
+        }
+        if parkedHead == parked.count {
+            parked.removeAll(keepingCapacity: false)
+            parkedHead = 0
+        }
+        updateReading()
+    }
+
+    /// Pauses reading while lines are parked or output is above the high-water mark; resumes otherwise.
+    func updateReading() {
+        guard !closed, !server.shuttingDown else { return }
+        let shouldPause = isParked || conn.pendingOutputBytes > server.config.outputHighWater
+        if shouldPause && !readingPaused {
+            readingPaused = true
+            conn.pauseReading()
+        } else if !shouldPause && readingPaused {
+            readingPaused = false
+            conn.resumeReading()
+        }
+    }
+
+    func stopReading() {
+        guard !closed else { return }
+        readingPaused = true
+        conn.pauseReading()
+    }
+
+    func close() {
+        guard !closed else { return }
+        conn.close()
+    }
+
+    // MARK: Responses
+
+    /// Sends a finished response line, behind any response still awaited.
+    func emitLine(_ line: UnsafeRawBufferPointer) {
+        guard !closed else { return }
+        if responses.hasOutstanding {
+            responses.enqueue(Array(line))
+        } else {
+            conn.send(line)
+        }
+    }
+
+    /// Marks a write as submitted; its response takes the next slot.
+    func beginWrite() -> ResponseQueue.Slot {
+        pendingWrites += 1
+        return responses.reserve()
+    }
+
+    /// Delivers a write's response and lifts the read barrier when it was the last pending write.
+    func endWrite(_ slot: ResponseQueue.Slot, response: [UInt8]) {
+        pendingWrites -= 1
+        guard !closed else { return }
+        responses.fill(slot, with: response) { conn.send($0) }
+        if pendingWrites == 0 && isParked { runParked() } else { updateReading() }
+    }
+}

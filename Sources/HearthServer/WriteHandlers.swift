@@ -1,0 +1,120 @@
+import HearthEngine
+import HearthModel
+import HearthProtocol
+
+/// Ops that commit. Each validates and applies its writes at once (errors answered in order) and answers
+/// when the commit is durable.
+enum WriteHandlers {
+    /// `create`, `set`, `update`, `delete`: one write, answered with
+    /// `{"path","docId","updateTime","seq"[,"transformResults"]}`.
+    static func single(_ kind: Write.Kind) -> @Sendable (Context, Request) throws(HearthError) -> Void {
+        return { ctx, req throws(HearthError) in
+            let write = try WriteDecoding.decode(kind: kind, req.body, where: req.op)
+            try submit(ctx, req, [write]) { w, outcome in
+                let r = outcome.results[0]
+                writeSingleResult(r, seq: outcome.seq, into: &w)
+            }
+        }
+    }
+
+    /// `add`: a create under a new 20-character ID; `{"$documentId":true}` in data stores that ID.
+    static func add(_ ctx: Context, _ req: Request) throws(HearthError) {
+        let collection = try req.collectionPath()
+        let path = try collection.document(DocumentID.random())
+        let data = try req.object("data")
+        let d: WriteDataDecoder.Decoded
+        do { d = try WriteDataDecoder.decode(data, mode: .set, documentID: path.id) } catch { throw error.prefixed("add") }
+        let write = Write(kind: .create, path: path, operation: .update(fields: d.fields, mask: nil),
+                          transforms: d.transforms, precondition: .exists(false))
+        try submit(ctx, req, [write]) { w, outcome in
+            writeSingleResult(outcome.results[0], seq: outcome.seq, into: &w)
+        }
+    }
+
+    /// `commit`: all writes or none, one seq; the message of a failed write names its index.
+    static func commit(_ ctx: Context, _ req: Request) throws(HearthError) {
+        let list = try req.array("writes")
+        var writes: [Write] = []
+        var failure: HearthError?
+        var i = 0
+        list.forEachElement { el in
+            guard failure == nil else { return }
+            defer { i += 1 }
+            let prefix = "commit: writes[\(i)]"
+            guard el.kind == .object else { failure = .invalid("\(prefix) must be an object"); return }
+            guard let opRef = el["op"], opRef.kind == .string, let kind = Write.Kind(rawValue: opRef.stringValue) else {
+                failure = .invalid("\(prefix): field \"op\" must be one of set, create, update, delete, verify")
+                return
+            }
+            var unknown: String?
+            el.forEachMember { key, _ in
+                if unknown == nil, key != "op", !CommandTable.writeFields.contains(key) { unknown = key }
+            }
+            if let unknown { failure = .invalid("\(prefix): unknown field \"\(unknown)\""); return }
+            do { writes.append(try WriteDecoding.decode(kind: kind, el, where: prefix)) } catch { failure = error }
+        }
+        if let failure { throw failure }
+        if writes.isEmpty { throw .invalid("commit: writes must not be empty") }
+        try submit(ctx, req, writes) { w, outcome in
+            w.key("seq"); w.uint(outcome.seq)
+            w.key("commitTime"); w.timestamp(outcome.commitTime)
+            w.key("results")
+            w.beginArray()
+            for r in outcome.results {
+                w.beginObject()
+                w.key("path"); w.string(r.path.description)
+                w.key("id"); w.string(r.path.id)
+                w.key("updateTime"); w.timestamp(r.updateTime)
+                if !r.transformResults.isEmpty { transformResults(r.transformResults, into: &w) }
+                w.endObject()
+            }
+            w.endArray()
+        }
+    }
+
+    static func writeSingleResult(_ r: WriteResult, seq: UInt64, into w: inout JSONWriter) {
+        w.key("path"); w.string(r.path.description)
+        w.key("docId"); w.string(r.path.id)
+        w.key("updateTime"); w.timestamp(r.updateTime)
+        w.key("seq"); w.uint(seq)
+        if !r.transformResults.isEmpty { transformResults(r.transformResults, into: &w) }
+    }
+
+    static func transformResults(_ values: [Value], into w: inout JSONWriter) {
+        w.key("transformResults")
+        w.beginArray()
+        for v in values { w.value(v) }
+        w.endArray()
+    }
+
+    /// Hands the writes to the engine and arranges the in-order response once durable.
+    private static func submit(_ ctx: Context, _ req: Request, _ writes: [Write],
+                               _ fields: @escaping (inout JSONWriter, CommitOutcome) -> Void) throws(HearthError) {
+        let session = ctx.session
+        let dispatcher = ctx.dispatcher
+        let id = req.id
+        var slot: ResponseQueue.Slot?
+        try ctx.engine.commit(writes) { [weak session] result in
+            guard let session, let slot else { return }
+            let line: UnsafeRawBufferPointer
+            switch result {
+            case .success(let outcome): line = dispatcher.okLine(id) { w in fields(&w, outcome) }
+            case .failure(let error): line = dispatcher.errorLine(error, id: id)
+            }
+            session.endWrite(slot, response: Array(line))
+        }
+        slot = session.beginWrite()
+    }
+}
+
+/// Document IDs the server picks: 20 characters from [A-Za-z0-9] (about 119 bits), as Firestore's.
+enum DocumentID {
+    static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
+
+    static func random() -> String {
+        var rng = SystemRandomNumberGenerator()
+        var bytes = [UInt8](repeating: 0, count: 20)
+        for i in 0..<20 { bytes[i] = alphabet[Int(rng.next(upperBound: UInt64(alphabet.count)))] }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
