@@ -58,7 +58,15 @@ public struct FieldPath: Sendable, Hashable, Comparable, CustomStringConvertible
     /// The canonical dotted form: simple identifiers bare, anything else in backticks.
     public var description: String {
         segments.map { s in
-            FieldPath.isSimple(s) ? s : "`" + s.replacing("\\", with: "\\\\").replacing("`", with: "\\`") + "`"
+            guard !FieldPath.isSimple(s) else { return s }
+            // Escape byte by byte: "\\" or "`" followed by a combining mark is one Character.
+            var out: [UInt8] = [96]
+            for b in s.utf8 {
+                if b == 92 || b == 96 { out.append(92) }
+                out.append(b)
+            }
+            out.append(96)
+            return String(decoding: out, as: UTF8.self)
         }.joined(separator: ".")
     }
 

@@ -47,7 +47,7 @@ public struct MapValue: Sendable, Hashable, Sequence {
     public subscript(key: String) -> Value? {
         get {
             let i = search(key)
-            return i >= 0 ? fields[i].value : nil
+            if i >= 0 { return fields[i].value } else { return nil }
         }
         set {
             let i = search(key)

@@ -14,8 +14,9 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
     public static func parse(_ text: String, what: String = "path") throws(HearthError) -> ResourcePath {
         guard !text.isEmpty else { throw .invalid("\(what) must not be empty") }
         var segments: [String] = []
-        for part in text.split(separator: "/", omittingEmptySubsequences: false) {
-            let id = String(part)
+        // Split on the byte, not on Characters: "/" followed by a combining mark is one Character.
+        for part in text.utf8.split(separator: 47, omittingEmptySubsequences: false) {
+            let id = String(decoding: part, as: UTF8.self)
             if let problem = ResourcePath.problem(withID: id) {
                 throw .invalid("\(what) \"\(text)\" is invalid: \(problem)")
             }
