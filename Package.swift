@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "HearthServer", dependencies: ["HearthLoop", "HearthProtocol", "HearthEngine", "HearthStorage", "HearthModel"]),
         .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthStorageSQLite", "HearthStorage"]),
         .executableTarget(name: "hearth", dependencies: ["HearthProtocol", "HearthModel", "HearthLoop"]),
-        .target(name: "HearthTesting", dependencies: ["HearthStorage", "HearthModel", "HearthProtocol"]),
+        .target(name: "HearthTesting"),
 
         .testTarget(name: "HearthModelTests", dependencies: ["HearthModel"]),
         .testTarget(name: "HearthProtocolTests", dependencies: ["HearthProtocol", "HearthModel"]),

@@ -1,0 +1,96 @@
+import Foundation
+
+/// A blocking line client over a POSIX socket, for tests: send raw lines, read lines with a timeout, and
+/// parse responses with Foundation's JSONSerialization (an oracle independent of the server's own JSON code).
+public final class WireClient {
+    public let fd: Int32
+    private var buffer: [UInt8] = []
+
+    public init(host: String = "127.0.0.1", port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket() failed") }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, host, &addr.sin_addr)
+        let r = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard r == 0 else { close(fd); throw TestFailure("connect to \(host):\(port) failed: errno \(errno)") }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    deinit { close(fd) }
+
+    /// Sends bytes as they are.
+    public func sendRaw(_ bytes: [UInt8]) throws {
+        var sent = 0
+        while sent < bytes.count {
+            let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw TestFailure("send failed: errno \(errno)") }
+            sent += n
+        }
+    }
+
+    /// Sends one line (a newline is added).
+    public func send(_ line: String) throws { try sendRaw(Array((line + "\n").utf8)) }
+
+    /// Reads one line (without its newline); throws on timeout or EOF.
+    public func readLine(timeout: Double = 10) throws -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if let nl = buffer.firstIndex(of: 10) {
+                let line = String(decoding: buffer[..<nl], as: UTF8.self)
+                buffer.removeSubrange(...nl)
+                return line
+            }
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else { throw TestFailure("timed out waiting for a line") }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let pr = poll(&pfd, 1, Int32(remaining * 1000))
+            if pr == 0 { throw TestFailure("timed out waiting for a line") }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { throw TestFailure("connection closed while waiting for a line") }
+            buffer.append(contentsOf: chunk[..<n])
+        }
+    }
+
+    /// True when the server closed the connection (EOF within `timeout`).
+    public func isClosedByPeer(timeout: Double = 5) -> Bool {
+        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&pfd, 1, Int32(timeout * 1000)) > 0 else { return false }
+        var b: UInt8 = 0
+        return recv(fd, &b, 1, Int32(MSG_PEEK)) == 0
+    }
+
+    /// Reads a line and parses it as a JSON object.
+    public func readObject(timeout: Double = 10) throws -> [String: Any] {
+        let line = try readLine(timeout: timeout)
+        guard let obj = try JSONSerialization.jsonObject(with: Data(line.utf8), options: [.fragmentsAllowed]) as? [String: Any] else {
+            throw TestFailure("not a JSON object: \(line)")
+        }
+        return obj
+    }
+
+    /// Sends a line and reads the response object.
+    public func request(_ line: String, timeout: Double = 10) throws -> [String: Any] {
+        try send(line)
+        return try readObject(timeout: timeout)
+    }
+
+    /// Sends an object (encoded with JSONSerialization) and reads the response object.
+    public func call(_ object: [String: Any], timeout: Double = 10) throws -> [String: Any] {
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        return try request(String(decoding: data, as: UTF8.self), timeout: timeout)
+    }
+}
+
+extension Dictionary where Key == String, Value == Any {
+    /// `ok` is true.
+    public var isOK: Bool { self["ok"] as? Bool == true }
+    /// The error code of a failed response.
+    public var errorCode: String? { (self["error"] as? [String: Any])?["code"] as? String }
+    public var errorMessage: String? { (self["error"] as? [String: Any])?["message"] as? String }
+}
