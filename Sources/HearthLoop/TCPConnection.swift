@@ -1,0 +1,333 @@
+import CLibUV
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One TCP stream (accepted by a ``TCPListener`` or opened with ``EventLoop/connect(host:port:_:)``).
+///
+/// Loop thread only. The connection keeps itself alive while libuv holds its handle, so dropping every
+/// reference does not close it: call ``close()`` or ``abort()``. ``onClose`` fires exactly once, from the
+/// close callback, after which no callback fires again and all callbacks are released (breaking any
+/// reference cycles they hold).
+///
+/// Output is buffered: `send(_:)` only copies into a per-connection buffer and marks the
+/// connection dirty; the loop flushes each dirty connection once per iteration, just before polling,
+/// with `uv_try_write` first and `uv_write` for the remainder. At most one `uv_write` is in flight per
+/// connection; bytes sent meanwhile accumulate and go out when it completes. See docs/loop.md.
+public final class TCPConnection: LoopHandleOwner {
+    let loop: EventLoop
+    private(set) var handle: UnsafeMutablePointer<uv_tcp_t>?
+
+    /// The remote address, `"127.0.0.1:54321"` or `"[::1]:54321"`.
+    public let peer: String
+
+    /// Called with each chunk read. The bytes are valid only during the call (copy what you keep).
+    public var onRead: ((UnsafeRawBufferPointer) -> Void)?
+    /// Called exactly once when the connection is closed: `nil` after peer EOF, ``abort()``, or a
+    /// ``close()`` that delivered all pending output; the ``LoopError`` otherwise (reset, read or write
+    /// failure, or `ETIMEDOUT` when a graceful close had to drop output at its deadline).
+    public var onClose: ((LoopError?) -> Void)?
+    /// Called whenever pending output falls to zero after having been above zero (every flush that
+    /// empties the buffers). Set it only while you wait for a drain (for example while reading is paused
+    /// for backpressure). Not called once ``close()`` has been requested.
+    public var onDrain: (() -> Void)?
+
+    /// Bytes appended and not yet handed to libuv.
+    private var out = OutputBuffer()
+    /// Bytes owned by the in-flight `uv_write` (valid until its callback).
+    private var inFlight = OutputBuffer()
+    private var writeReq: UnsafeMutablePointer<uv_write_t>?
+    private var writeInFlight = false
+    /// In the loop's dirty list (flush pending this turn).
+    var isDirty = false
+
+    private var wantsReading = false
+    private var isReading = false
+    private var closeRequested = false
+    private var shutdownStarted = false
+    private var closeReason: LoopError?
+    private var closeReasonSet = false
+    private var deadline: LoopTimer?
+    /// Set while a client connection is still connecting (see TCPConnection+Connect.swift).
+    var connectDone: ((Result<TCPConnection, LoopError>) -> Void)?
+
+    /// Wraps an initialised `uv_tcp_t` and takes ownership of it (retains self through `handle->data`).
+    init(loop: EventLoop, handle: UnsafeMutablePointer<uv_tcp_t>, peer: String) {
+        self.loop = loop
+        self.handle = handle
+        self.peer = peer
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+    }
+
+    // MARK: State
+
+    /// `true` until ``close()`` or ``abort()`` is called or the connection fails.
+    public var isOpen: Bool { handle != nil && !closeRequested }
+
+    /// Output bytes not yet accepted by the kernel: buffered here plus still queued in `uv_write`.
+    public var pendingOutputBytes: Int {
+        guard let handle else { return 0 }
+        return out.count + (writeInFlight ? handle.pointee.write_queue_size : 0)
+    }
+
+    // MARK: Reading
+
+    /// Starts delivering data to ``onRead``. Connections start paused so the owner can install callbacks first.
+    public func startReading() {
+        wantsReading = true
+        updateReading()
+    }
+
+    /// Stops delivering data (`uv_read_stop`); the kernel buffers and eventually pushes back on the peer.
+    public func pauseReading() {
+        wantsReading = false
+        updateReading()
+    }
+
+    /// Resumes delivering data after ``pauseReading()``.
+    public func resumeReading() {
+        startReading()
+    }
+
+    private func updateReading() {
+        guard let handle, !closeRequested else { return }
+        if wantsReading && !isReading {
+            let status = uv_read_start(asStream(handle), connectionAllocCallback, connectionReadCallback)
+            if status < 0 { fail(LoopError(code: status, operation: "uv_read_start")); return }
+            isReading = true
+        } else if !wantsReading && isReading {
+            uv_read_stop(asStream(handle))
+            isReading = false
+        }
+    }
+
+    func didRead(_ nread: Int, _ base: UnsafeMutableRawPointer?) {
+        if nread > 0 {
+            onRead?(UnsafeRawBufferPointer(start: base, count: nread))
+        } else if nread < 0 {
+            if nread == Int(LoopError.eof) {
+                isReading = false
+                wantsReading = false
+                close()     // peer finished sending: flush what we owe, then close (reason nil)
+            } else {
+                fail(LoopError(code: Int32(truncatingIfNeeded: nread), operation: "read from \(peer)"))
+            }
+        }
+    }
+
+    // MARK: Writing
+
+    /// Appends a copy of `bytes` to the output buffer; it is flushed before the loop next polls.
+    /// Ignored once ``close()`` or ``abort()`` was called.
+    public func send(_ bytes: UnsafeRawBufferPointer) {
+        guard handle != nil, !closeRequested, bytes.count > 0 else { return }
+        out.append(bytes)
+        scheduleFlush()
+    }
+
+    /// Appends a copy of `bytes`; see `send(_:)`.
+    public func send(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { send($0) }
+    }
+
+    /// Appends the UTF-8 bytes of `text`; see `send(_:)`.
+    public func send(_ text: String) {
+        var text = text
+        text.withUTF8 { send(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Serialises straight into the output buffer, avoiding an intermediate copy: `write` receives at
+    /// least `maxBytes` writable bytes and returns how many it filled (0...maxBytes).
+    public func send(reserving maxBytes: Int, _ write: (UnsafeMutableRawBufferPointer) -> Int) {
+        guard handle != nil, !closeRequested else { return }
+        out.append(reserving: maxBytes, write)
+        if !out.isEmpty { scheduleFlush() }
+    }
+
+    /// Flushes buffered output now instead of waiting for the before-poll pass (same algorithm).
+    /// May call ``onDrain`` or ``onClose``-triggering error handling before returning.
+    public func flushNow() {
+        flush()
+    }
+
+    private func scheduleFlush() {
+        if !isDirty {
+            isDirty = true
+            loop.markDirty(self)
+        }
+    }
+
+    /// Writes buffered output: `uv_try_write` first, then one `uv_write` of the remainder.
+    func flush() {
+        guard let handle, !writeInFlight, !out.isEmpty else { return }
+        let bytes = out.readable
+        var buf = uv_buf_t(base: UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: CChar.self)),
+                           len: bytes.count)
+        let written = uv_try_write(asStream(handle), &buf, 1)
+        if written > 0 {
+            out.consume(Int(written))
+        } else if written < 0 && written != UV_EAGAIN.rawValue {
+            fail(LoopError(code: written, operation: "write to \(peer)"))
+            return
+        }
+        if out.isEmpty {
+            out.trim(retaining: loop.outputRetainLimit)
+            outputDrained()
+            return
+        }
+        swap(&out, &inFlight)
+        let rest = inFlight.readable
+        var restBuf = uv_buf_t(base: UnsafeMutablePointer(mutating: rest.baseAddress!.assumingMemoryBound(to: CChar.self)),
+                               len: rest.count)
+        if writeReq == nil { writeReq = allocZeroed(uv_write_t.self) }
+        let status = uv_write(writeReq, asStream(handle), &restBuf, 1, connectionWriteCallback)
+        if status < 0 {
+            fail(LoopError(code: status, operation: "write to \(peer)"))
+            return
+        }
+        writeInFlight = true
+    }
+
+    func writeCompleted(_ status: Int32) {
+        writeInFlight = false
+        inFlight.clear(retaining: loop.outputRetainLimit)
+        guard handle != nil else { return }
+        if status < 0 {
+            if status != LoopError.canceled { fail(LoopError(code: status, operation: "write to \(peer)")) }
+            return
+        }
+        if out.isEmpty {
+            out.trim(retaining: loop.outputRetainLimit)
+            outputDrained()
+        } else {
+            scheduleFlush()
+        }
+    }
+
+    private func outputDrained() {
+        if closeRequested {
+            beginShutdown()
+        } else if let onDrain {
+            onDrain()
+        }
+    }
+
+    // MARK: Closing
+
+    /// Graceful close: stops reading, flushes pending output (bounded by ``EventLoop/closeDeadlineMs``,
+    /// after which the connection is aborted and ``onClose`` gets `ETIMEDOUT`), shuts down the write side
+    /// (`uv_shutdown`, sending FIN), then closes. Idempotent; later sends are ignored. ``abort()`` may
+    /// still be called to cut a pending graceful close short.
+    public func close() {
+        guard let handle, !closeRequested else { return }
+        closeRequested = true
+        if isReading { uv_read_stop(asStream(handle)); isReading = false }
+        if connectDone != nil { closeHandle(); return }
+        if out.isEmpty && !writeInFlight {
+            beginShutdown()
+            return
+        }
+        scheduleFlush()
+        deadline = loop.timer(after: loop.closeDeadlineMs) { [unowned self] in
+            self.fail(LoopError(code: LoopError.timedOut, operation: "close \(self.peer): output not drained"))
+        }
+    }
+
+    /// Immediate close: pending output is dropped, ``onClose`` receives `nil`. Idempotent.
+    public func abort() {
+        setReason(nil)
+        closeHandle()
+    }
+
+    func closeForShutdown() {
+        abort()
+    }
+
+    /// Half-closes after output drained (`uv_shutdown`, which also waits for any queued write), then closes.
+    private func beginShutdown() {
+        guard let handle, !shutdownStarted else { return }
+        shutdownStarted = true
+        setReason(nil)   // all output reached the kernel: a clean close whatever happens next
+        let req = allocZeroed(uv_shutdown_t.self)
+        let status = uv_shutdown(req, asStream(handle), connectionShutdownCallback)
+        if status < 0 {
+            free(req)
+            closeHandle()   // e.g. ENOTCONN when the peer already went away: nothing more to say
+        }
+    }
+
+    /// Records the first reason the connection is going away.
+    private func setReason(_ error: LoopError?) {
+        if !closeReasonSet { closeReasonSet = true; closeReason = error }
+    }
+
+    func fail(_ error: LoopError) {
+        setReason(error)
+        closeHandle()
+    }
+
+    private func closeHandle() {
+        guard let handle, uv_is_closing(asHandle(handle)) == 0 else { return }
+        closeRequested = true
+        deadline?.cancel()
+        deadline = nil
+        uv_close(asHandle(handle), connectionCloseCallback)
+    }
+
+    /// Close callback body: libuv has cancelled every request on the handle; release everything.
+    func handleClosed() {
+        handle = nil
+        free(writeReq)
+        writeReq = nil
+        out.deallocate()
+        inFlight.deallocate()
+        let connectDone = self.connectDone
+        let onClose = self.onClose
+        self.connectDone = nil
+        self.onRead = nil
+        self.onClose = nil
+        self.onDrain = nil
+        if let connectDone {
+            connectDone(.failure(closeReason ?? LoopError(code: LoopError.canceled, operation: "connect \(peer)")))
+        } else {
+            onClose?(closeReason)
+        }
+    }
+}
+
+// MARK: - C callbacks
+
+private func connectionAllocCallback(_ handle: UnsafeMutablePointer<uv_handle_t>?, _ suggested: Int,
+                                     _ buf: UnsafeMutablePointer<uv_buf_t>?) {
+    guard let buf, let data = handle?.pointee.loop.pointee.data else { return }
+    let loop = Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue()
+    buf.pointee.base = loop.readBuffer.assumingMemoryBound(to: CChar.self)
+    buf.pointee.len = EventLoop.readBufferSize
+}
+
+private func connectionReadCallback(_ stream: UnsafeMutablePointer<uv_stream_t>?, _ nread: Int,
+                                    _ buf: UnsafePointer<uv_buf_t>?) {
+    guard let connection = owner(stream?.pointee.data, as: TCPConnection.self) else { return }
+    connection.didRead(nread, UnsafeMutableRawPointer(buf?.pointee.base))
+}
+
+private func connectionWriteCallback(_ req: UnsafeMutablePointer<uv_write_t>?, _ status: Int32) {
+    guard let connection = owner(req?.pointee.handle?.pointee.data, as: TCPConnection.self) else { return }
+    connection.writeCompleted(status)
+}
+
+private func connectionShutdownCallback(_ req: UnsafeMutablePointer<uv_shutdown_t>?, _ status: Int32) {
+    let connection = owner(req?.pointee.handle?.pointee.data, as: TCPConnection.self)
+    free(req)
+    connection?.closeForShutdown()
+}
+
+private func connectionCloseCallback(_ handle: UnsafeMutablePointer<uv_handle_t>?) {
+    guard let handle, let data = handle.pointee.data else { return }
+    let connection = Unmanaged<TCPConnection>.fromOpaque(data).takeRetainedValue()
+    handle.pointee.data = nil
+    free(handle)
+    connection.handleClosed()
+}

@@ -1,0 +1,124 @@
+import Testing
+@testable import HearthLoop
+
+@Suite("Output draining and read flow control")
+struct FlowTests {
+    @Test("a large send arrives whole and onDrain fires")
+    func largeSendDrains() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let payload = pattern(8 << 20)
+        var drained = 0
+        var pendingAfterSend = 0
+        var pendingAtDrain = -1
+        var received: [UInt8] = []
+        received.reserveCapacity(payload.count)
+        func maybeStop() { if drained > 0 && received.count >= payload.count { loop.stop() } }
+        let listener = try loop.listen(host: "127.0.0.1", port: 0) { connection in
+            connection.onDrain = {
+                drained += 1
+                pendingAtDrain = connection.pendingOutputBytes
+                connection.onDrain = nil
+                maybeStop()
+            }
+            connection.send(payload)
+            pendingAfterSend = connection.pendingOutputBytes
+        }
+        connectClient(loop, port: listener.port) { client in
+            client.onRead = { bytes in
+                received += bytes
+                maybeStop()
+            }
+            client.startReading()
+        }
+        runBounded(loop, timeoutMs: 30_000)
+        #expect(pendingAfterSend == payload.count)
+        #expect(drained == 1)
+        #expect(pendingAtDrain == 0)
+        #expect(received == payload)
+    }
+
+    @Test("pauseReading stops delivery and resumeReading resumes it")
+    func pauseAndResume() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var server: TCPConnection?
+        var serverReceived: [UInt8] = []
+        let listener = try loop.listen(host: "127.0.0.1", port: 0) { connection in
+            server = connection
+            connection.onRead = { bytes in
+                serverReceived += bytes
+                if serverReceived == Array("a".utf8) { connection.pauseReading() }
+                if serverReceived.count >= 2 { loop.stop() }
+            }
+            connection.startReading()
+        }
+        var receivedWhilePaused: [UInt8] = []
+        connectClient(loop, port: listener.port) { client in
+            client.send("a")
+            loop.timer(after: 50) { client.send("b") }
+            loop.timer(after: 250) {
+                receivedWhilePaused = serverReceived
+                server?.resumeReading()
+            }
+        }
+        runBounded(loop)
+        #expect(receivedWhilePaused == Array("a".utf8))
+        #expect(serverReceived == Array("ab".utf8))
+    }
+
+    @Test("graceful close flushes pending output before the peer sees EOF")
+    func gracefulCloseFlushes() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let payload = pattern(4 << 20)
+        var serverClosed: [LoopError?] = []
+        let listener = try loop.listen(host: "127.0.0.1", port: 0) { connection in
+            connection.onClose = { serverClosed.append($0) }
+            connection.send(payload)
+            connection.close()
+            connection.send("ignored after close")
+            #expect(!connection.isOpen)
+        }
+        var received: [UInt8] = []
+        var clientClosed: [LoopError?] = []
+        connectClient(loop, port: listener.port) { client in
+            client.onRead = { received += $0 }
+            client.onClose = { error in
+                clientClosed.append(error)
+                loop.timer(after: 20) { loop.stop() }
+            }
+            client.startReading()
+        }
+        runBounded(loop, timeoutMs: 30_000)
+        #expect(received == payload)
+        #expect(clientClosed.count == 1)
+        #expect(clientClosed.first.map { $0 == nil } == true)
+        #expect(serverClosed.count == 1)
+        #expect(serverClosed.first.map { $0 == nil } == true)
+    }
+
+    @Test("graceful close gives up after the deadline when the peer never reads")
+    func closeDeadline() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        loop.closeDeadlineMs = 100
+        var closeError: LoopError?
+        var closes = 0
+        let listener = try loop.listen(host: "127.0.0.1", port: 0) { connection in
+            connection.onClose = { error in
+                closes += 1
+                closeError = error
+                loop.stop()
+            }
+            connection.send([UInt8](repeating: 0x78, count: 64 << 20))   // far more than socket buffers hold
+            connection.close()
+        }
+        var client: TCPConnection?
+        connectClient(loop, port: listener.port) { client = $0 }   // never reads
+        runBounded(loop)
+        #expect(closes == 1)
+        #expect(closeError?.name == "ETIMEDOUT")
+        #expect(client != nil)
+    }
+}

@@ -1,0 +1,60 @@
+import Testing
+@testable import HearthLoop
+
+@Suite("OutputBuffer")
+struct OutputBufferTests {
+    @Test("starts without storage and grows on demand")
+    func lazyGrowth() {
+        var buffer = OutputBuffer()
+        defer { buffer.deallocate() }
+        #expect(buffer.capacity == 0)
+        #expect(buffer.isEmpty)
+        [UInt8](repeating: 7, count: 10).withUnsafeBytes { buffer.append($0) }
+        #expect(buffer.capacity == OutputBuffer.minimumCapacity)
+        let big = pattern(5000)
+        big.withUnsafeBytes { buffer.append($0) }
+        #expect(buffer.count == 5010)
+        #expect(Array(buffer.readable.dropFirst(10)) == big)
+    }
+
+    @Test("consume and compaction keep order")
+    func consumeAndCompact() {
+        var buffer = OutputBuffer()
+        defer { buffer.deallocate() }
+        let data = pattern(1000)
+        data.withUnsafeBytes { buffer.append($0) }
+        buffer.consume(900)
+        let capacity = buffer.capacity
+        data.withUnsafeBytes { buffer.append(UnsafeRawBufferPointer(rebasing: $0[0..<500])) }
+        #expect(buffer.capacity == capacity, "compacted instead of growing")
+        #expect(Array(buffer.readable) == Array(data[900...]) + Array(data[0..<500]))
+        buffer.consume(buffer.count)
+        #expect(buffer.isEmpty)
+    }
+
+    @Test("trim frees capacity above the limit only when empty")
+    func trim() {
+        var buffer = OutputBuffer()
+        defer { buffer.deallocate() }
+        pattern(100_000).withUnsafeBytes { buffer.append($0) }
+        buffer.trim(retaining: 16 * 1024)
+        #expect(buffer.count == 100_000, "not empty: kept")
+        buffer.clear(retaining: 16 * 1024)
+        #expect(buffer.capacity == 0)
+        pattern(100).withUnsafeBytes { buffer.append($0) }
+        buffer.clear(retaining: 16 * 1024)
+        #expect(buffer.capacity == OutputBuffer.minimumCapacity, "small capacity is reused")
+    }
+
+    @Test("append(reserving:) commits only what the writer reports")
+    func reserving() {
+        var buffer = OutputBuffer()
+        defer { buffer.deallocate() }
+        buffer.append(reserving: 64) { raw in
+            raw.storeBytes(of: 0x41, toByteOffset: 0, as: UInt8.self)
+            raw.storeBytes(of: 0x42, toByteOffset: 1, as: UInt8.self)
+            return 2
+        }
+        #expect(Array(buffer.readable) == [0x41, 0x42])
+    }
+}
