@@ -50,9 +50,10 @@ public struct CommitRecord: Sendable, Equatable {
 
 /// How long the change log keeps commits, for listeners resuming from an older seq.
 public struct RetentionPolicy: Sendable, Equatable {
-    /// Commits older than this (by commit time) may be pruned.
+    /// Commits older than this (by commit time, relative to the newest commit) are pruned.
     public var maxAgeMicros: Int64
-    /// The log is pruned, oldest first, while it holds more than this many bytes of document images.
+    /// The log is pruned, oldest first, while it holds more than this many bytes of document images
+    /// (`CommitRecord.imageBytes`).
     public var maxBytes: Int64
 
     public init(maxAgeMicros: Int64, maxBytes: Int64) {
@@ -65,35 +66,55 @@ public struct RetentionPolicy: Sendable, Equatable {
 }
 
 /// The storage protocol every backend implements (SQLite embedded, in-memory twin, PostgreSQL later), checked
-/// by one conformance suite (Tests/HearthStorageTests).
+/// by one conformance suite (Tests/HearthStorageTests). docs/storage.md has the long form.
 ///
-/// Threading contract: reads (`get`, `list`, `changes`, `lastSeq`) are called from one thread (the loop
-/// thread); `apply` is called from one writer thread at a time, concurrently with reads. Reads see only what
-/// `apply` has durably committed, never a partial group.
+/// Threading contract: reads (`get`, `list`, `changes`, `lastSeq`, `oldestResumableSeq`) are called from one
+/// thread (the loop thread); `apply` is called from one writer thread at a time, concurrently with reads. Reads
+/// see only what `apply` has durably committed, never a partial group. Backends may allow more (MemoryStore
+/// takes any thread) but never less.
+///
+/// Errors: UNAVAILABLE when the store cannot work right now (busy, I/O error, disk full, closed); INTERNAL for
+/// a caller bug (a bad seq) or a store that is damaged. Messages name the operation.
 public protocol DocumentStore: AnyObject, Sendable {
-    /// The highest seq durably stored; 0 for a new store.
+    /// The highest seq applied (durably); 0 for a new store. Never decreases, even when retention empties the
+    /// change log.
     func lastSeq() throws(HearthError) -> UInt64
 
     /// The document at `path`, or nil.
     func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument?
 
-    /// Documents directly in `collection`, ordered by ID bytes, with IDs after `afterID` (all when nil), at
-    /// most `limit`.
+    /// Documents directly in `collection` (not in its subcollections), ordered by ID bytes (UTF-8, so "B" <
+    /// "a" < "é"), with IDs after `afterID` (all when nil; it need not exist), at most `limit` (none when
+    /// `limit` < 1). One consistent snapshot.
     func list(collection: CollectionPath, afterID: String?, limit: Int) throws(HearthError) -> [StoredDocument]
 
-    /// Durably applies `commits` (ascending seq, each above `lastSeq()`) in one transaction: all or none.
-    /// Returns once the data is on stable storage (fsync). Also appends them to the change log and prunes
-    /// the log past its retention.
+    /// Durably applies `commits` in one transaction: all or none. Returns once the data is on stable storage
+    /// (fsync). For each mutation, in order: stores `after` at `path`, or removes the document when `after` is
+    /// nil. The images are trusted (`before` is not compared with the stored document). An empty array is a
+    /// no-op.
+    ///
+    /// Also appends the commits to the change log exactly as given, then prunes the log per the backend's
+    /// `RetentionPolicy`: oldest whole commits first, while the oldest is older than the group's last commit
+    /// time minus `maxAgeMicros`, or the log holds more than `maxBytes` of `CommitRecord.imageBytes`. Pruning
+    /// may empty the log; it never touches documents.
+    ///
+    /// Throws INTERNAL, changing nothing, when the seqs are not strictly ascending and above `lastSeq()`, a seq
+    /// exceeds `Int64.max`, or an image's path differs from its mutation's. On a storage failure the
+    /// transaction is rolled back and the store stays usable.
     func apply(_ commits: [CommitRecord]) throws(HearthError)
 
-    /// The commits with seq > `after`, ascending, at most `limit`. Nil when the log no longer holds every
-    /// commit after `after` (pruned past retention), so the caller must fall back to a full reset.
+    /// The commits with seq > `after`, ascending, at most `limit` (none when `limit` < 1), each exactly as
+    /// applied (mutations in their order, with both images). Nil when the log no longer holds every commit after
+    /// `after`, i.e. `after < oldestResumableSeq()`, so the caller must fall back to a full reset. Empty when
+    /// `after >= lastSeq()`. One consistent snapshot.
     func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]?
 
     /// The oldest seq the change log can resume from: `changes(after: s)` succeeds for every s >= this value.
+    /// It is the highest seq pruned so far (0 when nothing was), and never decreases.
     func oldestResumableSeq() throws(HearthError) -> UInt64
 
-    /// Flushes and closes; no call may follow.
+    /// Flushes and closes, waiting for a running `apply`. Idempotent; any other call that follows throws
+    /// UNAVAILABLE.
     func close()
 }
 

@@ -1,0 +1,164 @@
+import HearthModel
+
+/// The in-memory twin of the SQLite store: the same contract (`DocumentStore`), the same change log and
+/// retention rules, nothing on disk. Engine tests run against it, and the conformance suite holds it to the
+/// same behaviour as every durable backend.
+///
+/// Thread-safe: one lock guards all state, so any number of threads may call it (the single-reader /
+/// single-writer contract is a floor, not a requirement here). `apply` validates the whole group before it
+/// changes anything, so a failed `apply` leaves the store untouched.
+public final class MemoryStore: DocumentStore {
+    /// The documents of one collection, sorted by ID bytes (parallel arrays: `ids[i]` is `docs[i].path.id`).
+    private struct Collection {
+        var ids: [[UInt8]] = []
+        var docs: [StoredDocument] = []
+    }
+
+    private struct LoggedCommit {
+        var record: CommitRecord
+        var bytes: Int64
+    }
+
+    private struct State {
+        var collections: [CollectionPath: Collection] = [:]
+        /// The change log; entries before `logStart` are pruned and wait for compaction.
+        var log: [LoggedCommit] = []
+        var logStart = 0
+        var logBytes: Int64 = 0
+        var lastSeq: UInt64 = 0
+        var prunedThrough: UInt64 = 0
+        var closed = false
+    }
+
+    /// How long the change log keeps commits.
+    public let retention: RetentionPolicy
+    private let state = Locked(State())
+
+    public init(retention: RetentionPolicy = .default) {
+        self.retention = retention
+    }
+
+    public func lastSeq() throws(HearthError) -> UInt64 {
+        try read { $0.lastSeq }
+    }
+
+    public func oldestResumableSeq() throws(HearthError) -> UInt64 {
+        try read { $0.prunedThrough }
+    }
+
+    public func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
+        let key = Array(path.id.utf8)
+        return try read { s in
+            guard let c = s.collections[path.collection] else { return nil }
+            let i = Self.lowerBound(c.ids, key)
+            return i < c.ids.count && c.ids[i] == key ? c.docs[i] : nil
+        }
+    }
+
+    public func list(collection: CollectionPath, afterID: String?, limit: Int) throws(HearthError) -> [StoredDocument] {
+        let after = afterID.map { Array($0.utf8) }
+        return try read { s in
+            guard limit > 0, let c = s.collections[collection] else { return [] }
+            let start = after.map { Self.upperBound(c.ids, $0) } ?? 0
+            let end = start + min(limit, c.ids.count - start)
+            return Array(c.docs[start..<end])
+        }
+    }
+
+    public func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
+        try read { s in
+            guard after >= s.prunedThrough else { return nil }
+            guard limit > 0 else { return [] }
+            // Binary search for the first retained commit with seq > after.
+            var lo = s.logStart, hi = s.log.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if s.log[mid].record.seq <= after { lo = mid + 1 } else { hi = mid }
+            }
+            return s.log[lo..<min(s.log.count, lo + limit)].map(\.record)
+        }
+    }
+
+    public func apply(_ commits: [CommitRecord]) throws(HearthError) {
+        try state.withLock { (s: inout State) throws(HearthError) in
+            guard !s.closed else { throw CommitValidation.closed }
+            try CommitValidation.check(commits, after: s.lastSeq)
+            guard let newest = commits.last else { return }
+            for commit in commits {
+                for m in commit.mutations { Self.write(m, into: &s) }
+                let bytes = commit.imageBytes
+                s.log.append(LoggedCommit(record: commit, bytes: bytes))
+                s.logBytes += bytes
+            }
+            s.lastSeq = newest.seq
+            prune(&s, cutoff: retention.ageCutoff(newest: newest.commitTime))
+        }
+    }
+
+    public func close() {
+        state.withLock { s in
+            s = State()
+            s.closed = true
+        }
+    }
+
+    // MARK: - Internals
+
+    private func read<R>(_ body: (borrowing State) -> R) throws(HearthError) -> R {
+        try state.withLock { (s: inout State) throws(HearthError) -> R in
+            guard !s.closed else { throw CommitValidation.closed }
+            return body(s)
+        }
+    }
+
+    private static func write(_ m: Mutation, into s: inout State) {
+        let collection = m.path.collection
+        let key = Array(m.path.id.utf8)
+        var c = s.collections.removeValue(forKey: collection) ?? Collection()
+        let i = lowerBound(c.ids, key)
+        let exists = i < c.ids.count && c.ids[i] == key
+        switch (m.after, exists) {
+        case (let doc?, true): c.docs[i] = doc
+        case (let doc?, false): c.ids.insert(key, at: i); c.docs.insert(doc, at: i)
+        case (nil, true): c.ids.remove(at: i); c.docs.remove(at: i)
+        case (nil, false): break
+        }
+        if !c.ids.isEmpty { s.collections[collection] = c }
+    }
+
+    /// Drops the oldest commits while retention says so, then compacts the log array now and then.
+    private func prune(_ s: inout State, cutoff: Int64) {
+        while s.logStart < s.log.count {
+            let oldest = s.log[s.logStart]
+            guard retention.prunesOldest(commitMicros: oldest.record.commitTime.micros, logBytes: s.logBytes, cutoff: cutoff)
+            else { break }
+            s.logBytes -= oldest.bytes
+            s.prunedThrough = oldest.record.seq
+            s.logStart += 1
+        }
+        if s.logStart > 64 && s.logStart * 2 > s.log.count {
+            s.log.removeFirst(s.logStart)
+            s.logStart = 0
+        }
+    }
+
+    /// The first index whose ID is not below `key` (by bytes).
+    private static func lowerBound(_ ids: [[UInt8]], _ key: [UInt8]) -> Int {
+        var lo = 0, hi = ids.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if ids[mid].lexicographicallyPrecedes(key) { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+
+    /// The first index whose ID is above `key` (by bytes).
+    private static func upperBound(_ ids: [[UInt8]], _ key: [UInt8]) -> Int {
+        var lo = 0, hi = ids.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if key.lexicographicallyPrecedes(ids[mid]) { hi = mid } else { lo = mid + 1 }
+        }
+        return lo
+    }
+}

@@ -1,0 +1,76 @@
+import CSQLite
+import HearthModel
+
+/// One `sqlite3*` connection, used by one thread at a time (opened with SQLITE_OPEN_NOMUTEX: the store's
+/// per-connection lock provides the exclusion SQLite's own mutex would). It owns the statements it prepares and
+/// finalizes them when it closes. `package` (not internal) so the storage tests can build unusual databases
+/// without `@testable`, which release test builds lack.
+package final class SQLiteConnection {
+    let db: OpaquePointer
+    /// "reader" or "writer", for error messages.
+    let role: String
+    private var statements: [OpaquePointer] = []
+    private var isOpen = true
+
+    /// Opens `path`; creates the file only when `create`. Extended result codes are on, and a lock held by
+    /// another connection is waited for up to `SQLiteSchema.busyTimeoutMillis`.
+    package init(path: String, role: String, create: Bool) throws(HearthError) {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
+        let rc = sqlite3_open_v2(path, &handle, flags, nil)
+        guard rc == SQLITE_OK, let handle else {
+            let error = SQLiteFailure.error(rc, handle, "opening \(path) (\(role) connection)")
+            sqlite3_close_v2(handle)
+            throw error
+        }
+        db = handle
+        self.role = role
+        sqlite3_busy_timeout(handle, SQLiteSchema.busyTimeoutMillis)
+    }
+
+    deinit { close() }
+
+    /// Prepares `sql` once for repeated use (SQLITE_PREPARE_PERSISTENT: kept out of SQLite's lookaside pool).
+    func prepare(_ sql: String, name: String) throws(HearthError) -> SQLiteStatement {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else {
+            throw SQLiteFailure.error(rc == SQLITE_OK ? SQLITE_MISUSE : rc, db, "preparing \(name) on the \(role) connection")
+        }
+        statements.append(stmt)
+        return SQLiteStatement(handle: stmt, db: db, name: "\(name) (\(role))")
+    }
+
+    /// Runs one or more statements that return no rows we need (schema, pragmas that set).
+    package func exec(_ sql: String, _ what: String) throws(HearthError) {
+        try SQLiteFailure.check(sqlite3_exec(db, sql, nil, nil, nil), db, "\(what) on the \(role) connection")
+    }
+
+    /// The first column of the first row of a one-off query (pragmas that report a value), as text; nil when it
+    /// returns no row. Not for hot paths: it prepares every time.
+    func queryText(_ sql: String) throws(HearthError) -> String? {
+        var stmt: OpaquePointer?
+        try SQLiteFailure.check(sqlite3_prepare_v2(db, sql, -1, &stmt, nil), db, "preparing \"\(sql)\" on the \(role) connection")
+        defer { sqlite3_finalize(stmt) }
+        let s = SQLiteStatement(handle: stmt!, db: db, name: "\"\(sql)\"")
+        return try s.step() ? s.text(0) : nil
+    }
+
+    /// `queryText` read as an integer (0 when absent or not a number).
+    func queryInt(_ sql: String) throws(HearthError) -> Int64 {
+        Int64(try queryText(sql) ?? "") ?? 0
+    }
+
+    /// True inside an explicit transaction (after BEGIN, before COMMIT/ROLLBACK or an automatic rollback).
+    var inTransaction: Bool { sqlite3_get_autocommit(db) == 0 }
+
+    /// Finalizes every statement and closes the connection. Idempotent. Closing the last connection to the
+    /// database checkpoints the WAL into hearth.db and removes the -wal and -shm files.
+    package func close() {
+        guard isOpen else { return }
+        isOpen = false
+        for stmt in statements { sqlite3_finalize(stmt) }
+        statements = []
+        sqlite3_close_v2(db)
+    }
+}

@@ -1,0 +1,132 @@
+import CSQLite
+import HearthModel
+import HearthStorage
+
+/// The reader connection and its statements: `get`, `list`, `changes` and the meta reads. Used only by the
+/// store's reader lock holder (the loop thread). Each single-statement read sees one committed state (WAL
+/// snapshot); `changes` spans several statements, so it runs them in one read transaction.
+final class SQLiteReader {
+    private let connection: SQLiteConnection
+    private let getDocument: SQLiteStatement
+    private let listDocuments: SQLiteStatement
+    private let metaValue: SQLiteStatement
+    private let commitsAfter: SQLiteStatement
+    private let changesIn: SQLiteStatement
+    private let begin: SQLiteStatement
+    private let end: SQLiteStatement
+
+    init(path: String) throws(HearthError) {
+        let c = try SQLiteConnection(path: path, role: "reader", create: false)
+        try SQLiteSchema.prepare(reader: c)
+        connection = c
+        getDocument = try c.prepare(
+            "SELECT data, create_us, update_us, seq FROM documents WHERE collection = ?1 AND id = ?2",
+            name: "get")
+        listDocuments = try c.prepare(
+            "SELECT id, data, create_us, update_us, seq FROM documents WHERE collection = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+            name: "list")
+        metaValue = try c.prepare("SELECT value FROM meta WHERE key = ?1", name: "read meta")
+        commitsAfter = try c.prepare(
+            "SELECT seq, commit_us FROM commits WHERE seq > ?1 ORDER BY seq LIMIT ?2", name: "read commits")
+        changesIn = try c.prepare("""
+            SELECT seq, path, before_data, before_create_us, before_update_us, before_seq,
+                   after_data, after_create_us, after_update_us, after_seq
+            FROM changes WHERE seq > ?1 AND seq <= ?2 ORDER BY seq, id
+            """, name: "read changes")
+        begin = try c.prepare("BEGIN", name: "begin read")
+        end = try c.prepare("COMMIT", name: "end read")
+    }
+
+    func close() { connection.close() }
+
+    func meta(_ key: String) throws(HearthError) -> UInt64 {
+        defer { metaValue.reset() }
+        try metaValue.bind(1, key)
+        guard try metaValue.step() else { throw SQLiteFailure.corrupt("meta has no \(key)") }
+        return metaValue.uint64(0)
+    }
+
+    func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
+        let s = getDocument
+        defer { s.reset() }
+        try s.bind(1, path.collection.description)
+        try s.bind(2, path.id)
+        guard try s.step() else { return nil }
+        return StoredDocument(path: path, data: s.bytes(0), createTime: Timestamp(micros: s.int64(1)),
+                              updateTime: Timestamp(micros: s.int64(2)), seq: s.uint64(3))
+    }
+
+    func list(collection: CollectionPath, afterID: String?, limit: Int) throws(HearthError) -> [StoredDocument] {
+        guard limit > 0 else { return [] }
+        let s = listDocuments
+        defer { s.reset() }
+        try s.bind(1, collection.description)
+        try s.bind(2, afterID ?? "")  // every ID is non-empty, so > '' means "from the first"
+        try s.bind(3, Int64(clamping: limit))
+        var docs: [StoredDocument] = []
+        let parent = collection.path.segments
+        while try s.step() {
+            let path: DocumentPath
+            do { path = try DocumentPath(ResourcePath(segments: parent + [s.text(0)])) } catch {
+                throw SQLiteFailure.corrupt("document \(collection)/\(s.text(0)): \(error.message)")
+            }
+            docs.append(StoredDocument(path: path, data: s.bytes(1), createTime: Timestamp(micros: s.int64(2)),
+                                       updateTime: Timestamp(micros: s.int64(3)), seq: s.uint64(4)))
+        }
+        return docs
+    }
+
+    func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
+        try begin.run()
+        defer { if connection.inTransaction { try? end.run() } }
+        guard after >= (try meta("pruned_through")) else { return nil }
+        // Stored seqs fit in an Int64 (apply checks), so nothing lies beyond; binding a larger `after` would wrap.
+        guard limit > 0, after < UInt64(Int64.max) else { return [] }
+        var commits = try readCommits(after: after, limit: limit)
+        guard let last = commits.last?.seq else { return [] }
+        try readMutations(into: &commits, after: after, through: last)
+        return commits
+    }
+
+    private func readCommits(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord] {
+        let s = commitsAfter
+        defer { s.reset() }
+        try s.bind(1, after)
+        try s.bind(2, Int64(clamping: limit))
+        var commits: [CommitRecord] = []
+        while try s.step() {
+            commits.append(CommitRecord(seq: s.uint64(0), commitTime: Timestamp(micros: s.int64(1)), mutations: []))
+        }
+        return commits
+    }
+
+    /// Fills in the mutations of `commits` (ascending, seqs in (after, through]) from the changes table.
+    private func readMutations(into commits: inout [CommitRecord], after: UInt64, through: UInt64) throws(HearthError) {
+        let s = changesIn
+        defer { s.reset() }
+        try s.bind(1, after)
+        try s.bind(2, through)
+        var i = 0
+        while try s.step() {
+            let seq = s.uint64(0)
+            while i < commits.count && commits[i].seq < seq { i += 1 }
+            guard i < commits.count, commits[i].seq == seq else {
+                throw SQLiteFailure.corrupt("change of seq \(seq) has no commit row")
+            }
+            let text = s.text(1)
+            let path: DocumentPath
+            let segments = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+            do { path = try DocumentPath(ResourcePath(segments: segments)) } catch {
+                throw SQLiteFailure.corrupt("change of seq \(seq) has path \"\(text)\": \(error.message)")
+            }
+            commits[i].mutations.append(Mutation(path: path, before: image(s, path, at: 2), after: image(s, path, at: 6)))
+        }
+    }
+
+    /// The document image stored in columns `at` ..< `at + 4` (data, create_us, update_us, seq), or nil.
+    private func image(_ s: SQLiteStatement, _ path: DocumentPath, at c: Int32) -> StoredDocument? {
+        if s.isNull(c + 3) { return nil }
+        return StoredDocument(path: path, data: s.bytes(c), createTime: Timestamp(micros: s.int64(c + 1)),
+                              updateTime: Timestamp(micros: s.int64(c + 2)), seq: s.uint64(c + 3))
+    }
+}

@@ -1,0 +1,119 @@
+import HearthModel
+
+/// The database layout (docs/storage.md explains every table) and the per-connection settings.
+package enum SQLiteSchema {
+    /// Bumped whenever the layout changes; a store written by a newer version refuses to open.
+    package static let version: Int64 = 1
+
+    /// `PRAGMA application_id`: "Hrth", so tools (and `open`) can tell a Hearth store from other SQLite files.
+    static let applicationID: Int64 = 0x4872_7468
+
+    /// Creates every table of version 1 (run once, in the transaction that creates the store). docs/storage.md
+    /// shows it; a test keeps the two equal.
+    package static let create = """
+        CREATE TABLE documents (
+            collection TEXT NOT NULL COLLATE BINARY,  -- parent collection path, e.g. users/u1/user-feed
+            id         TEXT NOT NULL COLLATE BINARY,  -- document ID; BINARY = UTF-8 byte order
+            data       BLOB NOT NULL,                 -- fields, as encoded by the engine's DocumentCodec
+            create_us  INTEGER NOT NULL,
+            update_us  INTEGER NOT NULL,
+            seq        INTEGER NOT NULL               -- the commit that last changed the document
+        );
+        CREATE UNIQUE INDEX documents_by_key ON documents (collection, id);
+
+        CREATE TABLE commits (
+            seq        INTEGER PRIMARY KEY,           -- strictly increasing across the database
+            commit_us  INTEGER NOT NULL,
+            bytes      INTEGER NOT NULL               -- image bytes this commit holds in the log
+        );
+
+        CREATE TABLE changes (
+            id               INTEGER PRIMARY KEY,     -- insertion order: (seq, order within the commit)
+            seq              INTEGER NOT NULL,        -- commits.seq
+            path             TEXT NOT NULL,           -- the document's full path
+            before_data      BLOB,                    -- before_*: all NULL when the document did not exist
+            before_create_us INTEGER,
+            before_update_us INTEGER,
+            before_seq       INTEGER,
+            after_data       BLOB,                    -- after_*: all NULL when the commit deleted it
+            after_create_us  INTEGER,
+            after_update_us  INTEGER,
+            after_seq        INTEGER
+        );
+        CREATE INDEX changes_by_seq ON changes (seq);
+
+        CREATE TABLE meta (
+            key   TEXT PRIMARY KEY,
+            value INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        INSERT INTO meta (key, value) VALUES
+            ('schema_version', \(version)),
+            ('last_seq', 0),          -- highest seq applied; never decreases
+            ('pruned_through', 0),    -- highest seq pruned from the log (0: none)
+            ('log_bytes', 0);         -- sum of commits.bytes
+        PRAGMA application_id = \(applicationID);
+        """
+
+    /// Settings of the writer connection (the reasons are in docs/storage.md).
+    static let writerPragmas = """
+        PRAGMA synchronous = FULL;
+        PRAGMA cache_size = -8192;
+        PRAGMA temp_store = MEMORY;
+        PRAGMA journal_size_limit = 67108864;
+        PRAGMA wal_autocheckpoint = 1000;
+        """
+
+    /// Settings of the reader connection.
+    static let readerPragmas = """
+        PRAGMA cache_size = -32768;
+        PRAGMA temp_store = MEMORY;
+        PRAGMA mmap_size = 0;
+        PRAGMA query_only = 1;
+        """
+
+    /// How long a connection waits for a lock held by another connection before reporting SQLITE_BUSY.
+    static let busyTimeoutMillis: Int32 = 5000
+
+    /// Sets the writer up and creates or checks the schema. Run once at open, on the writer connection, before
+    /// the reader opens.
+    static func prepare(writer: SQLiteConnection, path: String) throws(HearthError) {
+        try writer.exec(writerPragmas, "setting pragmas")
+        let mode = try writer.queryText("PRAGMA journal_mode = WAL")
+        guard mode?.lowercased() == "wal" else {
+            throw HearthError(.unavailable, "storage: \(path) cannot use WAL mode (journal_mode is \(mode ?? "unknown"))")
+        }
+        try writer.exec("BEGIN IMMEDIATE", "starting the schema check")
+        do {
+            try createOrCheck(writer, path: path)
+            try writer.exec("COMMIT", "committing the schema")
+        } catch {
+            if writer.inTransaction { try? writer.exec("ROLLBACK", "rolling back the schema check") }
+            throw error
+        }
+    }
+
+    private static func createOrCheck(_ db: SQLiteConnection, path: String) throws(HearthError) {
+        let objects = try db.queryInt("SELECT count(*) FROM sqlite_schema")
+        if objects == 0 {
+            try db.exec(create, "creating the schema")
+            return
+        }
+        let app = try db.queryInt("PRAGMA application_id")
+        let hasMeta = try db.queryInt("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'meta'") == 1
+        guard app == applicationID, hasMeta else {
+            throw HearthError(.internal, "storage: \(path) is an SQLite database but not a Hearth store (application_id \(app))")
+        }
+        let found = try db.queryInt("SELECT value FROM meta WHERE key = 'schema_version'")
+        if found > version {
+            throw HearthError(.internal, "storage: \(path) has schema version \(found), written by a newer Hearth; this build reads version \(version) (upgrade hearthd, or restore a backup)")
+        }
+        guard found == version else {
+            throw HearthError(.internal, "storage: \(path) has unknown schema version \(found) (this build reads version \(version))")
+        }
+    }
+
+    /// Sets the reader up. Run once at open.
+    static func prepare(reader: SQLiteConnection) throws(HearthError) {
+        try reader.exec(readerPragmas, "setting pragmas")
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import HearthModel
+import HearthStorage
+import HearthStorageSQLite
+import Testing
+
+/// Every `DocumentStore` backend the conformance suite runs against. A new backend (PostgreSQL) joins by
+/// adding a case and teaching `StoreFixture` to make a fresh, empty instance of it.
+enum Backend: String, CaseIterable, CustomTestStringConvertible {
+    case memory
+    case sqlite
+
+    var testDescription: String { rawValue }
+}
+
+/// A fresh, empty store of one backend, plus the temporary directory it lives in. `finish()` closes the store
+/// and removes the directory; `reopen()` closes and opens the same data again (durable backends only).
+final class StoreFixture {
+    let backend: Backend
+    let retention: RetentionPolicy
+    /// The data directory (durable backends), removed by `finish()`.
+    let directory: String
+    private(set) var store: any DocumentStore
+
+    init(_ backend: Backend, retention: RetentionPolicy = .default) throws {
+        self.backend = backend
+        self.retention = retention
+        directory = StoreFixture.makeTemporaryDirectory()
+        store = try StoreFixture.open(backend, directory: directory, retention: retention)
+    }
+
+    /// Closes the store and opens the same data again.
+    func reopen() throws {
+        precondition(backend != .memory, "the in-memory store has nothing to reopen")
+        store.close()
+        store = try StoreFixture.open(backend, directory: directory, retention: retention)
+    }
+
+    /// A second, independent store on the same data (what another process would open).
+    func openSecond() throws -> any DocumentStore {
+        try StoreFixture.open(backend, directory: directory, retention: retention)
+    }
+
+    func finish() {
+        store.close()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    static func open(_ backend: Backend, directory: String, retention: RetentionPolicy) throws -> any DocumentStore {
+        switch backend {
+        case .memory: return MemoryStore(retention: retention)
+        case .sqlite: return try SQLiteStore(directory: directory, retention: retention)
+        }
+    }
+
+    /// A path under the temp dir that does not exist yet (the store must create it).
+    static func makeTemporaryDirectory() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("hearth-storage-\(UUID().uuidString)/data").path
+    }
+}
+
+/// Builds realistic commits: tracks the current documents so that every mutation carries the right `before`
+/// image, creation times survive updates, and seqs and commit times ascend.
+struct History {
+    private(set) var documents: [DocumentPath: StoredDocument] = [:]
+    private(set) var seq: UInt64 = 0
+    /// The commit time of the next commit; advanced by 1 ms per commit unless a time is given.
+    var clock: Int64 = 1_767_225_600_000_000  // 2026-01-01T00:00:00Z
+
+    init(startingAfter seq: UInt64 = 0) { self.seq = seq }
+
+    /// A commit writing `data` at each path (nil deletes), at `time` (or the running clock).
+    mutating func commit(_ writes: [(String, [UInt8]?)], at time: Int64? = nil) -> CommitRecord {
+        seq += 1
+        let now = time ?? clock
+        clock = max(clock, now) + 1000
+        var mutations: [Mutation] = []
+        for (text, data) in writes {
+            let path = try! DocumentPath(parsing: text)
+            let before = documents[path]
+            let after = data.map {
+                StoredDocument(path: path, data: $0, createTime: before?.createTime ?? Timestamp(micros: now),
+                               updateTime: Timestamp(micros: now), seq: seq)
+            }
+            documents[path] = after
+            mutations.append(Mutation(path: path, before: before, after: after))
+        }
+        return CommitRecord(seq: seq, commitTime: Timestamp(micros: now), mutations: mutations)
+    }
+
+    /// A commit writing one document.
+    mutating func put(_ path: String, _ data: [UInt8], at time: Int64? = nil) -> CommitRecord {
+        commit([(path, data)], at: time)
+    }
+
+    /// A commit deleting one document.
+    mutating func delete(_ path: String) -> CommitRecord {
+        commit([(path, nil)])
+    }
+}
+
+func path(_ text: String) -> DocumentPath { try! DocumentPath(parsing: text) }
+func collection(_ text: String) -> CollectionPath { try! CollectionPath(parsing: text) }
+func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+/// The IDs of `docs` as byte arrays (Swift's `String ==` would equate "é" and "e\u{301}").
+func idBytes(_ docs: [StoredDocument]) -> [[UInt8]] { docs.map { Array($0.path.id.utf8) } }
+
+/// Runs `body` and returns the HearthError it threw, or nil.
+func thrownError(_ body: () throws(HearthError) -> Void) -> HearthError? {
+    do { try body() } catch { return error }
+    return nil
+}
+
+/// A well-formed commit putting `text` at `seq` (for checks that a seq is refused).
+func commitAt(seq: UInt64, putting text: String) -> CommitRecord {
+    let doc = StoredDocument(path: path(text), data: bytes("stale"), createTime: Timestamp(micros: 1),
+                             updateTime: Timestamp(micros: 1), seq: seq)
+    return CommitRecord(seq: seq, commitTime: Timestamp(micros: 1), mutations: [Mutation(path: doc.path, before: nil, after: doc)])
+}

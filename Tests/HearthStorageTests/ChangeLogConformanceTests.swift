@@ -1,0 +1,118 @@
+import HearthModel
+import HearthStorage
+import Testing
+
+/// The change log and its retention, for every backend.
+@Suite struct ChangeLogConformanceTests {
+    /// Creates, updates, deletes, a multi-document commit and an empty commit.
+    static func sampleHistory() -> [CommitRecord] {
+        var h = History()
+        return [
+            h.put("users/u1", bytes("v1")),
+            h.commit([("users/u1", bytes("v2")), ("users/u2", bytes("w1")), ("users/u1/user-feed/p9", [])]),
+            h.commit([]),
+            h.delete("users/u2"),
+            h.commit([("users/u1/user-feed/p9", nil), ("users/u2", bytes("w2")), ("café/é", Array(repeating: 0, count: 300))]),
+        ]
+    }
+
+    @Test(arguments: Backend.allCases)
+    func changesReturnExactRecords(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.finish() }
+        let history = Self.sampleHistory()
+        try f.store.apply(Array(history[0..<2]))
+        try f.store.apply(Array(history[2...]))
+        #expect(try f.store.changes(after: 0, limit: 100) == history)
+        #expect(try f.store.changes(after: 2, limit: 2) == Array(history[2..<4]))
+        #expect(try f.store.changes(after: 1, limit: 1) == [history[1]])
+        #expect(try f.store.changes(after: 5, limit: 100) == [])
+        #expect(try f.store.changes(after: 50, limit: 100) == [])
+        #expect(try f.store.changes(after: UInt64.max, limit: 100) == [])
+        #expect(try f.store.changes(after: 0, limit: 0) == [])
+        #expect(try f.store.oldestResumableSeq() == 0)
+        // The images are the exact documents, including an update's before image and a delete's.
+        let update = try #require(try f.store.changes(after: 1, limit: 1)?.first?.mutations.first)
+        #expect(update.before?.data == bytes("v1") && update.after?.data == bytes("v2"))
+        #expect(update.after?.createTime == history[0].commitTime)
+        let delete = try #require(try f.store.changes(after: 3, limit: 1)?.first?.mutations.first)
+        #expect(delete.before?.data == bytes("w1") && delete.after == nil)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func retentionByBytesPrunesOldestWholeCommits(_ backend: Backend) throws {
+        var h = History()
+        let history = (0..<10).map { i in
+            h.commit([("c/d\(i % 3)", Array(repeating: UInt8(i), count: 100)), ("c/e\(i)", Array(repeating: 1, count: 50))])
+        }
+        // Each commit: 150 bytes of after images, plus 100 bytes of before image from the 4th on.
+        let sizes = history.map(\.imageBytes)
+        #expect(sizes.prefix(3) == [150, 150, 150] && sizes[3] == 250)
+        let maxBytes: Int64 = 700
+        let f = try StoreFixture(backend, retention: RetentionPolicy(maxAgeMicros: Int64.max, maxBytes: maxBytes))
+        defer { f.finish() }
+
+        var expectedPruned: UInt64 = 0
+        var logged: [CommitRecord] = []
+        for c in history {
+            try f.store.apply([c])
+            logged.append(c)
+            while logged.map(\.imageBytes).reduce(0, +) > maxBytes {
+                expectedPruned = logged.removeFirst().seq
+            }
+            #expect(try f.store.oldestResumableSeq() == expectedPruned)
+            #expect(try f.store.changes(after: expectedPruned, limit: 100) == logged)
+        }
+        #expect(expectedPruned == 8)
+        #expect(try f.store.changes(after: 0, limit: 100) == nil)
+        #expect(try f.store.changes(after: expectedPruned - 1, limit: 100) == nil)
+        #expect(try f.store.lastSeq() == 10)
+        // Pruning the log never touches documents.
+        #expect(try f.store.get(path("c/e0"))?.data == Array(repeating: 1, count: 50))
+        #expect(try f.store.list(collection: collection("c"), afterID: nil, limit: 100).count == 13)
+    }
+
+    @Test(arguments: Backend.allCases)
+    func retentionByAgePrunesCommitsOlderThanTheNewestMinusMaxAge(_ backend: Backend) throws {
+        let second: Int64 = 1_000_000
+        let f = try StoreFixture(backend, retention: RetentionPolicy(maxAgeMicros: 10 * second, maxBytes: Int64.max))
+        defer { f.finish() }
+        var h = History()
+        let t0 = h.clock
+        let early = [h.put("c/a", [1], at: t0), h.put("c/b", [2], at: t0 + 1 * second), h.put("c/c", [3], at: t0 + 2 * second)]
+        try f.store.apply(early)
+        #expect(try f.store.oldestResumableSeq() == 0)
+        // The newest commit is at t0 + 12 s: the cutoff is t0 + 2 s, so commits before it (seqs 1, 2) go; seq 3
+        // (exactly at the cutoff) stays.
+        let late = h.put("c/d", [4], at: t0 + 12 * second)
+        try f.store.apply([late])
+        #expect(try f.store.oldestResumableSeq() == 2)
+        #expect(try f.store.changes(after: 0, limit: 10) == nil)
+        #expect(try f.store.changes(after: 1, limit: 10) == nil)
+        #expect(try f.store.changes(after: 2, limit: 10) == [early[2], late])
+        // A much later commit prunes everything before it, not itself.
+        let latest = h.put("c/e", [5], at: t0 + 100 * second)
+        try f.store.apply([latest])
+        #expect(try f.store.oldestResumableSeq() == 4)
+        #expect(try f.store.changes(after: 4, limit: 10) == [latest])
+    }
+
+    @Test(arguments: Backend.allCases)
+    func pruningEverythingKeepsLastSeq(_ backend: Backend) throws {
+        let f = try StoreFixture(backend, retention: RetentionPolicy(maxAgeMicros: Int64.max, maxBytes: 0))
+        defer { f.finish() }
+        var h = History()
+        try f.store.apply([h.put("c/a", bytes("a")), h.put("c/b", bytes("b"))])
+        #expect(try f.store.lastSeq() == 2)
+        #expect(try f.store.oldestResumableSeq() == 2)
+        #expect(try f.store.changes(after: 2, limit: 10) == [])
+        #expect(try f.store.changes(after: 1, limit: 10) == nil)
+        #expect(try f.store.get(path("c/b"))?.data == bytes("b"))
+        // A commit holding no image bytes is not over the byte budget, so it stays.
+        let empty = h.commit([])
+        try f.store.apply([empty])
+        #expect(try f.store.changes(after: 2, limit: 10) == [empty])
+        let stale = commitAt(seq: 2, putting: "c/z")
+        #expect(thrownError { () throws(HearthError) in try f.store.apply([stale]) }?.code == .internal)
+    }
+}
