@@ -1,0 +1,63 @@
+import HearthModel
+import Testing
+
+@Suite struct QueryAggregationTests {
+    static func sum(_ values: [Value]) -> Value { AggregateEvaluator.sum(values).value }
+    static func avg(_ values: [Value]) -> Value {
+        AggregateEvaluator.compute([.avg(QT.field("v"))], over: values.map { QT.fields(["v": $0]) })[0]
+    }
+
+    static func isNaN(_ v: Value) -> Bool { v.isNaN }
+
+    @Test func sumStaysIntegerUntilADoubleOrOverflow() {
+        #expect(Self.sum([]) == .int(0))
+        #expect(Self.sum([1, 2, 3]) == .int(6))
+        #expect(Self.sum([1, 2.5]) == .double(3.5))
+        #expect(Self.sum([2.5, 1]) == .double(3.5))
+        #expect(Self.sum([1.0, 2.0]) == .double(3.0))
+        #expect(Self.sum([-5, 3]) == .int(-2))
+        #expect(Self.sum([.int(.max), 1]) == .double(Double(Int64.max) + 1))
+        #expect(Self.sum([.int(.max), .int(.max)]) == .double(2 * Double(Int64.max)))
+        #expect(Self.sum([.int(.min), -1]) == .double(Double(Int64.min) - 1))
+        // Once a double, it stays a double even if later values would fit an integer again.
+        #expect(Self.sum([.int(.max), 1, .int(.min)]) == .double(Double(Int64.max) + 1 + Double(Int64.min)))
+        #expect(Self.sum([.int(.max), .int(.min)]) == .int(-1))
+        // Non-numeric values are skipped.
+        #expect(Self.sum(["1", true, .null, [1], ["a": 1], 4]) == .int(4))
+        #expect(Self.sum(["x"]) == .int(0))
+        #expect(AggregateEvaluator.sum(["x", 1, 2.0]).count == 2)
+    }
+
+    @Test func sumPropagatesNaNAndInfinities() {
+        #expect(Self.isNaN(Self.sum([1, .double(.nan), 2])))
+        #expect(Self.isNaN(Self.sum([.double(.infinity), .double(-.infinity)])))
+        #expect(Self.sum([.double(.infinity), 1]) == .double(.infinity))
+        #expect(Self.sum([.double(-.infinity), .int(.max)]) == .double(-.infinity))
+    }
+
+    @Test func average() {
+        #expect(Self.avg([]) == .null)
+        #expect(Self.avg(["a", .null, true]) == .null)
+        #expect(Self.avg([1, 2]) == .double(1.5))
+        #expect(Self.avg([4]) == .double(4.0))
+        #expect(Self.avg([1, "skip", 2.5]) == .double(1.75))
+        #expect(Self.avg([.int(.max), .int(.max)]) == .double(Double(Int64.max)))
+        #expect(Self.isNaN(Self.avg([1, .double(.nan)])))
+        #expect(Self.isNaN(Self.avg([.double(.infinity), .double(-.infinity)])))
+    }
+
+    @Test func aggregatesReadTheQueryResults() {
+        let docs: [QueryEvaluator.Doc] = [
+            QT.doc("c/a", ["p": 10, "r": 1]), QT.doc("c/b", ["p": 20, "r": 2]), QT.doc("c/c", ["p": "x", "r": 3]),
+            QT.doc("c/d", ["r": 4]), QT.doc("c/e", ["p": 5.5, "r": 5]), QT.doc("other/f", ["p": 100, "r": 6]),
+        ]
+        let aggs: [Aggregation] = [.count, .sum(QT.field("p")), .avg(QT.field("p"))]
+        #expect(AggregateEvaluator.run(QT.valid(QT.query()), aggs, over: docs) == [.int(5), .double(35.5), .double(35.5 / 3)])
+        // Cursors, offset and limit apply before aggregating; select does not hide aggregated fields.
+        let q = QT.query(orderBy: [QT.asc("r")], limit: 2, offset: 1, startAt: .init([1], inclusive: false), select: [])
+        #expect(AggregateEvaluator.run(QT.valid(q), aggs, over: docs) == [.int(2), .int(0), .null])
+        let q2 = QT.query(filter: QT.f("r", .lessThanOrEqual, 2), select: [])
+        #expect(AggregateEvaluator.run(QT.valid(q2), aggs, over: docs) == [.int(2), .int(30), .double(15)])
+        #expect(AggregateEvaluator.run(QT.valid(QT.query(filter: QT.f("r", .greaterThan, 9))), aggs, over: docs) == [.int(0), .int(0), .null])
+    }
+}
