@@ -1,7 +1,7 @@
 /// A typed Firestore value. `==` is structural identity (what "the content changed" means for `updateTime`):
 /// `3` and `3.0` differ, NaN equals NaN, strings compare by UTF-8 bytes. Query semantics (where 3 == 3.0)
 /// use `ValueOrder`.
-public indirect enum Value: Sendable {
+public enum Value: Sendable {
     case null
     case bool(Bool)
     case int(Int64)

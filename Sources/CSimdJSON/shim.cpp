@@ -1,1 +1,0 @@
-int hearth_csimdjson_placeholder(void) { return 0; }

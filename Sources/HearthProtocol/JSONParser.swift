@@ -1,0 +1,75 @@
+import CSimdJSON
+import HearthModel
+
+/// A reusable simdjson parser. `parse` returns the root of the document as a `JSONRef`; every ref into a
+/// document stays valid only until the next `parse` on this parser and while the parser is alive. Refs do
+/// not retain the parser: keep it in a stored property, or use `withExtendedLifetime(parser)` around a
+/// local one. Not thread-safe: use one parser per thread (or per connection on the loop thread).
+///
+/// Errors are `INVALID_ARGUMENT` with the byte offset of the problem: `invalid JSON at byte 17: <reason>`,
+/// `invalid UTF-8 at byte 3`. Integers beyond `Int64` parse as doubles.
+public final class JSONParser {
+    private let handle: OpaquePointer
+    private var result = hearth_json_result()
+
+    /// Readable slack bytes `parse(padded:)` needs after the input.
+    public static let padding: Int = Int(hearth_json_padding())
+
+    /// - Parameter retainedCapacity: documents up to this size keep the parser's buffers between parses;
+    ///   after a larger one, the next smaller parse releases them.
+    public init(retainedCapacity: Int = 64 * 1024) {
+        guard let h = hearth_json_parser_create(retainedCapacity) else { fatalError("out of memory creating a JSON parser") }
+        handle = h
+    }
+
+    deinit { hearth_json_parser_destroy(handle) }
+
+    /// Parses `bytes` (copied into a padded buffer first; any buffer is fine).
+    public func parse(_ bytes: UnsafeRawBufferPointer) throws(HearthError) -> JSONRef {
+        run(bytes, padded: false)
+        return try root()
+    }
+
+    /// Parses without copying: the caller guarantees `JSONParser.padding` readable bytes after the input.
+    public func parse(padded bytes: UnsafeRawBufferPointer) throws(HearthError) -> JSONRef {
+        run(bytes, padded: true)
+        return try root()
+    }
+
+    public func parse(_ bytes: [UInt8]) throws(HearthError) -> JSONRef {
+        bytes.withUnsafeBytes { run($0, padded: false) }
+        return try root()
+    }
+
+    public func parse(_ text: String) throws(HearthError) -> JSONRef {
+        var text = text
+        text.withUTF8 { run(UnsafeRawBufferPointer($0), padded: false) }
+        return try root()
+    }
+
+    private func run(_ bytes: UnsafeRawBufferPointer, padded: Bool) {
+        let p = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        if padded {
+            hearth_json_parse_padded(handle, p, bytes.count, &result)
+        } else {
+            hearth_json_parse(handle, p, bytes.count, &result)
+        }
+    }
+
+    private func root() throws(HearthError) -> JSONRef {
+        switch result.status {
+        case HEARTH_JSON_OK:
+            return JSONRef(tape: result.tape, strings: result.string_buf, index: 1)
+        case HEARTH_JSON_SYNTAX:
+            throw .invalid("invalid JSON at byte \(result.error_offset): \(reason)")
+        case HEARTH_JSON_UTF8:
+            throw .invalid("invalid UTF-8 at byte \(result.error_offset)")
+        case HEARTH_JSON_RESOURCE:
+            throw HearthError(.resourceExhausted, "cannot parse JSON: \(reason)")
+        default:
+            throw .invalid("invalid JSON: \(reason)")
+        }
+    }
+
+    private var reason: String { result.error_reason.map { String(cString: $0) } ?? "unknown error" }
+}
