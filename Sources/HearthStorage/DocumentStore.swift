@@ -34,17 +34,61 @@ public struct Mutation: Sendable, Equatable {
     }
 }
 
-/// One commit as stored: its seq (strictly increasing across the database), its commit time, and the net
-/// mutation of every document it changed (documents it left unchanged are absent).
+/// One commit as stored: its seq (strictly increasing across the database), its commit time, the net
+/// mutation of every document it changed (documents it left unchanged are absent), and the index entries it
+/// changed. A commit may have index changes and no mutations (an index backfill): it still takes a seq and
+/// is logged, with no mutations.
 public struct CommitRecord: Sendable, Equatable {
     public var seq: UInt64
     public var commitTime: Timestamp
     public var mutations: [Mutation]
+    /// Secondary-index entries this commit removes and adds (applied in the same transaction; removals
+    /// first). Not kept in the change log: `changes(after:)` returns records with empty index changes.
+    /// Removing an absent key is a no-op (removal matches by key alone); adding an existing key points it at
+    /// the new path (within one commit, the later addition of a key wins).
+    public var indexChanges: IndexChanges
 
-    public init(seq: UInt64, commitTime: Timestamp, mutations: [Mutation]) {
+    public init(seq: UInt64, commitTime: Timestamp, mutations: [Mutation], indexChanges: IndexChanges = IndexChanges()) {
         self.seq = seq
         self.commitTime = commitTime
         self.mutations = mutations
+        self.indexChanges = indexChanges
+    }
+}
+
+/// One entry of a secondary index: an order-preserving key built by the engine (HearthModel's `IndexKey`)
+/// and the document it points at. Keys are opaque to the store, unique, and ordered by their bytes (memcmp).
+public struct IndexEntry: Sendable, Hashable {
+    public var key: [UInt8]
+    public var path: DocumentPath
+
+    public init(key: [UInt8], path: DocumentPath) {
+        self.key = key
+        self.path = path
+    }
+}
+
+/// The index entries a commit removes and adds.
+public struct IndexChanges: Sendable, Equatable {
+    public var removed: [IndexEntry]
+    public var added: [IndexEntry]
+
+    public init(removed: [IndexEntry] = [], added: [IndexEntry] = []) {
+        self.removed = removed
+        self.added = added
+    }
+
+    public var isEmpty: Bool { removed.isEmpty && added.isEmpty }
+}
+
+/// A document found through an index, with the key that found it.
+public struct IndexHit: Sendable, Equatable {
+    public var key: [UInt8]
+    public var document: StoredDocument
+
+    public init(key: [UInt8], document: StoredDocument) {
+        self.key = key
+        self.document = document
     }
 }
 
@@ -68,10 +112,10 @@ public struct RetentionPolicy: Sendable, Equatable {
 /// The storage protocol every backend implements (SQLite embedded, in-memory twin, PostgreSQL later), checked
 /// by one conformance suite (Tests/HearthStorageTests). docs/storage.md has the long form.
 ///
-/// Threading contract: reads (`get`, `list`, `changes`, `lastSeq`, `oldestResumableSeq`) are called from one
-/// thread (the loop thread); `apply` is called from one writer thread at a time, concurrently with reads. Reads
-/// see only what `apply` has durably committed, never a partial group. Backends may allow more (MemoryStore
-/// takes any thread) but never less.
+/// Threading contract: reads (`get`, `list`, `scanIndex`, `countIndex`, `changes`, `lastSeq`, `oldestResumableSeq`)
+/// are called from one thread (the loop thread); `apply` is called from one writer thread at a time, concurrently
+/// with reads. Reads see only what `apply` has durably committed, never a partial group. Backends may allow more
+/// (MemoryStore takes any thread) but never less.
 ///
 /// Errors: UNAVAILABLE when the store cannot work right now (busy, I/O error, disk full, closed); INTERNAL for
 /// a caller bug (a bad seq) or a store that is damaged. Messages name the operation.
@@ -89,22 +133,34 @@ public protocol DocumentStore: AnyObject, Sendable {
     func list(collection: CollectionPath, afterID: String?, limit: Int) throws(HearthError) -> [StoredDocument]
 
     /// Durably applies `commits` in one transaction: all or none. Returns once the data is on stable storage
-    /// (fsync). For each mutation, in order: stores `after` at `path`, or removes the document when `after` is
-    /// nil. The images are trusted (`before` is not compared with the stored document). An empty array is a
-    /// no-op.
+    /// (fsync). Commit by commit: for each mutation, in order, stores `after` at `path`, or removes the
+    /// document when `after` is nil; then applies the commit's `indexChanges` (removals, then additions).
+    /// The images are trusted (`before` is not compared with the stored document). An empty array is a no-op.
     ///
-    /// Also appends the commits to the change log exactly as given, then prunes the log per the backend's
-    /// `RetentionPolicy`: oldest whole commits first, while the oldest is older than the group's last commit
-    /// time minus `maxAgeMicros`, or the log holds more than `maxBytes` of `CommitRecord.imageBytes`. Pruning
-    /// may empty the log; it never touches documents.
+    /// Also appends the commits to the change log exactly as given but without their index changes, then prunes the
+    /// log per the backend's `RetentionPolicy`: oldest whole commits first, while the oldest is older than the
+    /// group's last commit time minus `maxAgeMicros`, or the log holds more than `maxBytes` of
+    /// `CommitRecord.imageBytes`. Pruning may empty the log; it never touches documents.
     ///
     /// Throws INTERNAL, changing nothing, when the seqs are not strictly ascending and above `lastSeq()`, a seq
     /// exceeds `Int64.max`, or an image's path differs from its mutation's. On a storage failure the
     /// transaction is rolled back and the store stays usable.
     func apply(_ commits: [CommitRecord]) throws(HearthError)
 
+    /// Index entries with `lower <= key < upper` (memcmp order), ascending or, when `reverse`, descending,
+    /// at most `limit` (none when `limit` < 1), each joined with the document it points at. An empty `upper`
+    /// means no upper bound (an empty `lower` is the smallest bound anyway); a `lower` at or above a non-empty
+    /// `upper` yields nothing. An entry whose document is missing is skipped and does not count toward
+    /// `limit` (the engine never writes one; no backend asserts on it). One consistent snapshot.
+    func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit]
+
+    /// The number of index entries with `lower <= key < upper` (no upper bound when `upper` is empty), whether
+    /// or not their documents exist. One consistent snapshot.
+    func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int
+
     /// The commits with seq > `after`, ascending, at most `limit` (none when `limit` < 1), each exactly as
-    /// applied (mutations in their order, with both images). Nil when the log no longer holds every commit after
+    /// applied (mutations in their order, with both images) except that `indexChanges` is empty: index changes
+    /// are not logged. Nil when the log no longer holds every commit after
     /// `after`, i.e. `after < oldestResumableSeq()`, so the caller must fall back to a full reset. Empty when
     /// `after >= lastSeq()`. One consistent snapshot.
     func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]?

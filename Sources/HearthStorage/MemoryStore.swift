@@ -1,8 +1,8 @@
 import HearthModel
 
-/// The in-memory twin of the SQLite store: the same contract (`DocumentStore`), the same change log and
-/// retention rules, nothing on disk. Engine tests run against it, and the conformance suite holds it to the
-/// same behaviour as every durable backend.
+/// The in-memory twin of the SQLite store: the same contract (`DocumentStore`), the same change log and retention
+/// rules, the same secondary-index semantics (`MemoryIndex`), nothing on disk. Engine tests run against it, and the
+/// conformance suite holds it to the same behaviour as every durable backend.
 ///
 /// Thread-safe: one lock guards all state, so any number of threads may call it (the single-reader /
 /// single-writer contract is a floor, not a requirement here). `apply` validates the whole group before it
@@ -21,6 +21,8 @@ public final class MemoryStore: DocumentStore {
 
     private struct State {
         var collections: [CollectionPath: Collection] = [:]
+        /// Secondary-index entries, sorted by key.
+        var index = MemoryIndex()
         /// The change log; entries before `logStart` are pruned and wait for compaction.
         var log: [LoggedCommit] = []
         var logStart = 0
@@ -47,12 +49,7 @@ public final class MemoryStore: DocumentStore {
     }
 
     public func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
-        let key = Array(path.id.utf8)
-        return try read { s in
-            guard let c = s.collections[path.collection] else { return nil }
-            let i = Self.lowerBound(c.ids, key)
-            return i < c.ids.count && c.ids[i] == key ? c.docs[i] : nil
-        }
+        try read { s in Self.document(at: path, in: s) }
     }
 
     public func list(collection: CollectionPath, afterID: String?, limit: Int) throws(HearthError) -> [StoredDocument] {
@@ -63,6 +60,28 @@ public final class MemoryStore: DocumentStore {
             let end = start + min(limit, c.ids.count - start)
             return Array(c.docs[start..<end])
         }
+    }
+
+    public func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit] {
+        try read { s in
+            guard limit > 0 else { return [] }
+            let range = s.index.range(from: lower, to: upper)
+            var hits: [IndexHit] = []
+            var i = reverse ? range.upperBound - 1 : range.lowerBound
+            while hits.count < limit && range.contains(i) {
+                // An entry whose document is missing is skipped and does not count toward the limit (as in SQL,
+                // where the join drops it before LIMIT applies).
+                if let doc = Self.document(at: s.index.paths[i], in: s) {
+                    hits.append(IndexHit(key: s.index.keys[i], document: doc))
+                }
+                i += reverse ? -1 : 1
+            }
+            return hits
+        }
+    }
+
+    public func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {
+        try read { s in s.index.range(from: lower, to: upper).count }
     }
 
     public func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
@@ -86,8 +105,12 @@ public final class MemoryStore: DocumentStore {
             guard let newest = commits.last else { return }
             for commit in commits {
                 for m in commit.mutations { Self.write(m, into: &s) }
+                s.index.apply(commit.indexChanges)
+                // The log keeps mutations only: index changes are derived data, not part of the change feed.
+                var logged = commit
+                logged.indexChanges = IndexChanges()
                 let bytes = commit.imageBytes
-                s.log.append(LoggedCommit(record: commit, bytes: bytes))
+                s.log.append(LoggedCommit(record: logged, bytes: bytes))
                 s.logBytes += bytes
             }
             s.lastSeq = newest.seq
@@ -109,6 +132,13 @@ public final class MemoryStore: DocumentStore {
             guard !s.closed else { throw CommitValidation.closed }
             return body(s)
         }
+    }
+
+    private static func document(at path: DocumentPath, in s: borrowing State) -> StoredDocument? {
+        guard let c = s.collections[path.collection] else { return nil }
+        let key = Array(path.id.utf8)
+        let i = lowerBound(c.ids, key)
+        return i < c.ids.count && c.ids[i] == key ? c.docs[i] : nil
     }
 
     private static func write(_ m: Mutation, into s: inout State) {

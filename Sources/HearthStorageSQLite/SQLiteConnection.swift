@@ -57,8 +57,20 @@ package final class SQLiteConnection {
     }
 
     /// `queryText` read as an integer (0 when absent or not a number).
-    func queryInt(_ sql: String) throws(HearthError) -> Int64 {
+    package func queryInt(_ sql: String) throws(HearthError) -> Int64 {
         Int64(try queryText(sql) ?? "") ?? 0
+    }
+
+    /// Column `column` of every row of a one-off query, as text (NULL reads as ""). For tests and diagnostics
+    /// (`EXPLAIN QUERY PLAN`, `sqlite_schema`); it prepares every time.
+    package func queryColumn(_ sql: String, column: Int32 = 0) throws(HearthError) -> [String] {
+        var stmt: OpaquePointer?
+        try SQLiteFailure.check(sqlite3_prepare_v2(db, sql, -1, &stmt, nil), db, "preparing \"\(sql)\" on the \(role) connection")
+        defer { sqlite3_finalize(stmt) }
+        let s = SQLiteStatement(handle: stmt!, db: db, name: "\"\(sql)\"")
+        var values: [String] = []
+        while try s.step() { values.append(s.text(column)) }
+        return values
     }
 
     /// True inside an explicit transaction (after BEGIN, before COMMIT/ROLLBACK or an automatic rollback).

@@ -2,9 +2,10 @@ import CSQLite
 import HearthModel
 import HearthStorage
 
-/// The reader connection and its statements: `get`, `list`, `changes` and the meta reads. Used only by the
-/// store's reader lock holder (the loop thread). Each single-statement read sees one committed state (WAL
-/// snapshot); `changes` spans several statements, so it runs them in one read transaction.
+/// The reader connection and its statements: `get`, `list`, `changes`, the meta reads, and the index reads
+/// (`SQLiteIndexReader`). Used only by the store's reader lock holder (the loop thread). Each single-statement read
+/// sees one committed state (WAL snapshot); `changes` spans several statements, so it runs them in one read
+/// transaction.
 final class SQLiteReader {
     private let connection: SQLiteConnection
     private let getDocument: SQLiteStatement
@@ -14,6 +15,8 @@ final class SQLiteReader {
     private let changesIn: SQLiteStatement
     private let begin: SQLiteStatement
     private let end: SQLiteStatement
+    /// `scanIndex` and `countIndex`.
+    let index: SQLiteIndexReader
 
     init(path: String) throws(HearthError) {
         let c = try SQLiteConnection(path: path, role: "reader", create: false)
@@ -35,6 +38,7 @@ final class SQLiteReader {
             """, name: "read changes")
         begin = try c.prepare("BEGIN", name: "begin read")
         end = try c.prepare("COMMIT", name: "end read")
+        index = try SQLiteIndexReader(connection: c)
     }
 
     func close() { connection.close() }

@@ -2,14 +2,25 @@ import HearthModel
 
 /// The database layout (docs/storage.md explains every table) and the per-connection settings.
 package enum SQLiteSchema {
-    /// Bumped whenever the layout changes; a store written by a newer version refuses to open.
-    package static let version: Int64 = 1
+    /// Bumped whenever the layout changes; a store written by a newer version refuses to open, an older one is
+    /// migrated in place at open (`migrations`).
+    package static let version: Int64 = 2
 
     /// `PRAGMA application_id`: "Hrth", so tools (and `open`) can tell a Hearth store from other SQLite files.
     static let applicationID: Int64 = 0x4872_7468
 
-    /// Creates every table of version 1 (run once, in the transaction that creates the store). docs/storage.md
-    /// shows it; a test keeps the two equal.
+    /// The secondary-index table, new in version 2 (created by `create` and by the migration from version 1).
+    /// Keys are opaque blobs ordered by memcmp; `(collection, id)` names the document, as in `documents`.
+    static let indexTable = """
+        CREATE TABLE index_entries (
+            key        BLOB NOT NULL PRIMARY KEY,     -- built by the engine: unique, ordered by bytes (memcmp)
+            collection TEXT NOT NULL COLLATE BINARY,  -- the document the entry points at,
+            id         TEXT NOT NULL COLLATE BINARY   -- as documents (collection, id)
+        ) WITHOUT ROWID;
+        """
+
+    /// Creates every table of the current version (run once, in the transaction that creates the store).
+    /// docs/storage.md shows it; a test keeps the two equal.
     package static let create = """
         CREATE TABLE documents (
             collection TEXT NOT NULL COLLATE BINARY,  -- parent collection path, e.g. users/u1/user-feed
@@ -42,6 +53,8 @@ package enum SQLiteSchema {
         );
         CREATE INDEX changes_by_seq ON changes (seq);
 
+        \(indexTable)
+
         CREATE TABLE meta (
             key   TEXT PRIMARY KEY,
             value INTEGER NOT NULL
@@ -53,6 +66,12 @@ package enum SQLiteSchema {
             ('log_bytes', 0);         -- sum of commits.bytes
         PRAGMA application_id = \(applicationID);
         """
+
+    /// The step that migrates a store of version `v` to `v + 1`, run in the open transaction (so a failed
+    /// migration changes nothing). Each step ends by recording its new version in `meta`.
+    static let migrations: [Int64: String] = [
+        1: indexTable + "\nUPDATE meta SET value = 2 WHERE key = 'schema_version';",
+    ]
 
     /// Settings of the writer connection (the reasons are in docs/storage.md).
     static let writerPragmas = """
@@ -103,9 +122,18 @@ package enum SQLiteSchema {
         guard app == applicationID, hasMeta else {
             throw HearthError(.internal, "storage: \(path) is an SQLite database but not a Hearth store (application_id \(app))")
         }
-        let found = try db.queryInt("SELECT value FROM meta WHERE key = 'schema_version'")
+        var found = try db.queryInt("SELECT value FROM meta WHERE key = 'schema_version'")
         if found > version {
             throw HearthError(.internal, "storage: \(path) has schema version \(found), written by a newer Hearth; this build reads version \(version) (upgrade hearthd, or restore a backup)")
+        }
+        // Older stores are migrated in place, one version at a time, inside this open transaction.
+        while found < version, let step = migrations[found] {
+            try db.exec(step, "migrating the schema from version \(found) to \(found + 1)")
+            let next = try db.queryInt("SELECT value FROM meta WHERE key = 'schema_version'")
+            guard next == found + 1 else {
+                throw HearthError(.internal, "storage: \(path): the migration from schema version \(found) left version \(next)")
+            }
+            found = next
         }
         guard found == version else {
             throw HearthError(.internal, "storage: \(path) has unknown schema version \(found) (this build reads version \(version))")

@@ -56,6 +56,16 @@ struct SQLiteStatement {
         try SQLiteFailure.check(rc, db, "binding \(name)")
     }
 
+    /// Binds a small blob (an index key), copied by SQLite (SQLITE_TRANSIENT), so `bytes` need not outlive the
+    /// call. An empty array binds a zero-length blob, never NULL.
+    func bind(_ index: Int32, blob bytes: [UInt8]) throws(HearthError) {
+        let rc = bytes.withUnsafeBytes { raw -> Int32 in
+            guard let base = raw.baseAddress, raw.count > 0 else { return sqlite3_bind_zeroblob(handle, index, 0) }
+            return sqlite3_bind_blob(handle, index, base, Int32(raw.count), hearth_sqlite_transient())
+        }
+        try SQLiteFailure.check(rc, db, "binding \(name)")
+    }
+
     // MARK: Running
 
     /// Advances one row: true when a row is ready to read, false when the statement is done.

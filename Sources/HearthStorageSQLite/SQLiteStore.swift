@@ -3,11 +3,11 @@ import HearthStorage
 
 /// The embedded, durable `DocumentStore`: one SQLite database, `<directory>/hearth.db`, in WAL mode.
 ///
-/// Threading: two connections, each behind its own lock. The reader connection serves `get`, `list`,
-/// `changes`, `lastSeq` and `oldestResumableSeq` (meant for the loop thread); the writer connection serves
-/// `apply` (meant for the writer thread). Reads and a write therefore run in parallel, and WAL gives every
-/// read statement a snapshot of the last committed state, so a read never sees part of a group. A second
-/// thread calling the same side just waits for the lock (correct, but it serializes).
+/// Threading: two connections, each behind its own lock. The reader connection serves `get`, `list`, `scanIndex`,
+/// `countIndex`, `changes`, `lastSeq` and `oldestResumableSeq` (meant for the loop thread); the writer connection
+/// serves `apply` (meant for the writer thread). Reads and a write therefore run in parallel, and WAL gives every
+/// read statement a snapshot of the last committed state, so a read never sees part of a group. A second thread
+/// calling the same side just waits for the lock (correct, but it serializes).
 ///
 /// Durability: the writer runs with `synchronous=FULL`, so `apply` returns only after the group's WAL frames
 /// are fsynced; a committed group survives a process crash or power loss. Readers see a group only after that
@@ -30,8 +30,9 @@ public final class SQLiteStore: DocumentStore {
 
     /// Opens the store in `directory`, creating the directory and the database when missing.
     ///
-    /// Throws INTERNAL when the file is not a Hearth store or was written by a newer schema version, and
-    /// UNAVAILABLE when the directory or file cannot be created or opened.
+    /// A store of an older schema version is migrated in place (version 1 gains `index_entries`), in the open
+    /// transaction. Throws INTERNAL when the file is not a Hearth store or was written by a newer schema
+    /// version, and UNAVAILABLE when the directory or file cannot be created or opened.
     public init(directory: String, retention: RetentionPolicy = .default) throws(HearthError) {
         try DataDirectory.create(directory)
         let path = DataDirectory.file(Self.fileName, in: directory)
@@ -61,6 +62,14 @@ public final class SQLiteStore: DocumentStore {
 
     public func list(collection: CollectionPath, afterID: String?, limit: Int) throws(HearthError) -> [StoredDocument] {
         try read { r throws(HearthError) in try r.list(collection: collection, afterID: afterID, limit: limit) }
+    }
+
+    public func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit] {
+        try read { r throws(HearthError) in try r.index.scan(from: lower, to: upper, reverse: reverse, limit: limit) }
+    }
+
+    public func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {
+        try read { r throws(HearthError) in try r.index.count(from: lower, to: upper) }
     }
 
     public func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {

@@ -2,8 +2,8 @@ import CSQLite
 import HearthModel
 import HearthStorage
 
-/// The writer connection and its statements: `apply` and retention pruning. Used only by the store's writer
-/// lock holder (the writer thread).
+/// The writer connection and its statements: `apply` (documents, change log, index entries through
+/// `SQLiteIndexWriter`) and retention pruning. Used only by the store's writer lock holder (the writer thread).
 final class SQLiteWriter {
     private let connection: SQLiteConnection
     private let retention: RetentionPolicy
@@ -19,6 +19,7 @@ final class SQLiteWriter {
     private let oldestCommits: SQLiteStatement
     private let pruneChanges: SQLiteStatement
     private let pruneCommits: SQLiteStatement
+    private let index: SQLiteIndexWriter
 
     /// The counters kept in `meta`, read and written inside each `apply` transaction (so they are right even
     /// if another connection wrote in between).
@@ -52,6 +53,7 @@ final class SQLiteWriter {
         oldestCommits = try c.prepare("SELECT seq, commit_us, bytes FROM commits ORDER BY seq", name: "scan oldest commits")
         pruneChanges = try c.prepare("DELETE FROM changes WHERE seq <= ?1", name: "prune changes")
         pruneCommits = try c.prepare("DELETE FROM commits WHERE seq <= ?1", name: "prune commits")
+        index = try SQLiteIndexWriter(connection: c)
     }
 
     func close() { connection.close() }
@@ -102,7 +104,8 @@ final class SQLiteWriter {
         try writeMeta.run()
     }
 
-    /// Writes one commit (log rows and documents); returns its image bytes.
+    /// Writes one commit (log rows, documents, index entries); returns its image bytes. Index changes are not
+    /// logged: `changes(after:)` rebuilds records with empty index changes.
     private func insert(_ c: CommitRecord) throws(HearthError) -> Int64 {
         let bytes = c.imageBytes
         try insertCommit.bind(1, c.seq)
@@ -113,6 +116,7 @@ final class SQLiteWriter {
             try log(m, seq: c.seq)
             if let doc = m.after { try put(doc) } else { try delete(m.path) }
         }
+        try index.apply(c.indexChanges)
         return bytes
     }
 

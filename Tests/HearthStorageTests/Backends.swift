@@ -43,7 +43,7 @@ final class StoreFixture {
 
     func finish() {
         store.close()
-        try? FileManager.default.removeItem(atPath: directory)
+        StoreFixture.removeTemporaryDirectory(directory)
     }
 
     static func open(_ backend: Backend, directory: String, retention: RetentionPolicy) throws -> any DocumentStore {
@@ -53,9 +53,14 @@ final class StoreFixture {
         }
     }
 
-    /// A path under the temp dir that does not exist yet (the store must create it).
+    /// A path under the temp dir that does not exist yet (the store must create it): `hearth-storage-<UUID>/data`.
     static func makeTemporaryDirectory() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("hearth-storage-\(UUID().uuidString)/data").path
+    }
+
+    /// Removes a directory made by `makeTemporaryDirectory`, with its `hearth-storage-<UUID>` parent.
+    static func removeTemporaryDirectory(_ directory: String) {
+        try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: directory).deletingLastPathComponent().path)
     }
 }
 
@@ -69,8 +74,9 @@ struct History {
 
     init(startingAfter seq: UInt64 = 0) { self.seq = seq }
 
-    /// A commit writing `data` at each path (nil deletes), at `time` (or the running clock).
-    mutating func commit(_ writes: [(String, [UInt8]?)], at time: Int64? = nil) -> CommitRecord {
+    /// A commit writing `data` at each path (nil deletes) and making `index` changes, at `time` (or the
+    /// running clock).
+    mutating func commit(_ writes: [(String, [UInt8]?)], index: IndexChanges = IndexChanges(), at time: Int64? = nil) -> CommitRecord {
         seq += 1
         let now = time ?? clock
         clock = max(clock, now) + 1000
@@ -85,7 +91,12 @@ struct History {
             documents[path] = after
             mutations.append(Mutation(path: path, before: before, after: after))
         }
-        return CommitRecord(seq: seq, commitTime: Timestamp(micros: now), mutations: mutations)
+        return CommitRecord(seq: seq, commitTime: Timestamp(micros: now), mutations: mutations, indexChanges: index)
+    }
+
+    /// A commit making index changes only (how the engine backfills a new index).
+    mutating func index(removing removed: [IndexEntry] = [], adding added: [IndexEntry] = []) -> CommitRecord {
+        commit([], index: IndexChanges(removed: removed, added: added))
     }
 
     /// A commit writing one document.
@@ -100,11 +111,21 @@ struct History {
 }
 
 func path(_ text: String) -> DocumentPath { try! DocumentPath(parsing: text) }
+func entry(_ key: [UInt8], _ text: String) -> IndexEntry { IndexEntry(key: key, path: path(text)) }
 func collection(_ text: String) -> CollectionPath { try! CollectionPath(parsing: text) }
 func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
 
 /// The IDs of `docs` as byte arrays (Swift's `String ==` would equate "é" and "e\u{301}").
 func idBytes(_ docs: [StoredDocument]) -> [[UInt8]] { docs.map { Array($0.path.id.utf8) } }
+
+extension CommitRecord {
+    /// The record as the change log returns it: index changes are not logged.
+    var logged: CommitRecord {
+        var c = self
+        c.indexChanges = IndexChanges()
+        return c
+    }
+}
 
 /// Runs `body` and returns the HearthError it threw, or nil.
 func thrownError(_ body: () throws(HearthError) -> Void) -> HearthError? {

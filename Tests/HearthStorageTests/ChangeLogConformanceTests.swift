@@ -4,14 +4,16 @@ import Testing
 
 /// The change log and its retention, for every backend.
 @Suite struct ChangeLogConformanceTests {
-    /// Creates, updates, deletes, a multi-document commit and an empty commit.
+    /// Creates, updates, deletes, a multi-document commit, an index-only commit (no mutations), and index
+    /// changes alongside mutations. The log returns each without its index changes (`CommitRecord.logged`).
     static func sampleHistory() -> [CommitRecord] {
         var h = History()
         return [
             h.put("users/u1", bytes("v1")),
-            h.commit([("users/u1", bytes("v2")), ("users/u2", bytes("w1")), ("users/u1/user-feed/p9", [])]),
-            h.commit([]),
-            h.delete("users/u2"),
+            h.commit([("users/u1", bytes("v2")), ("users/u2", bytes("w1")), ("users/u1/user-feed/p9", [])],
+                     index: IndexChanges(added: [entry([0x50, 1], "users/u1"), entry([0x50, 2], "users/u2")])),
+            h.index(adding: [entry([0x60, 1], "users/u1")]),
+            h.commit([("users/u2", nil)], index: IndexChanges(removed: [entry([0x50, 2], "users/u2")])),
             h.commit([("users/u1/user-feed/p9", nil), ("users/u2", bytes("w2")), ("café/é", Array(repeating: 0, count: 300))]),
         ]
     }
@@ -20,12 +22,17 @@ import Testing
     func changesReturnExactRecords(_ backend: Backend) throws {
         let f = try StoreFixture(backend)
         defer { f.finish() }
-        let history = Self.sampleHistory()
-        try f.store.apply(Array(history[0..<2]))
-        try f.store.apply(Array(history[2...]))
+        let applied = Self.sampleHistory()
+        let history = applied.map(\.logged)
+        try f.store.apply(Array(applied[0..<2]))
+        try f.store.apply(Array(applied[2...]))
         #expect(try f.store.changes(after: 0, limit: 100) == history)
         #expect(try f.store.changes(after: 2, limit: 2) == Array(history[2..<4]))
         #expect(try f.store.changes(after: 1, limit: 1) == [history[1]])
+        // Index changes are applied but never logged; the index-only commit is logged with no mutations.
+        #expect(try f.store.changes(after: 0, limit: 100)?.allSatisfy(\.indexChanges.isEmpty) == true)
+        #expect(try f.store.changes(after: 2, limit: 1)?.first?.mutations == [])
+        #expect(try f.store.scanIndex(from: [], to: [], reverse: false, limit: 10).map(\.key) == [[0x50, 1], [0x60, 1]])
         #expect(try f.store.changes(after: 5, limit: 100) == [])
         #expect(try f.store.changes(after: 50, limit: 100) == [])
         #expect(try f.store.changes(after: UInt64.max, limit: 100) == [])

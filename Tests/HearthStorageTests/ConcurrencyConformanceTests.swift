@@ -14,9 +14,10 @@ import Testing
 }
 
 /// The race: 1,000 single-document commits applied in groups of two, where commit 2g-1 writes `race/d0` and
-/// commit 2g writes `race/d1`, both with the group number g. Whatever a read returns must come from whole
-/// groups: a `list` shows d0 and d1 from the same group, `lastSeq` is even, `changes` ends on an even seq, and
-/// nothing goes backwards.
+/// commit 2g writes `race/d1`, both with the group number g, and moves that document's index entry from key
+/// `[i] + "g-1"` to `[i] + "g"`. Whatever a read returns must come from whole groups: a `list` shows d0 and d1
+/// from the same group, a `scanIndex` shows both entries with that group's keys joined with that group's
+/// documents, `lastSeq` is even, `changes` ends on an even seq, and nothing goes backwards.
 enum Race {
     static let commits = 1_000
     static let groupSize = 2
@@ -27,7 +28,10 @@ enum Race {
             var h = History()
             var outcome = Result<Void, HearthError>.success(())
             for g in 1...(commits / groupSize) {
-                let group = (0..<groupSize).map { i in h.put("race/d\(i)", encode(g)) }
+                let group = (0..<groupSize).map { i in
+                    h.commit([("race/d\(i)", encode(g))], index: IndexChanges(removed: [entry([UInt8(i)] + encode(g - 1), "race/d\(i)")],
+                                                                         added: [entry([UInt8(i)] + encode(g), "race/d\(i)")]))
+                }
                 do throws(HearthError) { try writer.apply(group) } catch { outcome = .failure(error); break }
             }
             let final = outcome
@@ -54,6 +58,15 @@ enum Race {
                 let g = groups.first ?? 0
                 #expect(g >= lastGroupSeen)
                 lastGroupSeen = g
+            }
+
+            let hits = try reader.scanIndex(from: [], to: [], reverse: false, limit: 10)
+            if !hits.isEmpty {
+                #expect(hits.count == groupSize, "saw \(hits.count) index entries")
+                let keyGroups = Set(hits.map { decode(Array($0.key.dropFirst())) })
+                #expect(keyGroups.count == 1, "index entries from different groups in one read: \(keyGroups)")
+                #expect(hits.allSatisfy { decode(Array($0.key.dropFirst())) == decode($0.document.data) }, "an entry joined another group's document")
+                #expect(keyGroups.first ?? 0 >= lastGroupSeen)
             }
 
             let log = try #require(try reader.changes(after: 0, limit: Int.max))

@@ -12,9 +12,13 @@ import Testing
         let history = ChangeLogConformanceTests.sampleHistory()
         try f.store.apply(history)
         let before = try f.store.list(collection: collection("users"), afterID: nil, limit: 10)
+        let hits = try f.store.scanIndex(from: [], to: [], reverse: false, limit: 10)
+        #expect(hits.count == 2)
         try f.reopen()
         #expect(try f.store.lastSeq() == 5)
-        #expect(try f.store.changes(after: 0, limit: 100) == history)
+        #expect(try f.store.changes(after: 0, limit: 100) == history.map(\.logged))
+        #expect(try f.store.scanIndex(from: [], to: [], reverse: false, limit: 10) == hits)
+        #expect(try f.store.countIndex(from: [], to: []) == 2)
         #expect(try f.store.list(collection: collection("users"), afterID: nil, limit: 10) == before)
         #expect(try f.store.get(path("café/é"))?.data.count == 300)
         // The data directory holds the database; a clean close checkpointed and removed the WAL.
@@ -121,7 +125,7 @@ import Testing
         let fm = FileManager.default
         #expect(fm.fileExists(atPath: f.directory + "/hearth.db-wal"))
         let crashed = StoreFixture.makeTemporaryDirectory()
-        defer { try? fm.removeItem(atPath: crashed) }
+        defer { StoreFixture.removeTemporaryDirectory(crashed) }
         try fm.createDirectory(atPath: crashed, withIntermediateDirectories: true)
         for name in ["hearth.db", "hearth.db-wal"] {
             try fm.copyItem(atPath: f.directory + "/" + name, toPath: crashed + "/" + name)
@@ -148,7 +152,7 @@ import Testing
 
     @Test func refusesAnotherApplicationsDatabase() throws {
         let dir = StoreFixture.makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
+        defer { StoreFixture.removeTemporaryDirectory(dir) }
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let db = try SQLiteConnection(path: dir + "/hearth.db", role: "test", create: true)
         try db.exec("CREATE TABLE t (x)", "creating a foreign table")
@@ -179,12 +183,16 @@ import Testing
     }
 }
 
-/// docs/storage.md shows the schema; this keeps it the schema the code creates.
+/// docs/storage.md shows the schema and the index scan; this keeps them what the code runs.
 @Suite struct StorageDocumentationTests {
     @Test func theDocumentedSchemaIsTheCreatedSchema() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let doc = try String(contentsOf: root.appendingPathComponent("docs/storage.md"), encoding: .utf8)
         func normalized(_ s: String) -> String { s.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
-        #expect(normalized(doc).contains(normalized(SQLiteSchema.create)))
+        let text = normalized(doc)
+        let showsSchema = text.contains(normalized(SQLiteSchema.create))
+        #expect(showsSchema, "docs/storage.md does not show SQLiteSchema.create")
+        let showsScan = text.contains(normalized(SQLiteIndexReader.scanSQL(reverse: true, bounded: true)))
+        #expect(showsScan, "docs/storage.md does not show the index scan statement")
     }
 }

@@ -1,0 +1,87 @@
+import HearthModel
+import HearthStorage
+
+/// The reader connection's statements for `index_entries`: `scanIndex` and `countIndex`. Each call is ONE
+/// statement, so it reads one committed snapshot (WAL) without an explicit transaction.
+///
+/// A scan walks the `index_entries` primary key in key order (either direction) between the bounds and
+/// fetches each entry's document through `documents_by_key` in the same statement; the join drops entries
+/// whose document is missing before LIMIT counts rows. `EXPLAIN QUERY PLAN` shows no sort (docs/storage.md;
+/// a test checks it). An empty upper bound means "no upper bound": SQLite has no blob above every blob, so
+/// those scans use their own statements without the `key < ?2` term.
+package struct SQLiteIndexReader {
+    /// `scan[reverse][bounded]`, `count[bounded]` (index 0: no upper bound, 1: `key < ?2`).
+    private let scans: [[SQLiteStatement]]
+    private let counts: [SQLiteStatement]
+
+    /// The scan statement: `?1` lower bound (inclusive), `?2` upper bound (exclusive, only when `bounded`),
+    /// `?3` limit. Columns: key, collection, id, data, create_us, update_us, seq.
+    package static func scanSQL(reverse: Bool, bounded: Bool) -> String {
+        """
+        SELECT i.key, d.collection, d.id, d.data, d.create_us, d.update_us, d.seq
+        FROM index_entries i JOIN documents d ON d.collection = i.collection AND d.id = i.id
+        WHERE i.key >= ?1\(bounded ? " AND i.key < ?2" : "")
+        ORDER BY i.key\(reverse ? " DESC" : "") LIMIT ?3
+        """
+    }
+
+    /// The count statement: `?1` lower bound, `?2` upper bound (only when `bounded`). Counts entries, whether
+    /// or not their document exists (the contract of `countIndex`), from the primary key alone.
+    package static func countSQL(bounded: Bool) -> String {
+        "SELECT count(*) FROM index_entries WHERE key >= ?1\(bounded ? " AND key < ?2" : "")"
+    }
+
+    init(connection c: SQLiteConnection) throws(HearthError) {
+        var scans: [[SQLiteStatement]] = []
+        for reverse in [false, true] {
+            var pair: [SQLiteStatement] = []
+            for bounded in [false, true] {
+                let name = "scan index \(reverse ? "descending" : "ascending")\(bounded ? "" : " to the end")"
+                pair.append(try c.prepare(Self.scanSQL(reverse: reverse, bounded: bounded), name: name))
+            }
+            scans.append(pair)
+        }
+        self.scans = scans
+        counts = [try c.prepare(Self.countSQL(bounded: false), name: "count index to the end"),
+                  try c.prepare(Self.countSQL(bounded: true), name: "count index")]
+    }
+
+    func scan(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit] {
+        guard limit > 0 else { return [] }
+        let bounded = !upper.isEmpty
+        let s = scans[reverse ? 1 : 0][bounded ? 1 : 0]
+        defer { s.reset() }
+        try s.bind(1, blob: lower)
+        if bounded { try s.bind(2, blob: upper) }
+        try s.bind(3, Int64(clamping: limit))
+        var hits: [IndexHit] = []
+        var parent: (text: String, segments: [String]) = ("", [])
+        while try s.step() {
+            // Consecutive hits often share a collection: split its path once.
+            let collection = s.text(1)
+            if collection != parent.text {
+                parent = (collection, collection.utf8.split(separator: 47, omittingEmptySubsequences: false)
+                    .map { String(decoding: $0, as: UTF8.self) })
+            }
+            let id = s.text(2)
+            let path: DocumentPath
+            do { path = try DocumentPath(ResourcePath(segments: parent.segments + [id])) } catch {
+                throw SQLiteFailure.corrupt("document \(collection)/\(id): \(error.message)")
+            }
+            let doc = StoredDocument(path: path, data: s.bytes(3), createTime: Timestamp(micros: s.int64(4)),
+                                     updateTime: Timestamp(micros: s.int64(5)), seq: s.uint64(6))
+            hits.append(IndexHit(key: s.bytes(0), document: doc))
+        }
+        return hits
+    }
+
+    func count(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {
+        let bounded = !upper.isEmpty
+        let s = counts[bounded ? 1 : 0]
+        defer { s.reset() }
+        try s.bind(1, blob: lower)
+        if bounded { try s.bind(2, blob: upper) }
+        guard try s.step() else { throw SQLiteFailure.corrupt("count(*) returned no row") }
+        return Int(s.int64(0))
+    }
+}
