@@ -48,7 +48,7 @@ final class Dispatcher {
             replyError(.invalid("field \"op\" must be a string, not \(opRef.kind.article)"), id: id, session: session)
             return .handled
         }
-        let op = opRef.stringValue
+        let op = opRef.string!
         guard let command = commands[op] else {
             replyError(.invalid("unknown op \"\(op)\" (try {\"op\":\"help\"})"), id: id, session: session)
             return .handled
@@ -76,11 +76,17 @@ final class Dispatcher {
 
     /// Writes `{"id":..,"ok":true, <fields>}\n` and sends it (in order) on `session`.
     func replyOK(_ id: [UInt8]?, session: Session, _ fields: (inout JSONWriter) -> Void) {
-        session.emitLine(okLine(id, fields))
+        writeOK(id, fields)
+        writer.withBytes { session.emitLine($0) }
     }
 
     /// The bytes of an ok response, for responses that complete later.
-    func okLine(_ id: [UInt8]?, _ fields: (inout JSONWriter) -> Void) -> UnsafeRawBufferPointer {
+    func okLine(_ id: [UInt8]?, _ fields: (inout JSONWriter) -> Void) -> [UInt8] {
+        writeOK(id, fields)
+        return writer.bytes
+    }
+
+    private func writeOK(_ id: [UInt8]?, _ fields: (inout JSONWriter) -> Void) {
         writer.reset()
         writer.beginObject()
         if let id { writer.key("id"); writer.raw(id) }
@@ -88,14 +94,19 @@ final class Dispatcher {
         fields(&writer)
         writer.endObject()
         writer.newline()
-        return writer.buffer
     }
 
     func replyError(_ error: HearthError, id: [UInt8]?, session: Session) {
-        session.emitLine(errorLine(error, id: id))
+        writeError(error, id: id)
+        writer.withBytes { session.emitLine($0) }
     }
 
-    func errorLine(_ error: HearthError, id: [UInt8]?) -> UnsafeRawBufferPointer {
+    func errorLine(_ error: HearthError, id: [UInt8]?) -> [UInt8] {
+        writeError(error, id: id)
+        return writer.bytes
+    }
+
+    private func writeError(_ error: HearthError, id: [UInt8]?) {
         writer.reset()
         writer.beginObject()
         if let id { writer.key("id"); writer.raw(id) }
@@ -107,7 +118,6 @@ final class Dispatcher {
         writer.endObject()
         writer.endObject()
         writer.newline()
-        return writer.buffer
     }
 }
 

@@ -5,6 +5,7 @@ import HearthStorage
 /// Stores a document's fields as their canonical wire JSON, so reads splice the stored bytes into responses
 /// without decoding or re-encoding them.
 struct JSONDocumentCodec: DocumentCodec {
-    func encode(_ fields: MapValue) -> [UInt8] { FieldsJSON.encode(fields) }
-    func decode(_ data: [UInt8]) throws(HearthError) -> MapValue { try FieldsJSON.decode(data) }
+    let json = FieldsJSON()
+    func encode(_ fields: MapValue) -> [UInt8] { json.encodeFields(fields) }
+    func decode(_ data: [UInt8]) throws(HearthError) -> MapValue { try json.decodeFields(data) }
 }

@@ -19,20 +19,14 @@ enum ReadHandlers {
     static func getAll(_ ctx: Context, _ req: Request) throws(HearthError) {
         let list = try req.array("paths")
         var paths: [DocumentPath] = []
-        var index = 0
-        var failure: HearthError?
-        list.forEachElement { el in
-            guard failure == nil else { return }
-            if el.kind != .string {
-                failure = .invalid("getAll: paths[\(index)] must be a string, not \(el.kind.article)")
-            } else {
-                do { paths.append(try DocumentPath(parsing: el.stringValue)) } catch {
-                    failure = .invalid("getAll: paths[\(index)]: \(error.message)")
-                }
+        for (index, el) in list.elements.enumerated() {
+            guard el.kind == .string else {
+                throw .invalid("getAll: paths[\(index)] must be a string, not \(el.kind.article)")
             }
-            index += 1
+            do { paths.append(try DocumentPath(parsing: el.string!)) } catch {
+                throw .invalid("getAll: paths[\(index)]: \(error.message)")
+            }
         }
-        if let failure { throw failure }
         guard paths.count <= maxGetAll else { throw .invalid("getAll: at most \(maxGetAll) paths (got \(paths.count))") }
         var docs: [StoredDocument?] = []
         docs.reserveCapacity(paths.count)
@@ -55,8 +49,8 @@ enum DocumentJSON {
         w.key("path"); w.string(doc.path.description)
         w.key("id"); w.string(doc.path.id)
         w.key("data"); w.raw(doc.data)
-        w.key("createTime"); w.timestamp(doc.createTime)
-        w.key("updateTime"); w.timestamp(doc.updateTime)
+        w.key("createTime"); w.string(doc.createTime.rfc3339)
+        w.key("updateTime"); w.string(doc.updateTime.rfc3339)
         w.endObject()
     }
 }

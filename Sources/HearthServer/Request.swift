@@ -22,25 +22,25 @@ struct Request {
     func string(_ name: String) throws(HearthError) -> String {
         let v = try require(name)
         guard v.kind == .string else { throw mistyped(name, v, "a string") }
-        return v.stringValue
+        return v.string!
     }
 
     func optionalString(_ name: String) throws(HearthError) -> String? {
         guard let v = field(name) else { return nil }
         guard v.kind == .string else { throw mistyped(name, v, "a string") }
-        return v.stringValue
+        return v.string!
     }
 
     func optionalBool(_ name: String) throws(HearthError) -> Bool? {
         guard let v = field(name) else { return nil }
         guard v.kind == .bool else { throw mistyped(name, v, "true or false") }
-        return v.boolValue
+        return v.bool!
     }
 
     func optionalInt(_ name: String, min: Int64 = 0, max: Int64 = Int64.max) throws(HearthError) -> Int64? {
         guard let v = field(name) else { return nil }
         guard v.kind == .int else { throw mistyped(name, v, "an integer") }
-        let i = v.intValue
+        let i = v.int64!
         guard i >= min && i <= max else { throw .invalid("\(op): field \"\(name)\" must be between \(min) and \(max), got \(i)") }
         return i
     }

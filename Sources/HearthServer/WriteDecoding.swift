@@ -17,7 +17,7 @@ enum WriteDecoding {
             throw .invalid(obj["path"] == nil ? "field \"path\" is required" : "field \"path\" must be a string")
         }
         let path: DocumentPath
-        do { path = try DocumentPath(parsing: pathRef.stringValue) } catch { throw .invalid("field \"path\": \(error.message)") }
+        do { path = try DocumentPath(parsing: pathRef.string!) } catch { throw .invalid("field \"path\": \(error.message)") }
         let userPrecondition = try precondition(obj["precondition"])
         let merge = try optionalBool(obj["merge"], "merge") ?? false
         let mergeFieldsRef = obj["mergeFields"].flatMap { $0.kind == .null ? nil : $0 }
@@ -34,7 +34,7 @@ enum WriteDecoding {
         switch kind {
         case .create:
             if userPrecondition != .none { throw .invalid("create takes no precondition (it implies exists:false)") }
-            let d = try WriteDataDecoder.decode(try data(), mode: .set, documentID: path.id)
+            let d = try WriteDataDecoder.decode(try data(), mode: .set, document: path)
             return Write(kind: .create, path: path, operation: .update(fields: d.fields, mask: nil),
                          transforms: d.transforms, precondition: .exists(false))
         case .set:
@@ -45,12 +45,12 @@ enum WriteDecoding {
             } else {
                 mode = merge ? .merge : .set
             }
-            let d = try WriteDataDecoder.decode(try data(), mode: mode, documentID: path.id)
+            let d = try WriteDataDecoder.decode(try data(), mode: mode, document: path)
             return Write(kind: .set, path: path, operation: .update(fields: d.fields, mask: d.mask),
                          transforms: d.transforms, precondition: userPrecondition)
         case .update:
             if userPrecondition == .exists(false) { throw .invalid("update cannot have precondition exists:false") }
-            let d = try WriteDataDecoder.decode(try data(), mode: .update, documentID: path.id)
+            let d = try WriteDataDecoder.decode(try data(), mode: .update, document: path)
             return Write(kind: .update, path: path, operation: .update(fields: d.fields, mask: d.mask ?? []),
                          transforms: d.transforms, precondition: userPrecondition == .none ? .exists(true) : userPrecondition)
         case .delete:
@@ -66,7 +66,7 @@ enum WriteDecoding {
     static func optionalBool(_ ref: JSONRef?, _ name: String) throws(HearthError) -> Bool? {
         guard let ref, ref.kind != .null else { return nil }
         guard ref.kind == .bool else { throw .invalid("field \"\(name)\" must be true or false, not \(ref.kind.article)") }
-        return ref.boolValue
+        return ref.bool!
     }
 
     /// `{"exists":bool}` or `{"updateTime":"<RFC 3339>"}` (also `{"updateTime":{"$timestamp":...}}`).
@@ -75,26 +75,25 @@ enum WriteDecoding {
         guard ref.kind == .object else { throw .invalid("field \"precondition\" must be an object like {\"exists\":true} or {\"updateTime\":\"...\"}") }
         var result: Precondition = .none
         var count = 0
-        var failure: HearthError?
-        ref.forEachMember { key, value in
+        for member in ref.members {
             count += 1
-            switch key {
+            let value = member.value
+            switch member.key {
             case "exists":
-                if value.kind == .bool { result = .exists(value.boolValue) } else {
-                    failure = .invalid("precondition.exists must be true or false")
-                }
+                guard value.kind == .bool else { throw .invalid("precondition.exists must be true or false") }
+                result = .exists(value.bool!)
             case "updateTime":
                 var text: String?
-                if value.kind == .string { text = value.stringValue }
-                else if value.kind == .object, let t = value["$timestamp"], t.kind == .string { text = t.stringValue }
-                if let text, let t = Timestamp.parse(text) { result = .updateTime(t) } else {
-                    failure = .invalid("precondition.updateTime must be an RFC 3339 timestamp like \"2026-11-29T12:00:00.123456Z\"")
+                if value.kind == .string { text = value.string }
+                else if value.kind == .object, let t = value["$timestamp"], t.kind == .string { text = t.string }
+                guard let text, let t = Timestamp.parse(text) else {
+                    throw .invalid("precondition.updateTime must be an RFC 3339 timestamp like \"2026-11-29T12:00:00.123456Z\"")
                 }
+                result = .updateTime(t)
             default:
-                failure = .invalid("unknown precondition \"\(key)\" (use exists or updateTime)")
+                throw .invalid("unknown precondition \"\(member.key)\" (use exists or updateTime)")
             }
         }
-        if let failure { throw failure }
         if count != 1 { throw .invalid("precondition must have exactly one of exists or updateTime") }
         return result
     }
@@ -102,16 +101,10 @@ enum WriteDecoding {
     static func fieldPaths(_ ref: JSONRef, _ name: String) throws(HearthError) -> [FieldPath] {
         guard ref.kind == .array else { throw .invalid("field \"\(name)\" must be an array of field paths") }
         var out: [FieldPath] = []
-        var failure: HearthError?
-        var i = 0
-        ref.forEachElement { el in
-            guard failure == nil else { return }
-            if el.kind != .string { failure = .invalid("\(name)[\(i)] must be a string") } else {
-                do { out.append(try FieldPath.parse(el.stringValue)) } catch { failure = .invalid("\(name)[\(i)]: \(error.message)") }
-            }
-            i += 1
+        for (i, el) in ref.elements.enumerated() {
+            guard el.kind == .string else { throw .invalid("\(name)[\(i)] must be a string") }
+            do { out.append(try FieldPath.parse(el.string!)) } catch { throw .invalid("\(name)[\(i)]: \(error.message)") }
         }
-        if let failure { throw failure }
         return out
     }
 }

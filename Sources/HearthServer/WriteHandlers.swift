@@ -22,8 +22,8 @@ enum WriteHandlers {
         let collection = try req.collectionPath()
         let path = try collection.document(DocumentID.random())
         let data = try req.object("data")
-        let d: WriteDataDecoder.Decoded
-        do { d = try WriteDataDecoder.decode(data, mode: .set, documentID: path.id) } catch { throw error.prefixed("add") }
+        let d: WriteData
+        do { d = try WriteDataDecoder.decode(data, mode: .set, document: path) } catch { throw error.prefixed("add") }
         let write = Write(kind: .create, path: path, operation: .update(fields: d.fields, mask: nil),
                           transforms: d.transforms, precondition: .exists(false))
         try submit(ctx, req, [write]) { w, outcome in
@@ -35,36 +35,28 @@ enum WriteHandlers {
     static func commit(_ ctx: Context, _ req: Request) throws(HearthError) {
         let list = try req.array("writes")
         var writes: [Write] = []
-        var failure: HearthError?
-        var i = 0
-        list.forEachElement { el in
-            guard failure == nil else { return }
-            defer { i += 1 }
+        for (i, el) in list.elements.enumerated() {
             let prefix = "commit: writes[\(i)]"
-            guard el.kind == .object else { failure = .invalid("\(prefix) must be an object"); return }
-            guard let opRef = el["op"], opRef.kind == .string, let kind = Write.Kind(rawValue: opRef.stringValue) else {
-                failure = .invalid("\(prefix): field \"op\" must be one of set, create, update, delete, verify")
-                return
+            guard el.kind == .object else { throw .invalid("\(prefix) must be an object") }
+            guard let opRef = el["op"], opRef.kind == .string, let kind = Write.Kind(rawValue: opRef.string!) else {
+                throw .invalid("\(prefix): field \"op\" must be one of set, create, update, delete, verify")
             }
-            var unknown: String?
-            el.forEachMember { key, _ in
-                if unknown == nil, key != "op", !CommandTable.writeFields.contains(key) { unknown = key }
+            for member in el.members where member.key != "op" && !CommandTable.writeFields.contains(member.key) {
+                throw .invalid("\(prefix): unknown field \"\(member.key)\"")
             }
-            if let unknown { failure = .invalid("\(prefix): unknown field \"\(unknown)\""); return }
-            do { writes.append(try WriteDecoding.decode(kind: kind, el, where: prefix)) } catch { failure = error }
+            writes.append(try WriteDecoding.decode(kind: kind, el, where: prefix))
         }
-        if let failure { throw failure }
         if writes.isEmpty { throw .invalid("commit: writes must not be empty") }
         try submit(ctx, req, writes) { w, outcome in
             w.key("seq"); w.uint(outcome.seq)
-            w.key("commitTime"); w.timestamp(outcome.commitTime)
+            w.key("commitTime"); w.string(outcome.commitTime.rfc3339)
             w.key("results")
             w.beginArray()
             for r in outcome.results {
                 w.beginObject()
                 w.key("path"); w.string(r.path.description)
                 w.key("id"); w.string(r.path.id)
-                w.key("updateTime"); w.timestamp(r.updateTime)
+                w.key("updateTime"); w.string(r.updateTime.rfc3339)
                 if !r.transformResults.isEmpty { transformResults(r.transformResults, into: &w) }
                 w.endObject()
             }
@@ -75,7 +67,7 @@ enum WriteHandlers {
     static func writeSingleResult(_ r: WriteResult, seq: UInt64, into w: inout JSONWriter) {
         w.key("path"); w.string(r.path.description)
         w.key("docId"); w.string(r.path.id)
-        w.key("updateTime"); w.timestamp(r.updateTime)
+        w.key("updateTime"); w.string(r.updateTime.rfc3339)
         w.key("seq"); w.uint(seq)
         if !r.transformResults.isEmpty { transformResults(r.transformResults, into: &w) }
     }
@@ -96,12 +88,12 @@ enum WriteHandlers {
         var slot: ResponseQueue.Slot?
         try ctx.engine.commit(writes) { [weak session] result in
             guard let session, let slot else { return }
-            let line: UnsafeRawBufferPointer
+            let line: [UInt8]
             switch result {
             case .success(let outcome): line = dispatcher.okLine(id) { w in fields(&w, outcome) }
             case .failure(let error): line = dispatcher.errorLine(error, id: id)
             }
-            session.endWrite(slot, response: Array(line))
+            session.endWrite(slot, response: line)
         }
         slot = session.beginWrite()
     }

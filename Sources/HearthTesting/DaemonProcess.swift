@@ -55,13 +55,15 @@ public final class DaemonProcess: @unchecked Sendable {
         p.standardOutput = FileHandle.nullDevice
         let ready = DispatchSemaphore(value: 0)
         let portBox = PortBox()
+        let logStart = log.utf8.count
         pipe.fileHandleForReading.readabilityHandler = { [weak self] h in
             let data = h.availableData
             guard !data.isEmpty, let self else { h.readabilityHandler = nil; ready.signal(); return }
             let text = String(decoding: data, as: UTF8.self)
             let all = self.logLock.withLock { () -> String in self.logText += text; return self.logText }
-            if portBox.port == 0, let r = all.range(of: "listening on 127.0.0.1:") {
-                let digits = all[r.upperBound...].prefix { $0.isNumber }
+            let fresh = String(decoding: Array(all.utf8).dropFirst(logStart), as: UTF8.self)
+            if portBox.port == 0, let r = fresh.range(of: "listening on 127.0.0.1:") {
+                let digits = fresh[r.upperBound...].prefix { $0.isNumber }
                 if let port = Int(digits) { portBox.port = port; ready.signal() }
             }
         }

@@ -69,6 +69,12 @@ while let arg = args.popFirst() {
     }
 }
 
+// A daemon must not inherit a blocked signal mask (a parent's worker thread may have spawned it with
+// SIGTERM blocked, which would make it unstoppable); start from an empty mask.
+var emptyMask = sigset_t()
+sigemptyset(&emptyMask)
+pthread_sigmask(SIG_SETMASK, &emptyMask, nil)
+
 let logger = Logger(enabled: !quiet)
 let retention = RetentionPolicy(maxAgeMicros: config.retentionSeconds * 1_000_000, maxBytes: config.retentionBytes)
 do {
