@@ -32,6 +32,16 @@ public final class Engine {
     /// The batch being made durable, if any.
     private var inFlight: CommitBatch?
 
+    /// Declared composite indexes (building or ready), maintained by every commit.
+    public internal(set) var indexes: [IndexDefinition] = []
+    /// The id the next declared index gets (ids are never reused).
+    public internal(set) var nextIndexID: Int64 = 1
+    /// Backfills and purges still to do, oldest first.
+    var indexWork: [IndexWork] = []
+    /// Called when the index catalog changes (a declaration, a drop, a backfill finished), so the server can
+    /// persist it.
+    public var onIndexesChanged: (() -> Void)?
+
     /// Called once per durable batch, in seq order, right after its commits are acknowledged: the one
     /// place where committed changes are published (listeners).
     public var onCommitted: (([CommitRecord]) -> Void)?
@@ -129,6 +139,7 @@ public final class Engine {
 
         // Net mutation per document, in first-touch order; documents left as they were are omitted.
         var mutations: [Mutation] = []
+        var indexChanges = IndexChanges()
         for path in order {
             let old = before[path] ?? nil
             let newState = local[path] ?? nil
@@ -145,14 +156,45 @@ public final class Engine {
                 continue // absent before and after
             }
             mutations.append(Mutation(path: path, before: old, after: after))
+            IndexMaintainer.changes(path, before: original[path]?.fields, after: newState?.fields,
+                                    composites: indexes, into: &indexChanges)
             overlay[path] = OverlayEntry(doc: after, fields: newState?.fields, seq: seq)
         }
 
         lastAssignedSeq = seq
         lastCommitMicros = commitMicros
-        let record = CommitRecord(seq: seq, commitTime: commitTime, mutations: mutations)
+        let record = CommitRecord(seq: seq, commitTime: commitTime, mutations: mutations, indexChanges: indexChanges)
         queued.append(PendingCommit(record: record, results: results, completion: completion))
         return seq
+    }
+
+    /// Queues a commit that only changes index entries (an index backfill step); it takes a seq like any
+    /// commit and `completion` runs once it is durable.
+    func commitIndexChanges(_ changes: IndexChanges, completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) {
+        let commitMicros = max(clock(), lastCommitMicros + 1)
+        let seq = lastAssignedSeq + 1
+        lastAssignedSeq = seq
+        lastCommitMicros = commitMicros
+        let record = CommitRecord(seq: seq, commitTime: Timestamp(micros: commitMicros), mutations: [], indexChanges: changes)
+        queued.append(PendingCommit(record: record, results: [], completion: completion))
+    }
+
+    /// The newest version of a document as a write sees it (durable state plus pending commits), decoded.
+    func latestFields(_ path: DocumentPath) throws(HearthError) -> MapValue? {
+        let l = try latest(path)
+        guard let doc = l.doc else { return nil }
+        if let f = l.fields { return f }
+        return try codec.decode(doc.data)
+    }
+
+    /// Pending (not yet durable) versions of documents whose collection ID is `collectionID`.
+    func pendingDocuments(collectionID: String) -> [(DocumentPath, MapValue?)] {
+        overlay.compactMap { (path, e) in
+            guard path.collectionID == collectionID else { return nil }
+            if let f = e.fields { return (path, f) }
+            if let d = e.doc { return (path, try? codec.decode(d.data)) }
+            return (path, nil)
+        }
     }
 
     /// The newest version of a document, durable or not (what a write must see).

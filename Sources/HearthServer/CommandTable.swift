@@ -46,5 +46,15 @@ enum CommandTable {
                 fields: ["collection", "data"], access: .write, run: WriteHandlers.add),
         Command(name: "commit", synopsis: "{op:\"commit\",writes:[{op:set|create|update|delete|verify,...}]} applies writes atomically",
                 fields: ["writes"], access: .write, run: WriteHandlers.commit),
+        Command(name: "query", synopsis: "{op:\"query\",collection|collectionGroup,where,orderBy,limit,limitToLast,offset,startAt,startAfter,endAt,endBefore,select}: {docs:[...],seq}",
+                fields: QueryDecoding.fields, access: .read, run: QueryHandlers.query),
+        Command(name: "count", synopsis: "{op:\"count\",<query fields>} counts the query's results: {count,seq}",
+                fields: QueryDecoding.fields, access: .read, run: QueryHandlers.count),
+        Command(name: "aggregate", synopsis: "{op:\"aggregate\",query:{...},aggregations:{alias:{count:{}}|{sum:\"f\"}|{avg:\"f\"}}}: {result:{alias:value},seq}",
+                fields: ["query", "aggregations"], access: .read, run: QueryHandlers.aggregate),
+        Command(name: "explain", synopsis: "{op:\"explain\",<query fields>} runs the query and returns its plan: index, ranges, entries examined, documents returned",
+                fields: QueryDecoding.fields, access: .read, run: QueryHandlers.explain),
+        Command(name: "index", synopsis: "{op:\"index\",action:\"create\"|\"list\"|\"drop\",collection,scope,fields:[[f,asc|desc|array-contains]],indexId} manages composite indexes",
+                fields: ["action", "collection", "scope", "fields", "indexId"], access: .meta, run: IndexHandlers.index),
     ]
 }

@@ -43,12 +43,13 @@ enum ReadHandlers {
 /// Writes documents in the wire form: `{"path","id","data","createTime","updateTime"}`, splicing the stored
 /// JSON of the fields without re-encoding.
 enum DocumentJSON {
-    static func write(_ doc: StoredDocument?, into w: inout JSONWriter) {
+    static func write(_ doc: StoredDocument?, fields: MapValue? = nil, into w: inout JSONWriter) {
         guard let doc else { w.null(); return }
         w.beginObject()
         w.key("path"); w.string(doc.path.description)
         w.key("id"); w.string(doc.path.id)
-        w.key("data"); w.raw(doc.data)
+        w.key("data")
+        if let fields { w.fields(fields) } else { w.raw(doc.data) }
         w.key("createTime"); w.string(doc.createTime.rfc3339)
         w.key("updateTime"); w.string(doc.updateTime.rfc3339)
         w.endObject()

@@ -35,6 +35,22 @@ public final class Server {
         self.loop = try EventLoop()
         self.engine = try Engine(store: store, codec: JSONDocumentCodec())
         self.dispatcher = Dispatcher()
+        self.indexFile = IndexCatalogFile(dataDir: config.dataDir)
+        let catalog = try indexFile.load()
+        engine.restoreIndexes(catalog.indexes, nextID: catalog.nextID)
+        engine.onIndexesChanged = { [unowned self] in self.saveIndexes() }
+    }
+
+    private let indexFile: IndexCatalogFile
+
+    private func saveIndexes() {
+        do {
+            try indexFile.save(engine.indexes, nextID: engine.nextIndexID)
+            let summary = engine.indexes.map { "#\($0.id) \($0.summary) \($0.state.rawValue)" }.joined(separator: "; ")
+            logger.info("indexes: \(summary.isEmpty ? "none declared" : summary)")
+        } catch {
+            logger.info("could not save the index catalog: \(error)")
+        }
     }
 
     /// Listens, serves until SIGTERM/SIGINT, then shuts down gracefully. Returns when the loop has ended.
@@ -44,7 +60,10 @@ public final class Server {
         }
         self.listener = listener
         boundPort = listener.port
-        hooks.append(loop.beforePoll { [unowned self] in self.startGroupCommit() })
+        hooks.append(loop.beforePoll { [unowned self] in
+            self.runIndexWork()
+            self.startGroupCommit()
+        })
         for sig in [SIGTERM, SIGINT] {
             signals.append(loop.onSignal(sig) { [unowned self] in self.beginShutdown(reason: sig == SIGTERM ? "SIGTERM" : "SIGINT") })
         }
@@ -85,6 +104,18 @@ public final class Server {
             if self.shuttingDown { self.maybeFinishShutdown() }
         })
     }
+
+    /// One page of index backfill or purge per loop turn, so building an index never blocks writes.
+    private func runIndexWork() {
+        guard engine.hasIndexWork, !shuttingDown, engine.pendingCommitCount < 64 else { return }
+        do { try engine.indexWorkStep() } catch { logger.info("index work failed, will retry: \(error)") }
+        // Keep the loop turning while work remains, even when no client is active.
+        if engine.hasIndexWork && indexTimer == nil {
+            indexTimer = loop.timer(after: 1) { [unowned self] in self.indexTimer = nil }
+        }
+    }
+
+    private var indexTimer: LoopTimer?
 
     // MARK: Shutdown
 

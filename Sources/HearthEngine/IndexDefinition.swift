@@ -1,0 +1,62 @@
+import HearthModel
+
+/// A declared composite index (single-field indexes are automatic and need no definition). Like
+/// Firestore's, it applies to every collection with ID `collectionID`: with `.collection` scope each
+/// collection (each parent) has its own entries; with `.collectionGroup` scope entries span all of them.
+public struct IndexDefinition: Sendable, Equatable {
+    public enum Scope: String, Sendable { case collection, collectionGroup }
+    public enum Mode: String, Sendable { case ascending = "asc", descending = "desc", arrayContains = "array-contains" }
+    public enum State: String, Sendable { case building, ready }
+
+    public struct Field: Sendable, Equatable {
+        public var path: FieldPath
+        public var mode: Mode
+        public init(_ path: FieldPath, _ mode: Mode) { self.path = path; self.mode = mode }
+    }
+
+    public var id: Int64
+    public var collectionID: String
+    public var scope: Scope
+    public var fields: [Field]
+    public var state: State
+
+    public init(id: Int64, collectionID: String, scope: Scope, fields: [Field], state: State) {
+        self.id = id
+        self.collectionID = collectionID
+        self.scope = scope
+        self.fields = fields
+        self.state = state
+    }
+
+    /// Checks the shape: at least one field (two for collection scope, where one field is automatic), no
+    /// field twice, at most one array-contains field, no `__name__` except as the last field.
+    public func validate() throws(HearthError) {
+        if let problem = ResourcePath.problem(withID: collectionID) { throw .invalid("index collection \"\(collectionID)\": \(problem)") }
+        if fields.isEmpty { throw .invalid("an index needs at least one field") }
+        if scope == .collection && fields.count < 2 {
+            throw .invalid("single-field indexes are automatic for collection scope; declare one only with scope collectionGroup")
+        }
+        if fields.count > 100 { throw .invalid("an index has at most 100 fields") }
+        var seen: [FieldPath] = []
+        for f in fields {
+            if seen.contains(f.path) { throw .invalid("index field \(f.path) appears twice") }
+            seen.append(f.path)
+            if f.path.isDocumentID { throw .invalid("__name__ is implicit in every index; do not list it") }
+        }
+        if fields.filter({ $0.mode == .arrayContains }).count > 1 { throw .invalid("an index has at most one array-contains field") }
+    }
+
+    /// Same collection, scope and fields (ids and states aside).
+    public func sameShape(as other: IndexDefinition) -> Bool {
+        collectionID == other.collectionID && scope == other.scope && fields == other.fields
+    }
+
+    /// `call_records (customerId asc, callDate desc)`, as explain and error messages show it.
+    public var summary: String {
+        let list = fields.map { "\($0.path) \($0.mode.rawValue)" }.joined(separator: ", ")
+        return "\(collectionID)\(scope == .collectionGroup ? " [collection group]" : "") (\(list))"
+    }
+
+    /// The docKey direction in this index's entries: the direction of its last ordered field.
+    var nameDescending: Bool { fields.last(where: { $0.mode != .arrayContains })?.mode == .descending }
+}

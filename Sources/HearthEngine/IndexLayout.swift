@@ -1,0 +1,63 @@
+import HearthModel
+
+/// The byte layout of every index key Hearth writes. Each key is `kind byte` + scope + values + document key,
+/// built from `IndexKey`'s order-preserving encodings, so one sorted table holds every index:
+///
+/// | kind | index | key |
+/// |---|---|---|
+/// | 0x01 | single field, ascending (descending = reverse scan) | collection path, field path, value, doc key |
+/// | 0x02 | single field, array-contains | collection path, field path, element, doc key |
+/// | 0x03 | collection membership (`__name__` order) | collection path, doc key |
+/// | 0x04 | declared composite | index id, [collection path], each field's value (desc inverted), doc key |
+/// | 0x05 | collection-group membership | collection ID, doc key |
+enum IndexLayout {
+    static let singleField: UInt8 = 0x01
+    static let arrayContains: UInt8 = 0x02
+    static let collection: UInt8 = 0x03
+    static let composite: UInt8 = 0x04
+    static let group: UInt8 = 0x05
+
+    static func singleFieldPrefix(_ collection: CollectionPath, _ field: FieldPath) -> [UInt8] {
+        var k: [UInt8] = [singleField]
+        IndexKey.encode(.string(collection.description), into: &k)
+        IndexKey.encode(.string(field.description), into: &k)
+        return k
+    }
+
+    static func arrayContainsPrefix(_ collection: CollectionPath, _ field: FieldPath) -> [UInt8] {
+        var k: [UInt8] = [arrayContains]
+        IndexKey.encode(.string(collection.description), into: &k)
+        IndexKey.encode(.string(field.description), into: &k)
+        return k
+    }
+
+    static func collectionPrefix(_ collection: CollectionPath) -> [UInt8] {
+        var k: [UInt8] = [IndexLayout.collection]
+        IndexKey.encode(.string(collection.description), into: &k)
+        return k
+    }
+
+    static func groupPrefix(_ collectionID: String) -> [UInt8] {
+        var k: [UInt8] = [group]
+        IndexKey.encode(.string(collectionID), into: &k)
+        return k
+    }
+
+    /// The start of a composite index's keys for one collection (collection scope) or for all (group scope).
+    static func compositePrefix(_ def: IndexDefinition, _ collection: CollectionPath) -> [UInt8] {
+        var k: [UInt8] = [composite]
+        IndexKey.encode(.int(def.id), into: &k)
+        if def.scope == .collection { IndexKey.encode(.string(collection.description), into: &k) }
+        return k
+    }
+
+    /// The bytes every document key under `parent` starts with (a prefix of `encodeDocumentKey`).
+    static func documentKeyPrefix(under parent: DocumentPath, descending: Bool) -> [UInt8] {
+        var full: [UInt8] = []
+        IndexKey.encodeDocumentKey(parent, descending: false, into: &full)
+        // encodeDocumentKey ends with the path terminator 0x00 0x01; without it, the bytes prefix every deeper path.
+        var k = Array(full.dropLast(2))
+        if descending { for i in k.indices { k[i] = ~k[i] } }
+        return k
+    }
+}

@@ -1,0 +1,76 @@
+import HearthModel
+import HearthStorage
+
+/// A document in a query result: as stored (to splice into responses) and decoded.
+public struct ResultDocument: Sendable {
+    public var stored: StoredDocument
+    public var fields: MapValue
+}
+
+/// What a query did: its plan, the index entries it examined, the documents it returned.
+public struct QueryStats: Sendable {
+    public var plan: QueryPlan
+    public var examined: Int
+    public var returned: Int
+}
+
+public struct QueryResult: Sendable {
+    public var documents: [ResultDocument]
+    /// The commit the result reflects (every commit up to it, none after).
+    public var seq: UInt64
+    public var stats: QueryStats
+}
+
+extension Engine {
+    /// Runs a validated query against durable state at `lastDurableSeq`: plans it, scans the index ranges
+    /// (stopping early when the plan is exact), checks every fetched document against the whole query,
+    /// sorts, and applies offset and limit (or limitToLast).
+    public func runQuery(_ query: ValidQuery) throws(HearthError) -> QueryResult {
+        let (q, reverseResults) = query.execution
+        let plan = try QueryPlanner.plan(q, indexes: indexes)
+        let need = q.limit.map { $0 + q.offset }
+        var found: [DocumentPath: ResultDocument] = [:]
+        var examined = 0
+
+        for branch in plan.branches {
+            for range in branch.ranges {
+                var lower = range.lower
+                var upper = range.upper
+                var matchedHere = 0
+                let page = branch.exact ? max(1, min(need ?? 512, 512)) : 512
+                scanning: while true {
+                    let hits = try store.scanIndex(from: lower, to: upper, reverse: branch.reverse, limit: page)
+                    examined += hits.count
+                    for hit in hits {
+                        let doc = hit.document
+                        if found[doc.path] != nil { matchedHere += 1; continue }
+                        let fields = try codec.decode(doc.data)
+                        guard q.matchesWithinCursors(doc.path, fields) else { continue }
+                        found[doc.path] = ResultDocument(stored: doc, fields: fields)
+                        matchedHere += 1
+                        // A range yields documents in query order: its first `need` matches are enough.
+                        if let need, matchedHere >= need { break scanning }
+                    }
+                    guard hits.count == page, let last = hits.last else { break }
+                    if branch.reverse { upper = last.key } else { lower = IndexKey.immediateSuccessor(last.key) }
+                }
+            }
+        }
+
+        var rows = Array(found.values)
+        if plan.branches.count > 1 || plan.branches.contains(where: { $0.ranges.count > 1 }) || rows.count > 1 {
+            rows.sort { q.compare($0.stored.path, $0.fields, $1.stored.path, $1.fields) < 0 }
+        }
+        var window = rows.dropFirst(min(q.offset, rows.count))
+        if let n = q.limit { window = window.prefix(n) }
+        let result = reverseResults ? Array(window.reversed()) : Array(window)
+        return QueryResult(documents: result, seq: lastDurableSeq,
+                           stats: QueryStats(plan: plan, examined: examined, returned: result.count))
+    }
+
+    /// Computes aggregations over a query's results (after cursors, offset and limit).
+    public func runAggregate(_ query: ValidQuery, _ aggregations: [Aggregation]) throws(HearthError) -> (values: [Value], seq: UInt64) {
+        let r = try runQuery(query)
+        return (AggregateEvaluator.compute(aggregations, over: r.documents.map(\.fields)), r.seq)
+    }
+}
