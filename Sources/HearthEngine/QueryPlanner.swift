@@ -145,7 +145,8 @@ enum QueryPlanner {
             }
             guard prefixOK, head.filter({ $0.mode == .arrayContains }).count == (parts.contains == nil ? 0 : 1) else { continue }
             let tail = Array(def.fields.suffix(orderFields.count))
-            guard tail.allSatisfy({ $0.mode != .arrayContains }) else { continue }
+            guard tail.allSatisfy({ $0.mode != .arrayContains }),
+                  zip(tail, orderFields).allSatisfy({ $0.path == $1.field }) else { continue }
             let same = zip(tail, orderFields).allSatisfy { ($0.mode == .descending) == ($1.direction == .descending) }
             let opposite = zip(tail, orderFields).allSatisfy { ($0.mode == .descending) != ($1.direction == .descending) }
             let reverse: Bool
