@@ -13,6 +13,7 @@ let package = Package(
     products: [
         .executable(name: "hearthd", targets: ["hearthd"]),
         .executable(name: "hearth", targets: ["hearth"]),
+        .library(name: "HearthClient", targets: ["HearthClient"]),
     ],
     targets: [
         // System libraries (Debian: libuv1-dev, libsqlite3-dev, libsimdjson-dev).
@@ -34,6 +35,10 @@ let package = Package(
         .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthStorageSQLite", "HearthStorage"]),
         .executableTarget(name: "hearth", dependencies: ["HearthProtocol", "HearthModel", "HearthLoop"]),
         .target(name: "HearthTesting"),
+        // The Firestore-shaped Swift client library (Foundation + POSIX sockets; builds on macOS too).
+        .target(name: "HearthClient", path: "clients/swift/Sources/HearthClient"),
+        .testTarget(name: "HearthClientTests", dependencies: ["HearthClient", "HearthTesting"],
+                    path: "clients/swift/Tests/HearthClientTests"),
 
         .testTarget(name: "HearthModelTests", dependencies: ["HearthModel"]),
         .testTarget(name: "HearthProtocolTests", dependencies: ["HearthProtocol", "HearthModel"]),

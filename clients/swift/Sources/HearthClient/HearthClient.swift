@@ -1,0 +1,1 @@
+// The HearthClient library; see clients/swift/README.md.
