@@ -42,9 +42,12 @@ public final class Engine {
     /// persist it.
     public var onIndexesChanged: (() -> Void)?
 
-    /// Called once per durable batch, in seq order, right after its commits are acknowledged: the one
-    /// place where committed changes are published (listeners).
+    /// Called once per durable batch, in seq order, right after its commits are acknowledged and
+    /// published to the listeners.
     public var onCommitted: (([CommitRecord]) -> Void)?
+    /// The listener registry; committed changes reach it from `finish`, the one place where they leave
+    /// the engine.
+    public private(set) lazy var listeners = ListenerHub(engine: self)
 
     struct OverlayEntry {
         var doc: StoredDocument?
@@ -249,6 +252,7 @@ public final class Engine {
         for p in batch.pending {
             p.completion(.success(CommitOutcome(seq: p.record.seq, commitTime: p.record.commitTime, results: p.results)))
         }
+        listeners.publish(batch.records)
         onCommitted?(batch.records)
     }
 }

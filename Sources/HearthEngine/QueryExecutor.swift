@@ -26,9 +26,15 @@ extension Engine {
     /// (stopping early when the plan is exact), checks every fetched document against the whole query,
     /// sorts, and applies offset and limit (or limitToLast).
     public func runQuery(_ query: ValidQuery) throws(HearthError) -> QueryResult {
+        try runQuery(query, rollback: [:])
+    }
+
+    /// `runQuery` over durable state with some documents replaced: `rollback[path]` is the version to use
+    /// instead of the stored one (nil: absent). Listeners use it to see the state as of an earlier seq.
+    func runQuery(_ query: ValidQuery, rollback: [DocumentPath: StoredDocument?]) throws(HearthError) -> QueryResult {
         let (q, reverseResults) = query.execution
         let plan = try QueryPlanner.plan(q, indexes: indexes)
-        let need = q.limit.map { $0 + q.offset }
+        let need = q.limit.map { $0 + q.offset + rollback.count }
         var found: [DocumentPath: ResultDocument] = [:]
         var examined = 0
 
@@ -44,6 +50,7 @@ extension Engine {
                     for hit in hits {
                         let doc = hit.document
                         if found[doc.path] != nil { matchedHere += 1; continue }
+                        if rollback[doc.path] != nil { continue }
                         let fields = try codec.decode(doc.data)
                         guard q.matchesWithinCursors(doc.path, fields) else { continue }
                         found[doc.path] = ResultDocument(stored: doc, fields: fields)
@@ -57,8 +64,13 @@ extension Engine {
             }
         }
 
+        for (path, version) in rollback {
+            guard let doc = version else { continue }
+            let fields = try codec.decode(doc.data)
+            if q.matchesWithinCursors(path, fields) { found[path] = ResultDocument(stored: doc, fields: fields) }
+        }
         var rows = Array(found.values)
-        if plan.branches.count > 1 || plan.branches.contains(where: { $0.ranges.count > 1 }) || rows.count > 1 {
+        if plan.branches.count > 1 || plan.branches.contains(where: { $0.ranges.count > 1 }) || !rollback.isEmpty || rows.count > 1 {
             rows.sort { q.compare($0.stored.path, $0.fields, $1.stored.path, $1.fields) < 0 }
         }
         var window = rows.dropFirst(min(q.offset, rows.count))

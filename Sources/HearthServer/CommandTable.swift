@@ -9,6 +9,9 @@ struct Command: Sendable {
         case meta
         /// Reads durable data: waits behind the connection's own pending writes.
         case read
+        /// Reads durable data at one exact seq (queries, listeners): also waits while a commit batch is
+        /// being made durable, so the store is exactly at the last published seq.
+        case snapshot
         /// Commits: pipelines; answered once durable.
         case write
     }
@@ -47,14 +50,20 @@ enum CommandTable {
         Command(name: "commit", synopsis: "{op:\"commit\",writes:[{op:set|create|update|delete|verify,...}]} applies writes atomically",
                 fields: ["writes"], access: .write, run: WriteHandlers.commit),
         Command(name: "query", synopsis: "{op:\"query\",collection|collectionGroup,where,orderBy,limit,limitToLast,offset,startAt,startAfter,endAt,endBefore,select}: {docs:[...],seq}",
-                fields: QueryDecoding.fields, access: .read, run: QueryHandlers.query),
+                fields: QueryDecoding.fields, access: .snapshot, run: QueryHandlers.query),
         Command(name: "count", synopsis: "{op:\"count\",<query fields>} counts the query's results: {count,seq}",
-                fields: QueryDecoding.fields, access: .read, run: QueryHandlers.count),
+                fields: QueryDecoding.fields, access: .snapshot, run: QueryHandlers.count),
         Command(name: "aggregate", synopsis: "{op:\"aggregate\",query:{...},aggregations:{alias:{count:{}}|{sum:\"f\"}|{avg:\"f\"}}}: {result:{alias:value},seq}",
-                fields: ["query", "aggregations"], access: .read, run: QueryHandlers.aggregate),
+                fields: ["query", "aggregations"], access: .snapshot, run: QueryHandlers.aggregate),
         Command(name: "explain", synopsis: "{op:\"explain\",<query fields>} runs the query and returns its plan: index, ranges, entries examined, documents returned",
-                fields: QueryDecoding.fields, access: .read, run: QueryHandlers.explain),
+                fields: QueryDecoding.fields, access: .snapshot, run: QueryHandlers.explain),
         Command(name: "index", synopsis: "{op:\"index\",action:\"create\"|\"list\"|\"drop\",collection,scope,fields:[[f,asc|desc|array-contains]],indexId} manages composite indexes",
                 fields: ["action", "collection", "scope", "fields", "indexId"], access: .meta, run: IndexHandlers.index),
+        Command(name: "listen", synopsis: "{op:\"listen\",path|query:{...}[,resumeAfter:N][,heartbeatMs:ms]} subscribes: {sub}, then pushed snapshots",
+                fields: ["path", "query", "resumeAfter", "heartbeatMs"], access: .snapshot, run: ListenHandlers.listen),
+        Command(name: "unlisten", synopsis: "{op:\"unlisten\",sub} ends a subscription; nothing for it follows the response",
+                fields: ["sub"], access: .meta, run: ListenHandlers.unlisten),
+        Command(name: "hello", synopsis: "{op:\"hello\"[,heartbeatMs:ms]} sets connection options: heartbeats when idle",
+                fields: ["heartbeatMs"], access: .meta, run: ListenHandlers.hello),
     ]
 }

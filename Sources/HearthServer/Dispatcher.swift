@@ -54,6 +54,10 @@ final class Dispatcher {
             return .handled
         }
         if command.access == .read && session.pendingWrites > 0 { return .mustWait }
+        if command.access == .snapshot && (session.pendingWrites > 0 || session.server.batchInFlight) {
+            if session.pendingWrites == 0 { session.server.waitForBatch(session) }
+            return .mustWait
+        }
         var unknown: String?
         root.forEachMember { key, _ in
             if unknown == nil, key != "op", key != "id", !command.fields.contains(key) { unknown = key }

@@ -20,7 +20,9 @@ public final class Server {
     private var sessions: [ObjectIdentifier: Session] = [:]
     private var hooks: [LoopHook] = []
     private var signals: [SignalWatcher] = []
-    private var batchInFlight = false
+    private(set) var batchInFlight = false
+    /// Sessions with a snapshot read parked until the batch in flight is published.
+    private var batchWaiters: [ObjectIdentifier: Session] = [:]
     private(set) var shuttingDown = false
     private var shutdownTimer: LoopTimer?
     private var closingSessions = false
@@ -83,8 +85,11 @@ public final class Server {
 
     func sessionClosed(_ session: Session) {
         sessions[ObjectIdentifier(session)] = nil
+        batchWaiters[ObjectIdentifier(session)] = nil
         if closingSessions && sessions.isEmpty { stopLoop() }
     }
+
+    func waitForBatch(_ session: Session) { batchWaiters[ObjectIdentifier(session)] = session }
 
     // MARK: Group commit
 
@@ -101,6 +106,10 @@ public final class Server {
             self.batchInFlight = false
             if let e = outcome.error { self.logger.info("commit of seq \(batch.records.first?.seq ?? 0)...\(batch.records.last?.seq ?? 0) failed: \(e)") }
             self.engine.finish(batch, error: outcome.error)
+            // The store is now exactly at the published seq: run snapshot reads that waited for it.
+            let waiters = self.batchWaiters.values
+            self.batchWaiters.removeAll()
+            for s in waiters { s.wake() }
             if self.shuttingDown { self.maybeFinishShutdown() }
         })
     }

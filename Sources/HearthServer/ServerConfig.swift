@@ -7,6 +7,10 @@ public struct ServerConfig: Sendable {
     public var maxLineBytes = 16 << 20
     /// Output above which the server stops reading a connection's requests until it drains.
     public var outputHighWater = 4 << 20
+    /// Unsent output above which a subscriber's listeners stop sending lines and coalesce their changes.
+    public var subscriberBudget = 1 << 20
+    /// How long a subscriber may stay over its budget before it is sent RESOURCE_EXHAUSTED and closed.
+    public var slowSubscriberTimeoutMs: UInt64 = 30_000
     /// How long a shutdown waits for in-flight commits and pending output.
     public var shutdownGraceMs: UInt64 = 5000
     /// Change-log retention for listeners resuming from an older seq.

@@ -1,3 +1,4 @@
+import HearthEngine
 import HearthLoop
 import HearthModel
 import HearthProtocol
@@ -23,7 +24,19 @@ final class Session {
     }
     private var parkedHead = 0
     private var readingPaused = false
-    private var closed = false
+    private(set) var closed = false
+
+    // Subscriptions (see Session+Listeners.swift).
+    var subscriptions: [String: Listener] = [:]
+    var nextSubscription = 1
+    /// Events of a listener being registered, held until its `listen` response has gone out.
+    var heldEvents: [ListenerEvent]?
+    var heartbeatTimer: LoopTimer?
+    var heartbeatMs: UInt64 = 0
+    /// Output sent since the last heartbeat tick.
+    var sentSinceTick = false
+    /// Set while listeners are coalescing because the subscriber is over its output budget.
+    var slowDeadline: LoopTimer?
 
     init(conn: TCPConnection, server: Server) {
         self.conn = conn
@@ -33,9 +46,13 @@ final class Session {
 
     func start() {
         conn.onRead = { [unowned self] bytes in self.received(bytes) }
-        conn.onDrain = { [unowned self] in self.updateReading() }
+        conn.onDrain = { [unowned self] in
+            self.drainedListeners()
+            self.updateReading()
+        }
         conn.onClose = { [unowned self] _ in
             self.closed = true
+            self.endSubscriptions()
             self.conn.onRead = nil
             self.conn.onDrain = nil
             self.conn.onClose = nil
@@ -82,6 +99,12 @@ final class Session {
         updateReading()
     }
 
+    /// Runs lines parked behind a commit batch once it is published.
+    func wake() {
+        guard !closed, isParked, pendingWrites == 0 else { return }
+        runParked()
+    }
+
     /// Pauses reading while lines are parked or output is above the high-water mark; resumes otherwise.
     func updateReading() {
         guard !closed, !server.shuttingDown else { return }
@@ -111,6 +134,7 @@ final class Session {
     /// Sends a finished response line, behind any response still awaited.
     func emitLine(_ line: UnsafeRawBufferPointer) {
         guard !closed else { return }
+        sentSinceTick = true
         if responses.hasOutstanding {
             responses.enqueue(Array(line))
         } else {
@@ -128,6 +152,7 @@ final class Session {
     func endWrite(_ slot: ResponseQueue.Slot, response: [UInt8]) {
         pendingWrites -= 1
         guard !closed else { return }
+        sentSinceTick = true
         responses.fill(slot, with: response) { conn.send($0) }
         if pendingWrites == 0 && isParked { runParked() } else { updateReading() }
     }

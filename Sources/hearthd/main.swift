@@ -19,6 +19,9 @@ options:
   --output-high-water N    bytes of unsent output at which a connection's reading pauses (default 4194304)
   --retention-seconds N    change-log retention by age, for resuming listeners (default 86400)
   --retention-bytes N      change-log retention by size (default 268435456)
+  --subscriber-budget N    unsent bytes above which a subscriber's listeners coalesce (default 1048576)
+  --slow-subscriber-timeout-ms N
+                           how long a subscriber may stay over budget before it is closed (default 30000)
   --shutdown-grace-ms N    how long SIGTERM/SIGINT wait for in-flight commits and output (default 5000)
   --quiet                  log nothing but errors
   --version                print the version and exit
@@ -63,6 +66,8 @@ while let arg = args.popFirst() {
     case "--output-high-water": config.outputHighWater = intValue("--output-high-water", value(), min: 4096)
     case "--retention-seconds": config.retentionSeconds = Int64(intValue("--retention-seconds", value()))
     case "--retention-bytes": config.retentionBytes = Int64(intValue("--retention-bytes", value()))
+    case "--subscriber-budget": config.subscriberBudget = intValue("--subscriber-budget", value(), min: 1024)
+    case "--slow-subscriber-timeout-ms": config.slowSubscriberTimeoutMs = UInt64(intValue("--slow-subscriber-timeout-ms", value(), min: 1))
     case "--shutdown-grace-ms": config.shutdownGraceMs = UInt64(intValue("--shutdown-grace-ms", value()))
     case "--quiet", "-q": quiet = true
     default: fail("unknown option \(arg) (see --help)")

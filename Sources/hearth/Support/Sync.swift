@@ -88,15 +88,6 @@ enum Clock {
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
     }
-
-    /// Sleeps until the monotonic clock reaches `deadline` (returns at once if it has).
-    static func sleep(untilNanos deadline: UInt64) {
-        let now = nanos()
-        guard deadline > now else { return }
-        let d = deadline - now
-        var ts = timespec(tv_sec: Int(d / 1_000_000_000), tv_nsec: Int(d % 1_000_000_000))
-        while nanosleep(&ts, &ts) != 0 && errno == EINTR {}
-    }
 }
 
 /// A joinable POSIX thread running one closure.

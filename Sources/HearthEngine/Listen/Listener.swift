@@ -1,0 +1,70 @@
+import HearthModel
+import HearthStorage
+
+/// Where a listener's snapshots go (the server's connection). Loop thread only.
+public protocol ListenerSink: AnyObject {
+    /// False while the subscriber is over its output budget: the hub then coalesces instead of sending,
+    /// until the sink calls `ListenerHub.drained(_:)`.
+    var canAcceptEvents: Bool { get }
+    func deliver(_ event: ListenerEvent, for listener: Listener)
+}
+
+/// What a listener sends.
+public enum ListenerEvent: Sendable {
+    case query(seq: UInt64, initial: Bool, reset: Bool, size: Int, changes: [ViewChange])
+    case document(seq: UInt64, initial: Bool, document: StoredDocument?)
+    /// Ends the listener; nothing follows for it.
+    case error(HearthError)
+}
+
+/// One registered listener: its target, the result as of `seq` (`current`), and what its subscriber has
+/// been sent (`sent`), which lags behind only while the subscriber is over its output budget.
+public final class Listener {
+    public enum Target {
+        case document(DocumentPath)
+        case query(ValidQuery)
+    }
+
+    public let id: Int
+    /// The subscription id the client knows (`"sub"`).
+    public let tag: String
+    public let target: Target
+    weak var sink: ListenerSink?
+    /// The commit the current result reflects.
+    public internal(set) var seq: UInt64
+    var current: [ResultDocument] = []
+    var sent: [ResultDocument] = []
+    var currentDocument: StoredDocument?
+    var sentDocument: StoredDocument?
+    /// Current differs from sent and is waiting for the subscriber to drain.
+    var dirty = false
+    /// Where the listener is indexed for matching.
+    var indexKey: ListenerIndexKey?
+
+    init(id: Int, tag: String, target: Target, sink: ListenerSink, seq: UInt64) {
+        self.id = id
+        self.tag = tag
+        self.target = target
+        self.sink = sink
+        self.seq = seq
+    }
+
+    var query: ValidQuery? { if case .query(let q) = target { return q } else { return nil } }
+
+    /// True for queries whose window is bounded (limit or limitToLast): they are re-read from the index
+    /// when a commit touches them, so a document leaving the window is replaced in the same snapshot.
+    var isWindowed: Bool { query.map { $0.limit != nil || $0.limitToLast != nil } ?? false }
+
+    /// Number of documents the subscriber will hold once it has every pending change.
+    public var size: Int { current.count }
+}
+
+/// The key a listener is registered under in the hub's matching index.
+enum ListenerIndexKey: Hashable {
+    case document(DocumentPath)
+    case collection(String)
+    case group(String)
+    /// A collection listener with a top-level equality filter: only documents whose field has that value
+    /// (before or after a change) can affect it.
+    case equality(collection: String, field: FieldPath, value: [UInt8])
+}

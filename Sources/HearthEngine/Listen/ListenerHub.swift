@@ -1,0 +1,223 @@
+import HearthModel
+import HearthStorage
+
+/// The listener registry: registration with an atomic initial snapshot, matching committed changes to the
+/// listeners they can affect (indexed by document, collection, collection group and top-level equality
+/// filter, so the cost follows the listeners that can match, not all of them), per-commit snapshots with
+/// Firestore's docChanges, exact limit windows, resume from the change log, and coalescing for subscribers
+/// over their output budget. Loop thread only.
+public final class ListenerHub {
+    unowned let engine: Engine
+    private var nextID = 1
+    private(set) var listeners: [Int: Listener] = [:]
+    private var index: [ListenerIndexKey: Set<Int>] = [:]
+    /// For each collection path, the fields some equality-indexed listener filters on.
+    private var equalityFields: [String: [FieldPath: Int]] = [:]
+
+    /// The most commits a resume replays before falling back to a reset.
+    public var maxResumeCommits = 100_000
+
+    init(engine: Engine) { self.engine = engine }
+
+    public var count: Int { listeners.count }
+
+    // MARK: Registration
+
+    /// Registers a listener at the engine's current durable seq and delivers its first snapshot: the full
+    /// result (`initial`), or with `resumeAfter` the net changes since that seq (`initial:false`), or a
+    /// reset when the change log no longer reaches back that far. The caller must ensure no commit batch is
+    /// being made durable (so the store is exactly at `lastDurableSeq`).
+    public func add(_ target: Listener.Target, tag: String, sink: ListenerSink, resumeAfter: UInt64?) throws(HearthError) -> Listener {
+        let seq = engine.lastDurableSeq
+        let l = Listener(id: nextID, tag: tag, target: target, sink: sink, seq: seq)
+        switch target {
+        case .document(let path):
+            l.currentDocument = try engine.get(path)
+            l.sentDocument = l.currentDocument
+            sink.deliver(.document(seq: seq, initial: resumeAfter == nil, document: l.currentDocument), for: l)
+        case .query(let q):
+            if q.offset > 0 { throw .invalid("listen: offset is not supported by listeners (use cursors)") }
+            l.current = try engine.runQuery(q).documents
+            var first: ListenerEvent = .query(seq: seq, initial: true, reset: false, size: l.current.count,
+                                              changes: QueryView.changes(from: [], to: l.current, query: q))
+            if let n = resumeAfter {
+                first = try resumeEvent(l, q, after: n, seq: seq)
+            }
+            l.sent = l.current
+            sink.deliver(first, for: l)
+        }
+        nextID += 1
+        listeners[l.id] = l
+        register(l)
+        return l
+    }
+
+    private func resumeEvent(_ l: Listener, _ q: ValidQuery, after n: UInt64, seq: UInt64) throws(HearthError) -> ListenerEvent {
+        let reset = ListenerEvent.query(seq: seq, initial: false, reset: true, size: l.current.count,
+                                        changes: QueryView.changes(from: [], to: l.current, query: q))
+        if n >= seq { return n == seq ? .query(seq: seq, initial: false, reset: false, size: l.current.count, changes: []) : reset }
+        guard let commits = try engine.store.changes(after: n, limit: maxResumeCommits), commits.count < maxResumeCommits,
+              commits.first.map({ $0.seq > n }) ?? true else { return reset }
+        var rollback: [DocumentPath: StoredDocument?] = [:]
+        for c in commits where c.seq <= seq {
+            for m in c.mutations where rollback[m.path] == nil && q.contains(m.path) { rollback[m.path] = .some(m.before) }
+        }
+        let then = try engine.runQuery(q, rollback: rollback).documents
+        return .query(seq: seq, initial: false, reset: false, size: l.current.count,
+                      changes: QueryView.changes(from: then, to: l.current, query: q))
+    }
+
+    public func remove(_ l: Listener) {
+        guard listeners.removeValue(forKey: l.id) != nil, let key = l.indexKey else { return }
+        index[key]?.remove(l.id)
+        if index[key]?.isEmpty == true { index[key] = nil }
+        if case .equality(let c, let f, _) = key {
+            equalityFields[c]?[f, default: 1] -= 1
+            if equalityFields[c]?[f] == 0 { equalityFields[c]?[f] = nil }
+        }
+    }
+
+    private func register(_ l: Listener) {
+        let key: ListenerIndexKey
+        switch l.target {
+        case .document(let p):
+            key = .document(p)
+        case .query(let q):
+            switch q.target {
+            case .collectionGroup(let id, _):
+                key = .group(id)
+            case .collection(let c):
+                if q.disjuncts.count == 1, let eq = q.disjuncts[0].first(where: { $0.op == .equal && !$0.field.isDocumentID }) {
+                    key = .equality(collection: c.description, field: eq.field, value: IndexKey.key(eq.value))
+                    equalityFields[c.description, default: [:]][eq.field, default: 0] += 1
+                } else {
+                    key = .collection(c.description)
+                }
+            }
+        }
+        l.indexKey = key
+        index[key, default: []].insert(l.id)
+    }
+
+    // MARK: Publication
+
+    /// Applies durable commits (ascending seq) to every listener they can affect: one snapshot per commit
+    /// that changes a listener's result.
+    func publish(_ records: [CommitRecord]) {
+        guard !listeners.isEmpty else { return }
+        for (i, record) in records.enumerated() where !record.mutations.isEmpty {
+            let affected = self.affected(by: record)
+            guard !affected.isEmpty else { continue }
+            var rollback: [DocumentPath: StoredDocument?]?
+            for id in affected.sorted() {
+                guard let l = listeners[id], l.seq < record.seq else { continue }
+                if l.isWindowed && rollback == nil { rollback = Self.stateBefore(records[(i + 1)...]) }
+                do {
+                    try apply(record, to: l, rollback: rollback ?? [:])
+                } catch {
+                    fail(l, error)
+                }
+            }
+        }
+    }
+
+    /// The version of each document touched by `later` commits as it was before them.
+    static func stateBefore(_ later: ArraySlice<CommitRecord>) -> [DocumentPath: StoredDocument?] {
+        var r: [DocumentPath: StoredDocument?] = [:]
+        for c in later { for m in c.mutations where r[m.path] == nil { r[m.path] = .some(m.before) } }
+        return r
+    }
+
+    private func affected(by record: CommitRecord) -> Set<Int> {
+        var out = Set<Int>()
+        for m in record.mutations {
+            if let s = index[.document(m.path)] { out.formUnion(s) }
+            let coll = m.path.collection.description
+            if let s = index[.collection(coll)] { out.formUnion(s) }
+            if let s = index[.group(m.path.collectionID)] { out.formUnion(s) }
+            if let fields = equalityFields[coll], !fields.isEmpty {
+                for version in [m.before, m.after] {
+                    guard let doc = version, let decoded = try? engine.codec.decode(doc.data) else { continue }
+                    for field in fields.keys {
+                        guard let v = decoded.value(at: field) else { continue }
+                        if let s = index[.equality(collection: coll, field: field, value: IndexKey.key(v))] { out.formUnion(s) }
+                    }
+                }
+            }
+        }
+        return out
+    }
+
+    private func apply(_ record: CommitRecord, to l: Listener, rollback: [DocumentPath: StoredDocument?]) throws(HearthError) {
+        switch l.target {
+        case .document(let path):
+            guard let m = record.mutations.first(where: { $0.path == path }) else { l.seq = record.seq; return }
+            l.currentDocument = m.after
+            l.seq = record.seq
+            emit(l)
+        case .query(let q):
+            var rows: [ResultDocument]
+            if l.isWindowed {
+                rows = try engine.runQuery(q, rollback: rollback).documents
+            } else {
+                rows = l.current
+                for m in record.mutations where q.contains(m.path) {
+                    if let i = rows.firstIndex(where: { $0.stored.path == m.path }) { rows.remove(at: i) }
+                    guard let after = m.after else { continue }
+                    let fields = try engine.codec.decode(after.data)
+                    guard q.matchesWithinCursors(m.path, fields) else { continue }
+                    let r = ResultDocument(stored: after, fields: fields)
+                    var lo = 0, hi = rows.count
+                    while lo < hi {
+                        let mid = (lo + hi) / 2
+                        if q.compare(rows[mid].stored.path, rows[mid].fields, m.path, fields) < 0 { lo = mid + 1 } else { hi = mid }
+                    }
+                    rows.insert(r, at: lo)
+                }
+            }
+            let changed = QueryView.changes(from: l.current, to: rows, query: q)
+            l.current = rows
+            l.seq = record.seq
+            if !changed.isEmpty { emit(l) }
+        }
+    }
+
+    /// Sends the listener's pending changes now, or marks it dirty while its subscriber is over budget.
+    private func emit(_ l: Listener) {
+        guard let sink = l.sink else { return }
+        if l.dirty || !sink.canAcceptEvents { l.dirty = true; return }
+        send(l, to: sink)
+    }
+
+    private func send(_ l: Listener, to sink: ListenerSink) {
+        switch l.target {
+        case .document:
+            sink.deliver(.document(seq: l.seq, initial: false, document: l.currentDocument), for: l)
+            l.sentDocument = l.currentDocument
+        case .query(let q):
+            let changes = QueryView.changes(from: l.sent, to: l.current, query: q)
+            if !changes.isEmpty {
+                sink.deliver(.query(seq: l.seq, initial: false, reset: false, size: l.current.count, changes: changes), for: l)
+            }
+            l.sent = l.current
+        }
+        l.dirty = false
+    }
+
+    /// The subscriber behind `sink` has drained: send each of its coalesced listeners one snapshot with the
+    /// net changes since what it was last sent, in seq order.
+    public func drained(_ sink: ListenerSink, listeners owned: [Listener]) {
+        for l in owned.filter({ $0.dirty }).sorted(by: { $0.seq < $1.seq }) {
+            guard sink.canAcceptEvents else { return }
+            send(l, to: sink)
+        }
+    }
+
+    /// True when every listener of the subscriber has been sent everything up to its seq.
+    public func isCaughtUp(_ owned: [Listener]) -> Bool { !owned.contains { $0.dirty } }
+
+    private func fail(_ l: Listener, _ error: HearthError) {
+        remove(l)
+        l.sink?.deliver(.error(error), for: l)
+    }
+}

@@ -1,0 +1,46 @@
+import HearthEngine
+import HearthModel
+import HearthProtocol
+
+extension Dispatcher {
+    /// A pushed line: `{"sub":S,"type":"snapshot",...}` or `{"sub":S,"type":"error","error":{...}}`.
+    func eventLine(_ event: ListenerEvent, sub: String?) -> [UInt8] {
+        writer.reset()
+        writer.beginObject()
+        if let sub { writer.key("sub"); writer.string(sub) }
+        switch event {
+        case .query(let seq, let initial, let reset, let size, let changes):
+            writer.key("type"); writer.string("snapshot")
+            writer.key("seq"); writer.uint(seq)
+            writer.key("initial"); writer.bool(initial)
+            if reset { writer.key("reset"); writer.bool(true) }
+            writer.key("size"); writer.int(Int64(size))
+            writer.key("changes")
+            writer.beginArray()
+            for c in changes {
+                writer.beginObject()
+                writer.key("type"); writer.string(c.kind.rawValue)
+                writer.key("doc"); DocumentJSON.write(c.document.stored, into: &writer)
+                writer.key("oldIndex"); writer.int(Int64(c.oldIndex))
+                writer.key("newIndex"); writer.int(Int64(c.newIndex))
+                writer.endObject()
+            }
+            writer.endArray()
+        case .document(let seq, let initial, let doc):
+            writer.key("type"); writer.string("snapshot")
+            writer.key("seq"); writer.uint(seq)
+            writer.key("initial"); writer.bool(initial)
+            writer.key("doc"); DocumentJSON.write(doc, into: &writer)
+        case .error(let e):
+            writer.key("type"); writer.string("error")
+            writer.key("error")
+            writer.beginObject()
+            writer.key("code"); writer.string(e.code.rawValue)
+            writer.key("message"); writer.string(e.message)
+            writer.endObject()
+        }
+        writer.endObject()
+        writer.newline()
+        return writer.bytes
+    }
+}

@@ -1,0 +1,103 @@
+import HearthEngine
+import HearthLoop
+import HearthModel
+import HearthProtocol
+import HearthStorage
+
+/// A session as the sink of its listeners: encodes pushed lines, coalesces while the subscriber is over its
+/// output budget (bounded memory whatever the write rate), closes a subscriber that does not drain in time,
+/// and sends heartbeats when idle.
+extension Session: ListenerSink {
+    var canAcceptEvents: Bool { !closed && conn.pendingOutputBytes <= server.config.subscriberBudget }
+
+    func deliver(_ event: ListenerEvent, for listener: Listener) {
+        guard !closed else { return }
+        if heldEvents != nil { heldEvents!.append(event); return }
+        if case .error = event { subscriptions[listener.tag] = nil }
+        let line = server.dispatcher.eventLine(event, sub: listener.tag)
+        sentSinceTick = true
+        conn.send(line)
+        if !canAcceptEvents { startSlowDeadline() }
+    }
+
+    /// Registers a listener; its first snapshot goes out right after the `listen` response.
+    func subscribe(_ target: Listener.Target, resumeAfter: UInt64?, id: [UInt8]?) throws(HearthError) {
+        let tag = String(nextSubscription)
+        heldEvents = []
+        let listener: Listener
+        do {
+            listener = try server.engine.listeners.add(target, tag: tag, sink: self, resumeAfter: resumeAfter)
+        } catch {
+            heldEvents = nil
+            throw error
+        }
+        nextSubscription += 1
+        subscriptions[tag] = listener
+        let held = heldEvents ?? []
+        heldEvents = nil
+        server.dispatcher.replyOK(id, session: self) { w in w.key("sub"); w.string(tag) }
+        for e in held { deliver(e, for: listener) }
+    }
+
+    func unsubscribe(_ tag: String) -> Bool {
+        guard let l = subscriptions.removeValue(forKey: tag) else { return false }
+        server.engine.listeners.remove(l)
+        return true
+    }
+
+    func endSubscriptions() {
+        for l in subscriptions.values { server.engine.listeners.remove(l) }
+        subscriptions.removeAll()
+        heartbeatTimer?.cancel()
+        heartbeatTimer = nil
+        slowDeadline?.cancel()
+        slowDeadline = nil
+    }
+
+    /// Output fell to zero: send each coalesced listener its net changes.
+    func drainedListeners() {
+        guard !subscriptions.isEmpty else { return }
+        server.engine.listeners.drained(self, listeners: Array(subscriptions.values))
+        if server.engine.listeners.isCaughtUp(Array(subscriptions.values)) {
+            slowDeadline?.cancel()
+            slowDeadline = nil
+        }
+    }
+
+    private func startSlowDeadline() {
+        guard slowDeadline == nil else { return }
+        slowDeadline = server.loop.timer(after: server.config.slowSubscriberTimeoutMs) { [weak self] in
+            guard let self, !self.closed else { return }
+            self.slowDeadline = nil
+            if self.conn.pendingOutputBytes <= self.server.config.subscriberBudget
+                && self.server.engine.listeners.isCaughtUp(Array(self.subscriptions.values)) { return }
+            let e = HearthError(.resourceExhausted,
+                                "subscriber did not drain its output within \(self.server.config.slowSubscriberTimeoutMs) ms; closing")
+            self.server.logger.info("closing slow subscriber \(self.conn.peer): \(self.conn.pendingOutputBytes) bytes unsent")
+            self.conn.send(self.server.dispatcher.eventLine(.error(e), sub: nil))
+            self.close()
+        }
+    }
+
+    /// Heartbeats every `ms` while the connection is otherwise idle (0 turns them off).
+    func setHeartbeat(_ ms: UInt64) {
+        heartbeatMs = ms
+        heartbeatTimer?.cancel()
+        heartbeatTimer = nil
+        guard ms > 0 else { return }
+        heartbeatTimer = server.loop.timer(after: ms, repeat: ms) { [weak self] in self?.heartbeatTick() }
+    }
+
+    private func heartbeatTick() {
+        guard !closed else { return }
+        defer { sentSinceTick = false }
+        guard !sentSinceTick, !responses.hasOutstanding, server.engine.listeners.isCaughtUp(Array(subscriptions.values)) else { return }
+        var w = JSONWriter(capacity: 64)
+        w.beginObject()
+        w.key("type"); w.string("heartbeat")
+        w.key("seq"); w.uint(server.engine.lastDurableSeq)
+        w.endObject()
+        w.newline()
+        w.withBytes { conn.send($0) }
+    }
+}

@@ -1,0 +1,75 @@
+/// The `hearth` subcommands. Document subcommands build one request and hand it to `OneShot`; `shell` and
+/// `bench` have their own drivers. Every subcommand accepts `--help` and the connection options.
+enum Commands {
+    static let jsonFlag = OptionSpec.flag("json", "Print the raw response line instead of readable text.")
+    static let common = OptionSpec.connection + [jsonFlag]
+
+    static let all: [Subcommand] = [
+        Subcommand(name: "get", abstract: "Read one document (or several, with getAll).",
+                   discussion: "Prints the document's path, create and update times, and its data. A missing document prints '<path>: not found' and exits 0.",
+                   positionals: [PositionalSpec(name: "path", help: "Document path, e.g. customers/c1. Several paths read them in one getAll.", variadic: true)],
+                   options: common) { a in
+            try OneShot.run(RequestBuilder.get(a.positionals, id: 1), a)
+        },
+        Subcommand(name: "set", abstract: "Replace a document, or merge into it.",
+                   positionals: [PositionalSpec(name: "path", help: "Document path."),
+                                 PositionalSpec(name: "json", help: "The data, a JSON object (typed values like {\"$timestamp\":...} and sentinels like {\"$serverTimestamp\":true} pass through).")],
+                   options: [.flag("merge", "Merge the given fields into the existing document."),
+                             .value("merge-fields", "fields", "Merge only these comma-separated field paths.")] + common) { a in
+            let fields = a.string("merge-fields").map { $0.split(separator: ",").map { String($0) } }
+            if let fields, fields.isEmpty { throw UsageError("--merge-fields needs at least one field path.") }
+            return try OneShot.run(RequestBuilder.set(path: a.positionals[0], data: a.positionals[1], merge: a.flag("merge"),
+                                                      mergeFields: fields, id: 1), a)
+        },
+        Subcommand(name: "create", abstract: "Create a document; fails with ALREADY_EXISTS if it exists.",
+                   positionals: [PositionalSpec(name: "path", help: "Document path."), PositionalSpec(name: "json", help: "The data, a JSON object.")],
+                   options: common) { a in
+            try OneShot.run(RequestBuilder.write("create", path: a.positionals[0], data: a.positionals[1], id: 1), a)
+        },
+        Subcommand(name: "update", abstract: "Change fields of an existing document; fails with NOT_FOUND if it is absent.",
+                   discussion: "Keys of the JSON object are field paths: {\"address.city\":\"Paris\"} changes one nested field.",
+                   positionals: [PositionalSpec(name: "path", help: "Document path."), PositionalSpec(name: "json", help: "Field paths and their new values, a JSON object.")],
+                   options: common) { a in
+            try OneShot.run(RequestBuilder.write("update", path: a.positionals[0], data: a.positionals[1], id: 1), a)
+        },
+        Subcommand(name: "delete", abstract: "Delete a document (succeeds when it is already absent).",
+                   positionals: [PositionalSpec(name: "path", help: "Document path.")], options: common) { a in
+            try OneShot.run(RequestBuilder.delete(path: a.positionals[0], id: 1), a)
+        },
+        Subcommand(name: "add", abstract: "Create a document with a new 20-character ID in a collection.",
+                   positionals: [PositionalSpec(name: "collection", help: "Collection path, e.g. customers."),
+                                 PositionalSpec(name: "json", help: "The data, a JSON object.")], options: common) { a in
+            try OneShot.run(RequestBuilder.add(collection: a.positionals[0], data: a.positionals[1], id: 1), a)
+        },
+        Subcommand(name: "commit", abstract: "Apply several writes atomically.",
+                   discussion: "Example: hearth commit '[{\"op\":\"set\",\"path\":\"a/1\",\"data\":{\"n\":1}},{\"op\":\"delete\",\"path\":\"a/2\"}]'",
+                   positionals: [PositionalSpec(name: "writes", help: "A JSON array of writes: {op: set|create|update|delete|verify, path, data, ...}.")],
+                   options: common) { a in
+            try OneShot.run(RequestBuilder.commit(writes: a.positionals[0], id: 1), a)
+        },
+        Subcommand(name: "ping", abstract: "Check that the daemon answers; prints its durable seq and the round trip.",
+                   options: common) { a in
+            try OneShot.run(RequestBuilder.bare("ping", id: 1), a)
+        },
+        Subcommand(name: "ops", abstract: "List the ops the daemon understands (the protocol's help op).",
+                   options: common) { a in
+            try OneShot.run(RequestBuilder.bare("help", id: 1), a)
+        },
+        Subcommand(name: "send", abstract: "Send one raw request line and print the response.",
+                   discussion: "The line is sent verbatim, e.g. hearth send '{\"op\":\"get\",\"path\":\"a/b\",\"id\":7}'.",
+                   positionals: [PositionalSpec(name: "line", help: "One JSON request object.")], options: common) { a in
+            try OneShot.run(RequestBuilder.raw(a.positionals[0]), a)
+        },
+        Subcommand(name: "shell", abstract: "Interactive session: short forms or raw JSON lines; shows pushed updates as they arrive.",
+                   discussion: "Type 'help' in the shell for its commands. Reads piped input too: echo 'get a/b' | hearth shell",
+                   options: OptionSpec.connection + [.flag("json", "Print raw response lines instead of readable text.")]) { a in
+            try Shell.run(a)
+        },
+        Subcommand(name: "bench", abstract: "Load generator: measure throughput and latency of the daemon.",
+                   discussion: BenchOptions.discussion,
+                   positionals: [PositionalSpec(name: "scenario", help: BenchOptions.scenarioHelp)],
+                   options: BenchOptions.specs) { a in
+            try BenchRunner.run(a)
+        },
+    ]
+}

@@ -1,0 +1,46 @@
+/// Where to reach the daemon: `--host`, `--port`, `--timeout`.
+struct ConnectionOptions {
+    var host = "127.0.0.1"
+    var port = 7411
+    var timeout = 10.0
+
+    init(_ args: ParsedArguments) throws(UsageError) {
+        if let h = args.string("host") {
+            guard !h.isEmpty else { throw UsageError("--host must not be empty.") }
+            host = h.hasPrefix("[") && h.hasSuffix("]") ? String(h.dropFirst().dropLast()) : h
+        }
+        port = try args.int("port", default: 7411, min: 1, max: 65535)
+        timeout = try args.double("timeout", default: 10, min: 0.001) ?? 10
+    }
+
+    func connect() throws(ClientError) -> BlockingClient {
+        try BlockingClient(host: host, port: port, timeout: timeout)
+    }
+}
+
+/// Runs one request: connect, send, wait for its response (skipping pushed lines), print it.
+/// Readable output goes to stdout and errors to stderr; `--json` prints the raw response line instead.
+/// Exit code 0 for `"ok":true`, 1 for a server error; connection problems throw `ClientError` (exit 3).
+enum OneShot {
+    static func run(_ request: ClientRequest, _ args: ParsedArguments) throws -> Int32 {
+        let options = try ConnectionOptions(args)
+        let client = try options.connect()
+        let start = Clock.nanos()
+        try client.send(line: request.line)
+        while true {
+            let response = ServerResponse(line: try client.readLine(timeout: options.timeout))
+            if response.isPush { continue }
+            let elapsed = Clock.nanos() - start
+            if args.flag("json") {
+                Console.line(response.text)
+                return response.ok ? ExitCode.ok : ExitCode.serverError
+            }
+            if response.ok {
+                Console.line(ResponseRenderer.render(response, for: request, elapsedNanos: elapsed))
+                return ExitCode.ok
+            }
+            Console.error(ResponseRenderer.renderError(response))
+            return ExitCode.serverError
+        }
+    }
+}

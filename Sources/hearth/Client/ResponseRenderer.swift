@@ -1,0 +1,98 @@
+import HearthProtocol
+
+/// Turns daemon responses into readable text. One renderer per op in `renderers`; ops without one (and
+/// raw lines whose op is unknown) fall back to the response's fields pretty-printed. New ops (query,
+/// listen) add an entry here.
+enum ResponseRenderer {
+    /// What a renderer gets: the request, the parsed response root and the round-trip time.
+    struct Input {
+        let request: ClientRequest
+        let root: JSONRef
+        let elapsedNanos: UInt64
+    }
+
+    static let renderers: [String: @Sendable (Input) -> String] = [
+        "get": { i in document(i.root["doc"], missingPath: i.request.paths.first) },
+        "getAll": { i in
+            let docs = i.root["docs"].map { Array($0.elements) } ?? []
+            return docs.enumerated().map { n, d in
+                document(d, missingPath: n < i.request.paths.count ? i.request.paths[n] : "document \(n)")
+            }.joined(separator: "\n")
+        },
+        "set": { i in writeResult(i.root, verb: "set") },
+        "create": { i in writeResult(i.root, verb: "created") },
+        "update": { i in writeResult(i.root, verb: "updated") },
+        "delete": { i in writeResult(i.root, verb: "deleted") },
+        "add": { i in writeResult(i.root, verb: "added") },
+        "commit": { i in commitResult(i.root) },
+        "ping": { i in "pong: durable seq \(i.root["seq"].map(PrettyJSON.compact) ?? "?") (round trip \(NumberText.millis(micros: i.elapsedNanos / 1000)) ms)" },
+        "help": { i in
+            var text = "Daemon ops:\n"
+            for op in i.root["ops"].map({ Array($0.elements) }) ?? [] {
+                text += HelpFormat.row(op["op"]?.string ?? "?", op["synopsis"]?.string ?? "")
+            }
+            return text + (i.root["protocol"]?.string ?? "")
+        },
+    ]
+
+    /// Readable text for a successful response.
+    static func render(_ response: ServerResponse, for request: ClientRequest, elapsedNanos: UInt64) -> String {
+        guard let root = response.root else { return response.text }
+        let input = Input(request: request, root: root, elapsedNanos: elapsedNanos)
+        if let renderer = renderers[request.op] { return renderer(input) }
+        return fields(root, skipping: ["id", "ok"])
+    }
+
+    /// `error: CODE: message` for a failed response.
+    static func renderError(_ response: ServerResponse) -> String {
+        "error: \(response.errorCode): \(response.errorMessage)"
+    }
+
+    /// A pushed line: its type, then its other fields.
+    static func renderPush(_ response: ServerResponse) -> String {
+        guard let root = response.root else { return response.text }
+        let type = root["type"]?.string ?? "push"
+        return "[\(type)] " + fields(root, skipping: ["type"])
+    }
+
+    /// A document as `path  (created T, updated T)` and its data pretty-printed; `path: not found` for null.
+    static func document(_ doc: JSONRef?, missingPath: String?) -> String {
+        guard let doc, doc.isObject else { return "\(missingPath ?? "document"): not found" }
+        let path = doc["path"]?.string ?? "?"
+        let created = doc["createTime"]?.string ?? "?"
+        let updated = doc["updateTime"]?.string ?? "?"
+        let data = doc["data"].map { PrettyJSON.format($0) } ?? "{}"
+        return "\(path)  (created \(created), updated \(updated))\n\(data)"
+    }
+
+    static func writeResult(_ root: JSONRef, verb: String) -> String {
+        let path = root["path"]?.string ?? "?"
+        let time = root["updateTime"]?.string ?? "?"
+        let seq = root["seq"].map(PrettyJSON.compact) ?? "?"
+        var text = "\(verb) \(path) at \(time) (seq \(seq))"
+        if let t = root["transformResults"] { text += "\ntransform results: " + PrettyJSON.compact(t) }
+        return text
+    }
+
+    static func commitResult(_ root: JSONRef) -> String {
+        let results = root["results"].map { Array($0.elements) } ?? []
+        let seq = root["seq"].map(PrettyJSON.compact) ?? "?"
+        var text = "committed \(results.count) write\(results.count == 1 ? "" : "s") at \(root["commitTime"]?.string ?? "?") (seq \(seq))"
+        for r in results {
+            text += "\n  \(r["path"]?.string ?? "?")  updated \(r["updateTime"]?.string ?? "?")"
+            if let t = r["transformResults"] { text += "  transform results: " + PrettyJSON.compact(t) }
+        }
+        return text
+    }
+
+    /// The members of `root` except `skipping`, as one pretty-printed object (`ok` when nothing is left).
+    static func fields(_ root: JSONRef, skipping: Set<String>) -> String {
+        var lines: [String] = []
+        for m in root.members where !skipping.contains(m.key) {
+            var key: [UInt8] = []
+            PrettyJSON.quote(m.keyBytes, into: &key)
+            lines.append("  " + String(decoding: key, as: UTF8.self) + ": " + PrettyJSON.format(m.value, indent: 2))
+        }
+        return lines.isEmpty ? "ok" : "{\n" + lines.joined(separator: ",\n") + "\n}"
+    }
+}

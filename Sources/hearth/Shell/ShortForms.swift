@@ -1,0 +1,150 @@
+/// What one shell line asks for.
+enum ShellAction {
+    case send(ClientRequest)
+    case help
+    case quit
+    case nothing
+}
+
+/// The words of a short form after its name. `word` takes the next whitespace-separated token; `json`
+/// takes the rest of the line (JSON may contain spaces).
+struct ShortFormArguments {
+    var rest: Substring
+
+    /// The next token, or a usage error naming `what`.
+    mutating func word(_ what: String) throws(UsageError) -> String {
+        guard let w = optionalWord() else { throw UsageError("missing \(what)") }
+        return w
+    }
+
+    mutating func optionalWord() -> String? {
+        rest = rest.drop { $0 == " " || $0 == "\t" }
+        guard !rest.isEmpty else { return nil }
+        let end = rest.firstIndex { $0 == " " || $0 == "\t" } ?? rest.endIndex
+        let w = String(rest[..<end])
+        rest = rest[end...]
+        return w
+    }
+
+    /// Every remaining token.
+    mutating func words() -> [String] {
+        var all: [String] = []
+        while let w = optionalWord() { all.append(w) }
+        return all
+    }
+
+    /// The rest of the line, trimmed; a usage error naming `what` when empty.
+    mutating func json(_ what: String) throws(UsageError) -> String {
+        let text = rest.trimmingSpaces
+        rest = rest[rest.endIndex...]
+        guard !text.isEmpty else { throw UsageError("missing \(what)") }
+        return text
+    }
+
+    /// Removes a trailing ` flag` (like `--merge`) and reports whether it was there.
+    mutating func takeTrailingFlag(_ flag: String) -> Bool {
+        let trimmed = Substring(rest.trimmingSpaces)
+        guard trimmed.hasSuffix(" " + flag) || trimmed == flag else { return false }
+        rest = trimmed.dropLast(flag.count)
+        return true
+    }
+
+    func expectEnd() throws(UsageError) {
+        let extra = rest.trimmingSpaces
+        if !extra.isEmpty { throw UsageError("unexpected '\(extra)'") }
+    }
+}
+
+/// One short form of the shell: `get customers/c1` instead of `{"op":"get","path":"customers/c1"}`.
+/// `build` turns the words after the name into an action, using `id` for the request.
+struct ShortForm: Sendable {
+    let name: String
+    let usage: String
+    let summary: String
+    let build: @Sendable (inout ShortFormArguments, Int) throws(UsageError) -> ShellAction
+}
+
+/// The shell's short forms, in help order. New ops slot in as entries here; `query` will parse
+/// `query customers where age >= 21 order by age desc limit 10` from the words, and `listen` will take a
+/// path or the same query syntax, with their pushed updates printed by `ResponseRenderer.renderPush`.
+enum ShortForms {
+    static let all: [ShortForm] = [
+        ShortForm(name: "get", usage: "get PATH [PATH...]", summary: "read documents") { a, id throws(UsageError) in
+            let paths = a.words()
+            guard !paths.isEmpty else { throw UsageError("missing PATH") }
+            return .send(RequestBuilder.get(paths, id: id))
+        },
+        ShortForm(name: "set", usage: "set PATH JSON [--merge]", summary: "replace (or merge into) a document") { a, id throws(UsageError) in
+            let path = try a.word("PATH")
+            let merge = a.takeTrailingFlag("--merge")
+            return .send(try RequestBuilder.set(path: path, data: try a.json("JSON"), merge: merge, id: id))
+        },
+        ShortForm(name: "create", usage: "create PATH JSON", summary: "create a document that must not exist") { a, id throws(UsageError) in
+            let path = try a.word("PATH")
+            return .send(try RequestBuilder.write("create", path: path, data: try a.json("JSON"), id: id))
+        },
+        ShortForm(name: "update", usage: "update PATH JSON", summary: "change fields (keys are field paths)") { a, id throws(UsageError) in
+            let path = try a.word("PATH")
+            return .send(try RequestBuilder.write("update", path: path, data: try a.json("JSON"), id: id))
+        },
+        ShortForm(name: "delete", usage: "delete PATH", summary: "delete a document") { a, id throws(UsageError) in
+            let path = try a.word("PATH")
+            try a.expectEnd()
+            return .send(RequestBuilder.delete(path: path, id: id))
+        },
+        ShortForm(name: "add", usage: "add COLLECTION JSON", summary: "create a document with a new ID") { a, id throws(UsageError) in
+            let collection = try a.word("COLLECTION")
+            return .send(try RequestBuilder.add(collection: collection, data: try a.json("JSON"), id: id))
+        },
+        ShortForm(name: "commit", usage: "commit [WRITE, ...]", summary: "apply a JSON array of writes atomically") { a, id throws(UsageError) in
+            .send(try RequestBuilder.commit(writes: try a.json("JSON array of writes"), id: id))
+        },
+        ShortForm(name: "ping", usage: "ping", summary: "check the daemon answers") { a, id throws(UsageError) in
+            try a.expectEnd()
+            return .send(RequestBuilder.bare("ping", id: id))
+        },
+        ShortForm(name: "ops", usage: "ops", summary: "list the daemon's ops") { a, id throws(UsageError) in
+            try a.expectEnd()
+            return .send(RequestBuilder.bare("help", id: id))
+        },
+        ShortForm(name: "help", usage: "help", summary: "show this help") { _, _ throws(UsageError) in .help },
+        ShortForm(name: "quit", usage: "quit | exit", summary: "leave (Ctrl-D too)") { _, _ throws(UsageError) in .quit },
+        ShortForm(name: "exit", usage: "", summary: "") { _, _ throws(UsageError) in .quit },
+    ]
+
+    /// Interprets one line: `{...}` is sent verbatim; otherwise the first word names a short form.
+    static func parse(_ line: String, id: Int) throws(UsageError) -> ShellAction {
+        let text = line.trimmingSpaces
+        if text.isEmpty || text.hasPrefix("#") { return .nothing }
+        if text.hasPrefix("{") { return .send(try RequestBuilder.raw(text)) }
+        var args = ShortFormArguments(rest: Substring(text))
+        let name = args.optionalWord()!
+        guard let form = all.first(where: { $0.name == name }) else {
+            throw UsageError("unknown command '\(name)' (type 'help')")
+        }
+        do {
+            return try form.build(&args, id)
+        } catch {
+            throw UsageError("\(error.message); usage: \(form.usage)")
+        }
+    }
+
+    static var helpText: String {
+        var text = "Type a short form, or a raw JSON request starting with '{' (sent verbatim; add an \"id\" if you want one).\n\nShort forms:\n"
+        for f in all where !f.usage.isEmpty { text += HelpFormat.row(f.usage, f.summary) }
+        text += "\nExamples:\n  set customers/c1 {\"fullName\":\"Ada\",\"visits\":1}\n  update customers/c1 {\"visits\":{\"$increment\":1}}\n"
+        text += "  {\"op\":\"get\",\"path\":\"customers/c1\",\"id\":\"x\"}\n"
+        text += "Pushed updates (lines with a \"type\") are printed as they arrive."
+        return text
+    }
+}
+
+extension StringProtocol {
+    /// The text without leading and trailing spaces, tabs and line breaks.
+    var trimmingSpaces: String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" }
+        guard let start = firstIndex(where: { !isSpace($0) }) else { return "" }
+        let end = lastIndex(where: { !isSpace($0) })!
+        return String(self[start...end])
+    }
+}
