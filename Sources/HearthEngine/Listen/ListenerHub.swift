@@ -43,7 +43,7 @@ public final class ListenerHub {
             if let n = resumeAfter {
                 first = try resumeEvent(l, q, after: n, seq: seq)
             }
-            l.sent = l.current
+            l.sent = []
             sink.deliver(first, for: l)
         }
         nextID += 1
@@ -109,11 +109,13 @@ public final class ListenerHub {
             let affected = self.affected(by: record)
             guard !affected.isEmpty else { continue }
             var rollback: [DocumentPath: StoredDocument?]?
+            var decoded: [DecodedMutation]?
             for id in affected.sorted() {
                 guard let l = listeners[id], l.seq < record.seq else { continue }
                 if l.isWindowed && rollback == nil { rollback = Self.stateBefore(records[(i + 1)...]) }
                 do {
-                    try apply(record, to: l, rollback: rollback ?? [:])
+                    if decoded == nil, case .query = l.target, !l.isWindowed { decoded = try decode(record) }
+                    try apply(record, to: l, rollback: rollback ?? [:], decoded: decoded ?? [])
                 } catch {
                     fail(l, error)
                 }
@@ -148,7 +150,19 @@ public final class ListenerHub {
         return out
     }
 
-    private func apply(_ record: CommitRecord, to l: Listener, rollback: [DocumentPath: StoredDocument?]) throws(HearthError) {
+    private func decode(_ record: CommitRecord) throws(HearthError) -> [DecodedMutation] {
+        var out: [DecodedMutation] = []
+        out.reserveCapacity(record.mutations.count)
+        for m in record.mutations {
+            let before: MapValue? = try m.before.map { b throws(HearthError) in try engine.codec.decode(b.data) }
+            let after: ResultDocument? = try m.after.map { a throws(HearthError) in ResultDocument(stored: a, fields: try engine.codec.decode(a.data)) }
+            out.append(DecodedMutation(path: m.path, before: before, after: after))
+        }
+        return out
+    }
+
+    private func apply(_ record: CommitRecord, to l: Listener, rollback: [DocumentPath: StoredDocument?],
+                       decoded: [DecodedMutation]) throws(HearthError) {
         switch l.target {
         case .document(let path):
             guard let m = record.mutations.first(where: { $0.path == path }) else { l.seq = record.seq; return }
@@ -156,37 +170,31 @@ public final class ListenerHub {
             l.seq = record.seq
             emit(l)
         case .query(let q):
-            var rows: [ResultDocument]
+            // Keep what the subscriber was last sent only while it is falling behind (coalescing).
+            if !l.dirty && !(l.sink?.canAcceptEvents ?? false) { l.sent = l.current }
+            let changed: [ViewChange]
             if l.isWindowed {
-                rows = try engine.runQuery(q, rollback: rollback).documents
+                let rows = try engine.runQuery(q, rollback: rollback).documents
+                changed = QueryView.changes(from: l.current, to: rows, query: q)
+                l.current = rows
             } else {
-                rows = l.current
-                for m in record.mutations where q.contains(m.path) {
-                    if let i = rows.firstIndex(where: { $0.stored.path == m.path }) { rows.remove(at: i) }
-                    guard let after = m.after else { continue }
-                    let fields = try engine.codec.decode(after.data)
-                    guard q.matchesWithinCursors(m.path, fields) else { continue }
-                    let r = ResultDocument(stored: after, fields: fields)
-                    var lo = 0, hi = rows.count
-                    while lo < hi {
-                        let mid = (lo + hi) / 2
-                        if q.compare(rows[mid].stored.path, rows[mid].fields, m.path, fields) < 0 { lo = mid + 1 } else { hi = mid }
-                    }
-                    rows.insert(r, at: lo)
-                }
+                changed = IncrementalView.apply(decoded, to: &l.current, query: q)
             }
-            let changed = QueryView.changes(from: l.current, to: rows, query: q)
-            l.current = rows
             l.seq = record.seq
-            if !changed.isEmpty { emit(l) }
+            if !changed.isEmpty { emit(l, changes: changed) }
         }
     }
 
     /// Sends the listener's pending changes now, or marks it dirty while its subscriber is over budget.
-    private func emit(_ l: Listener) {
+    /// `changes`, when known, are the changes from `sent` to `current` (the common case: nothing pending).
+    private func emit(_ l: Listener, changes: [ViewChange]? = nil) {
         guard let sink = l.sink else { return }
         if l.dirty || !sink.canAcceptEvents { l.dirty = true; return }
-        send(l, to: sink)
+        if let changes {
+            sink.deliver(.query(seq: l.seq, initial: false, reset: false, size: l.current.count, changes: changes), for: l)
+        } else {
+            send(l, to: sink)
+        }
     }
 
     private func send(_ l: Listener, to sink: ListenerSink) {
@@ -199,7 +207,7 @@ public final class ListenerHub {
             if !changes.isEmpty {
                 sink.deliver(.query(seq: l.seq, initial: false, reset: false, size: l.current.count, changes: changes), for: l)
             }
-            l.sent = l.current
+            l.sent = []
         }
         l.dirty = false
     }

@@ -19,17 +19,21 @@ struct QueryView {
     func index(of path: DocumentPath) -> Int? { rows.firstIndex { $0.stored.path == path } }
 
     /// Firestore's docChanges from `old` to `new`: removed, then added, then modified, each group in query
-    /// order (removed by their old position), with indices computed one change at a time.
-    static func changes(from old: [ResultDocument], to new: [ResultDocument], query q: ValidQuery) -> [ViewChange] {
+    /// order (removed by their old position), with indices computed one change at a time. `touched`, when
+    /// given, lists the only documents that can differ (the paths a commit changed), so the work follows the
+    /// change rather than the size of the result.
+    static func changes(from old: [ResultDocument], to new: [ResultDocument], query q: ValidQuery,
+                        touched: Set<DocumentPath>? = nil) -> [ViewChange] {
+        func relevant(_ r: ResultDocument) -> Bool { touched?.contains(r.stored.path) ?? true }
         var oldByPath: [DocumentPath: ResultDocument] = [:]
-        for r in old { oldByPath[r.stored.path] = r }
+        for r in old where relevant(r) { oldByPath[r.stored.path] = r }
         var newByPath: [DocumentPath: ResultDocument] = [:]
-        for r in new { newByPath[r.stored.path] = r }
+        for r in new where relevant(r) { newByPath[r.stored.path] = r }
 
-        let removed = old.filter { newByPath[$0.stored.path] == nil }
-        let added = new.filter { oldByPath[$0.stored.path] == nil }
+        let removed = old.filter { relevant($0) && newByPath[$0.stored.path] == nil }
+        let added = new.filter { relevant($0) && oldByPath[$0.stored.path] == nil }
         let modified = new.filter { r in
-            guard let o = oldByPath[r.stored.path] else { return false }
+            guard relevant(r), let o = oldByPath[r.stored.path] else { return false }
             return o.stored.updateTime != r.stored.updateTime || o.fields != r.fields
         }
         if removed.isEmpty && added.isEmpty && modified.isEmpty { return [] }

@@ -1,0 +1,184 @@
+import Foundation
+import HearthTesting
+import Testing
+
+/// A client-side view that applies pushed changes exactly as a client library would.
+struct AppliedView {
+    var docs: [(id: String, data: NSDictionary)] = []
+    var seq = 0
+
+    mutating func apply(_ event: [String: Any]) {
+        if event["reset"] as? Bool == true { docs = [] }
+        seq = event["seq"] as? Int ?? seq
+        for ch in (event["changes"] as? [[String: Any]]) ?? [] {
+            let doc = ch["doc"] as! [String: Any]
+            let entry = (id: doc["path"] as! String, data: (doc["data"] as? NSDictionary) ?? [:])
+            let oldIndex = ch["oldIndex"] as! Int, newIndex = ch["newIndex"] as! Int
+            if oldIndex >= 0 { docs.remove(at: oldIndex) }
+            if newIndex >= 0 { docs.insert(entry, at: newIndex) }
+        }
+    }
+
+    static func from(queryResponse r: [String: Any]) -> [(String, NSDictionary)] {
+        ((r["docs"] as? [[String: Any]]) ?? []).map { ($0["path"] as! String, ($0["data"] as? NSDictionary) ?? [:]) }
+    }
+
+    func equals(_ other: [(String, NSDictionary)]) -> Bool {
+        docs.count == other.count && zip(docs, other).allSatisfy { $0.id == $1.0 && $0.data.isEqual(to: $1.1 as! [AnyHashable: Any]) }
+    }
+}
+
+@Suite(.serialized) struct ListenerConvergenceTests {
+    func rssKB(_ pid: Int32) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+
+    /// A subscriber that never reads while 20,000 writes hit its listener (100,000 in docs/benchmarks.md): memory stays bounded, another
+    /// subscriber gets every event, and once the slow one reads it converges to the exact state.
+    @Test func slowSubscriberStaysBoundedAndConverges() throws {
+        let daemon = try DaemonProcess(extraArgs: ["--subscriber-budget", "65536", "--slow-subscriber-timeout-ms", "120000"])
+        let setup = try daemon.connect()
+        let docs = (0..<100).map { #"{"op":"set","path":"hot/d\#($0)","data":{"n":0}}"# }.joined(separator: ",")
+        #expect(try setup.request(#"{"op":"commit","writes":[\#(docs)]}"#).isOK)
+        let query = #"{"collection":"hot","orderBy":[["n","desc"]]}"#
+
+        let slow = try daemon.connect()
+        try slow.send(#"{"op":"listen","query":\#(query)}"#)   // and then do not read
+        let fast = try daemon.connect()
+        try fast.send(#"{"op":"listen","query":\#(query)}"#)
+        _ = try fast.readObject()
+        var fastView = AppliedView()
+        fastView.apply(try fast.readObject())
+
+        let rssBefore = rssKB(daemon.pid)
+        var peak = rssBefore
+        let total = 20_000, connections = 10, chunk = 500
+        let done = Locked(0)
+        let group = DispatchGroup()
+        for w in 0..<connections {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                guard let c = try? daemon.connect() else { return }
+                var sent = 0
+                while sent < total / connections {
+                    var lines = ""
+                    for i in 0..<chunk { lines += #"{"op":"update","path":"hot/d\#((w * 7 + i) % 100)","data":{"n":{"$increment":1}}}"# + "\n" }
+                    guard (try? c.sendRaw(Array(lines.utf8))) != nil else { return }
+                    for _ in 0..<chunk { guard (try? c.readLine(timeout: 60)) != nil else { return } }
+                    sent += chunk
+                    done.update { $0 += chunk }
+                }
+            }
+        }
+        // The fast subscriber reads along.
+        while done.value < total || fastView.docs.first.map({ ($0.data["n"] as? Int ?? 0) }) == 0 {
+            if let e = try? fast.readObject(timeout: 0.2), e["type"] as? String == "snapshot" { fastView.apply(e) }
+            peak = max(peak, rssKB(daemon.pid))
+            if done.value >= total { break }
+        }
+        group.wait()
+        let final = try setup.request(#"{"op":"query","collection":"hot","orderBy":[["n","desc"]]}"#)
+        let finalSeq = final["seq"] as! Int
+        while fastView.seq < finalSeq { fastView.apply(try fast.readObject()) }
+        #expect(fastView.equals(AppliedView.from(queryResponse: final)))
+        let sum = AppliedView.from(queryResponse: final).reduce(0) { $0 + (($1.1["n"] as? Int) ?? 0) }
+        #expect(sum == total)
+        peak = max(peak, rssKB(daemon.pid))
+        #expect(peak - rssBefore < 150_000, "daemon RSS grew by \(peak - rssBefore) kB")
+
+        // The slow subscriber now reads: it converges to the exact state.
+        _ = try slow.readObject()   // the listen response
+        var slowView = AppliedView()
+        var events = 0
+        while slowView.seq < finalSeq {
+            let e = try slow.readObject(timeout: 30)
+            if e["type"] as? String == "snapshot" { slowView.apply(e); events += 1 }
+        }
+        #expect(slowView.equals(AppliedView.from(queryResponse: final)))
+        #expect(events < total / 2, "changes were coalesced (\(events) snapshots for \(total) writes)")
+    }
+
+    @Test func aSubscriberThatNeverDrainsIsClosedWithResourceExhausted() throws {
+        let daemon = try DaemonProcess(extraArgs: ["--subscriber-budget", "16384", "--slow-subscriber-timeout-ms", "300"])
+        let w = try daemon.connect()
+        #expect(try w.request(#"{"op":"set","path":"big/x","data":{"n":0}}"#).isOK)
+        let slow = try daemon.connect()
+        try slow.send(#"{"op":"listen","query":{"collection":"big"}}"#)
+        let pad = String(repeating: "p", count: 20_000)
+        for i in 0..<400 {
+            try w.send(#"{"op":"set","path":"big/x","data":{"n":\#(i),"pad":"\#(pad)"}}"#)
+            _ = try w.readLine()
+        }
+        Thread.sleep(forTimeInterval: 1.0)
+        var last: [String: Any] = [:]
+        while let o = try? slow.readObject(timeout: 5) { last = o }
+        #expect(last["type"] as? String == "error")
+        #expect(((last["error"] as? [String: Any])?["code"] as? String) == "RESOURCE_EXHAUSTED")
+        #expect(try w.request(#"{"op":"ping"}"#).isOK)   // other clients carry on
+    }
+
+    /// Many clients write random documents while listeners with random queries apply their diffs; at the
+    /// end every listener's state equals a fresh query's result.
+    @Test func randomizedListenersConvergeToFreshQueries() throws {
+        let daemon = try DaemonProcess()
+        let admin = try daemon.connect()
+        #expect(try admin.request(#"{"op":"index","action":"create","collection":"rnd","fields":[["k","asc"],["v","desc"]]}"#).isOK)
+        var queries: [String] = [
+            #"{"collection":"rnd"}"#,
+            #"{"collection":"rnd","orderBy":["v"]}"#,
+            #"{"collection":"rnd","orderBy":[["v","desc"]],"limit":5}"#,
+            #"{"collection":"rnd","where":[["v",">",50]],"limit":7}"#,
+            #"{"collection":"rnd","where":[["k","==",2]],"orderBy":[["v","desc"]],"limit":3}"#,
+            #"{"collection":"rnd","where":[["k","in",[1,3]]]}"#,
+            #"{"collection":"rnd","orderBy":["v"],"limitToLast":4}"#,
+            #"{"collection":"rnd","where":[["k","!=",0]],"startAt":[2]}"#,
+        ]
+        queries += [#"{"collection":"rnd","where":{"or":[["k","==",1],["v","<",10]]}}"#]
+        Thread.sleep(forTimeInterval: 0.2)   // let the index build
+        let lc = try daemon.connect()
+        #expect(try lc.request(#"{"op":"hello","heartbeatMs":30}"#).isOK)
+        var views: [String: (query: String, view: AppliedView)] = [:]
+        for q in queries {
+            try lc.send(#"{"op":"listen","query":\#(q)}"#)
+            var r = try lc.readObject()
+            while r["ok"] == nil { r = try lc.readObject() }
+            #expect(r.isOK, "\(q): \(r)")
+            guard let sub = r["sub"] as? String else { continue }
+            views[sub] = (q, AppliedView())
+        }
+        let group = DispatchGroup()
+        for w in 0..<4 {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                guard let c = try? daemon.connect() else { return }
+                var rng = SystemRandomNumberGenerator()
+                for _ in 0..<150 {
+                    let id = Int.random(in: 0..<40, using: &rng)
+                    let line: String
+                    switch Int.random(in: 0..<10, using: &rng) {
+                    case 0: line = #"{"op":"delete","path":"rnd/d\#(id)"}"#
+                    case 1: line = #"{"op":"commit","writes":[{"op":"set","path":"rnd/d\#(id)","data":{"k":\#(id % 4),"v":\#(Int.random(in: 0..<100, using: &rng))}},{"op":"delete","path":"rnd/d\#((id + 1) % 40)"}]}"#
+                    default: line = #"{"op":"set","path":"rnd/d\#(id)","data":{"k":\#(Int.random(in: 0..<4, using: &rng)),"v":\#(Int.random(in: 0..<100, using: &rng)),"w":\#(w)}}"#
+                    }
+                    _ = try? c.request(line)
+                }
+            }
+        }
+        group.wait()
+        let finalSeq = try admin.request(#"{"op":"ping"}"#)["seq"] as! Int
+        // Read until a heartbeat at or past the final seq: every change up to it has been sent.
+        while true {
+            let e = try lc.readObject(timeout: 10)
+            if e["type"] as? String == "heartbeat", (e["seq"] as? Int ?? 0) >= finalSeq { break }
+            if let sub = e["sub"] as? String, e["type"] as? String == "snapshot" { views[sub]?.view.apply(e) }
+        }
+        for (sub, v) in views {
+            let fresh = try admin.request(#"{"op":"query",\#(String(v.query.dropFirst()))"#)
+            #expect(v.view.equals(AppliedView.from(queryResponse: fresh)), "listener \(sub) on \(v.query)")
+        }
+    }
+}

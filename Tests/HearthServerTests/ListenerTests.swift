@@ -1,0 +1,139 @@
+import Foundation
+import HearthTesting
+import Testing
+
+/// Listeners over TCP against the real daemon.
+@Suite(.serialized) final class ListenerTests {
+    let daemon: DaemonProcess
+    let c: WireClient
+
+    init() throws {
+        daemon = try DaemonProcess(extraArgs: ["--retention-bytes", "200000"])
+        c = try daemon.connect()
+    }
+
+    /// Reads pushed lines until one for `sub` arrives (responses and other lines are returned in `others`).
+    func nextEvent(_ client: WireClient, sub: String, timeout: Double = 10) throws -> [String: Any] {
+        while true {
+            let o = try client.readObject(timeout: timeout)
+            if o["sub"] as? String == sub { return o }
+        }
+    }
+
+    func listen(_ client: WireClient, _ spec: String) throws -> (String, [String: Any]) {
+        try client.send(#"{"op":"listen",\#(spec)}"#)
+        let r = try client.readObject()
+        #expect(r.isOK, "\(r)")
+        let sub = r["sub"] as! String
+        return (sub, try nextEvent(client, sub: sub))
+    }
+
+    func changes(_ e: [String: Any]) -> [String] {
+        ((e["changes"] as? [[String: Any]]) ?? []).map {
+            "\($0["type"]!) \((($0["doc"] as? [String: Any])?["id"])!) \($0["oldIndex"]!) \($0["newIndex"]!)"
+        }
+    }
+
+    func write(_ line: String) throws {
+        let w = try daemon.connect()
+        #expect(try w.request(line).isOK)
+    }
+
+    /// Firestore's docChanges example: a=1, b=2, c=3 ordered by `order`; set b.order=4; delete c.
+    @Test func firestoreDocChangesExample() throws {
+        try write(#"{"op":"commit","writes":[{"op":"set","path":"docs/a","data":{"order":1}},{"op":"set","path":"docs/b","data":{"order":2}},{"op":"set","path":"docs/c","data":{"order":3}}]}"#)
+        let (sub, first) = try listen(c, #""query":{"collection":"docs","orderBy":["order"]}"#)
+        #expect(first["initial"] as? Bool == true)
+        #expect(changes(first) == ["added a -1 0", "added b -1 1", "added c -1 2"])
+        try write(#"{"op":"update","path":"docs/b","data":{"order":4}}"#)
+        #expect(changes(try nextEvent(c, sub: sub)) == ["modified b 1 2"])
+        try write(#"{"op":"delete","path":"docs/c"}"#)
+        let e = try nextEvent(c, sub: sub)
+        #expect(changes(e) == ["removed c 1 -1"])
+        #expect(e["size"] as? Int == 2)
+    }
+
+    /// A six-change commit on a four-document result: removed, then added, then modified, indices one at a time.
+    @Test func multiChangeCommitOrdersRemovedAddedModified() throws {
+        try write(#"{"op":"commit","writes":[{"op":"set","path":"m/a","data":{"v":1}},{"op":"set","path":"m/b","data":{"v":2}},{"op":"set","path":"m/c","data":{"v":3}},{"op":"set","path":"m/d","data":{"v":4}}]}"#)
+        let (sub, _) = try listen(c, #""query":{"collection":"m","orderBy":["v"]}"#)
+        try write(#"{"op":"commit","writes":[{"op":"delete","path":"m/b"},{"op":"set","path":"m/e","data":{"v":0}},{"op":"update","path":"m/d","data":{"v":0.5}},{"op":"set","path":"m/f","data":{"v":3.5}},{"op":"delete","path":"m/a"},{"op":"update","path":"m/c","data":{"w":1}}]}"#)
+        let e = try nextEvent(c, sub: sub)
+        // old [a b c d] -> new [e d c f]; indices as Firestore's tracker computes them: d still sits at the
+        // end (with its old value) when f is added, so f lands at 2; then d moves 3 -> 1 and c stays at 2.
+        #expect(changes(e) == ["removed a 0 -1", "removed b 0 -1", "added e -1 0", "added f -1 2", "modified d 3 1", "modified c 2 2"])
+        #expect(e["size"] as? Int == 4)
+    }
+
+    @Test func limitWindowIsRefilledInTheSameSnapshot() throws {
+        try write(#"{"op":"commit","writes":[{"op":"set","path":"w/a","data":{"v":1}},{"op":"set","path":"w/b","data":{"v":2}},{"op":"set","path":"w/c","data":{"v":3}}]}"#)
+        let (sub, first) = try listen(c, #""query":{"collection":"w","orderBy":["v"],"limit":2}"#)
+        #expect(changes(first) == ["added a -1 0", "added b -1 1"])
+        try write(#"{"op":"delete","path":"w/a"}"#)
+        let e = try nextEvent(c, sub: sub)
+        #expect(changes(e) == ["removed a 0 -1", "added c -1 1"])
+        #expect(e["size"] as? Int == 2)
+    }
+
+    @Test func aBatchArrivesAsOneSnapshotAndUnrelatedCommitsSendNothing() throws {
+        let (sub, _) = try listen(c, #""query":{"collection":"batch","where":[["k","==","x"]]}"#)
+        try write(#"{"op":"set","path":"other/z","data":{"k":"x"}}"#)
+        try write(#"{"op":"set","path":"batch/n","data":{"k":"y"}}"#)
+        try write(#"{"op":"commit","writes":[{"op":"set","path":"batch/1","data":{"k":"x"}},{"op":"set","path":"batch/2","data":{"k":"x"}},{"op":"set","path":"batch/3","data":{"k":"x"}}]}"#)
+        let e = try nextEvent(c, sub: sub)
+        #expect(changes(e) == ["added 1 -1 0", "added 2 -1 1", "added 3 -1 2"])
+        try c.send(#"{"op":"ping","id":"p"}"#)
+        #expect(try c.readObject()["id"] as? String == "p")   // nothing else was pushed in between
+    }
+
+    @Test func documentListenerOnMissingDocumentAndUnlisten() throws {
+        let (sub, first) = try listen(c, #""path":"people/nobody""#)
+        #expect(first["doc"] is NSNull)
+        try write(#"{"op":"set","path":"people/nobody","data":{"n":1}}"#)
+        let e = try nextEvent(c, sub: sub)
+        #expect(((e["doc"] as? [String: Any])?["data"] as? [String: Any])?["n"] as? Int == 1)
+        #expect(try c.request(#"{"op":"unlisten","sub":"\#(sub)"}"#).isOK)
+        try write(#"{"op":"set","path":"people/nobody","data":{"n":2}}"#)
+        try c.send(#"{"op":"ping","id":"after"}"#)
+        #expect(try c.readObject()["id"] as? String == "after")
+        #expect(try c.request(#"{"op":"unlisten","sub":"\#(sub)"}"#).errorCode == "NOT_FOUND")
+    }
+
+    @Test func resumeWithinRetentionAfterRestartAndPastRetention() throws {
+        try write(#"{"op":"commit","writes":[{"op":"set","path":"r/a","data":{"v":1}},{"op":"set","path":"r/b","data":{"v":2}}]}"#)
+        let (_, first) = try listen(c, #""query":{"collection":"r","orderBy":["v"]}"#)
+        let seq = first["seq"] as! Int
+        try write(#"{"op":"set","path":"r/c","data":{"v":3}}"#)
+        try write(#"{"op":"delete","path":"r/a"}"#)
+        daemon.stop()
+        try daemon.start()
+        let c2 = try daemon.connect()
+        let (_, resumed) = try listen(c2, #""query":{"collection":"r","orderBy":["v"]},"resumeAfter":\#(seq)"#)
+        #expect(resumed["initial"] as? Bool == false)
+        #expect(resumed["reset"] == nil)
+        #expect(changes(resumed) == ["removed a 0 -1", "added c -1 1"])
+        // Push the log past its 200 kB retention, then resume from the old seq: a reset.
+        let big = String(repeating: "x", count: 50_000)
+        for i in 0..<8 { try write(#"{"op":"set","path":"filler/f\#(i)","data":{"s":"\#(big)"}}"#) }
+        let (_, reset) = try listen(c2, #""query":{"collection":"r","orderBy":["v"]},"resumeAfter":\#(seq)"#)
+        #expect(reset["reset"] as? Bool == true)
+        #expect(changes(reset) == ["added b -1 0", "added c -1 1"])
+    }
+
+    @Test func invalidListenIsRejectedBeforeAnySubscription() throws {
+        #expect(try c.request(#"{"op":"listen","query":{"collection":"x","where":[["a","in",[]]]}}"#).errorCode == "INVALID_ARGUMENT")
+        #expect(try c.request(#"{"op":"listen"}"#).errorCode == "INVALID_ARGUMENT")
+        #expect(try c.request(#"{"op":"listen","path":"x/y","query":{"collection":"x"}}"#).errorCode == "INVALID_ARGUMENT")
+        #expect(try c.request(#"{"op":"listen","query":{"collection":"x","where":[["a","==",1]],"orderBy":["b"]}}"#).errorCode == "FAILED_PRECONDITION")
+        let (sub, _) = try listen(c, #""path":"x/y""#)
+        #expect(sub == "1")   // the failed listens created no subscription
+    }
+
+    @Test func heartbeatsWhenIdle() throws {
+        #expect(try c.request(#"{"op":"hello","heartbeatMs":50}"#).isOK)
+        let hb = try c.readObject(timeout: 5)
+        #expect(hb["type"] as? String == "heartbeat")
+        #expect(hb["seq"] is Int)
+        #expect(hb["ok"] == nil)
+    }
+}
