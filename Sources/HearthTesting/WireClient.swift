@@ -6,9 +6,14 @@ public final class WireClient {
     public let fd: Int32
     private var buffer: [UInt8] = []
 
-    public init(host: String = "127.0.0.1", port: Int) throws {
+    /// `receiveBuffer`, when given, caps the kernel's receive buffer (set before connecting), for tests of
+    /// subscribers that stop reading.
+    public init(host: String = "127.0.0.1", port: Int, receiveBuffer: Int32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw TestFailure("socket() failed") }
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(port).bigEndian)

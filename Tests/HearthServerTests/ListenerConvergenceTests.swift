@@ -105,14 +105,14 @@ struct AppliedView {
         let daemon = try DaemonProcess(extraArgs: ["--subscriber-budget", "16384", "--slow-subscriber-timeout-ms", "300"])
         let w = try daemon.connect()
         #expect(try w.request(#"{"op":"set","path":"big/x","data":{"n":0}}"#).isOK)
-        let slow = try daemon.connect()
+        let slow = try WireClient(port: daemon.port, receiveBuffer: 4096)
         try slow.send(#"{"op":"listen","query":{"collection":"big"}}"#)
         let pad = String(repeating: "p", count: 20_000)
-        for i in 0..<400 {
+        for i in 0..<1000 {
             try w.send(#"{"op":"set","path":"big/x","data":{"n":\#(i),"pad":"\#(pad)"}}"#)
             _ = try w.readLine()
         }
-        Thread.sleep(forTimeInterval: 1.0)
+        Thread.sleep(forTimeInterval: 1.5)
         var last: [String: Any] = [:]
         while let o = try? slow.readObject(timeout: 5) { last = o }
         #expect(last["type"] as? String == "error")
