@@ -1,0 +1,292 @@
+"""The Hearth client: one connection (re-established on loss when ``reconnect=True``), typed convenience
+methods over :meth:`Client.request`, and realtime listeners.
+
+Contract:
+- :meth:`Client.request` is the raw protocol: ``request("get", path="a/b")`` sends
+  ``{"op": "get", "path": "a/b", "id": n}`` with ``n`` from an auto-incrementing counter (any ``id`` given
+  is replaced), waits for the response with that id and returns it as a dict (wire forms, not decoded) when
+  ``ok``; raises :class:`HearthError` when ``ok`` is false. Fields must be JSON-ready (use
+  :func:`hearth.encode` for values). Calls may run concurrently: they pipeline on the one connection.
+- Convenience methods encode Python values and decode results (:mod:`hearth.values`, :mod:`hearth.results`).
+- Requests waiting when the connection is lost fail with :class:`HearthConnectionError` (a
+  ``ConnectionError``); they are never re-sent, since a write may or may not have been applied. With
+  ``reconnect=True`` the client re-connects with exponential backoff (``reconnect_delay`` doubling up to
+  ``max_reconnect_delay``), requests made meanwhile wait for the new connection, and listeners resume;
+  without it, later requests fail at once. After :meth:`close` every request fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+from typing import Any, Iterable
+
+from .connection import Connection
+from .errors import HearthConnectionError
+from .listeners import DocumentListener, Listener, QueryListener
+from .queries import encode_aggregations, query_fields
+from .results import CommitResult, Document, QueryResult, WriteResult
+from .values import decode, encode
+from .writes import Batch, Precondition, encode_writes, write_fields
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 7411
+
+
+class Client:
+    """A connection to hearthd; obtain one with :func:`hearth.connect`."""
+
+    def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, reconnect: bool = False,
+                 reconnect_delay: float = 0.05, max_reconnect_delay: float = 2.0,
+                 max_line_bytes: int = 1 << 28) -> None:
+        self.host = host
+        self.port = port
+        self.reconnect = reconnect
+        self.reconnect_delay = reconnect_delay
+        self.max_reconnect_delay = max_reconnect_delay
+        self._max_line_bytes = max_line_bytes
+        self._ids = itertools.count(1)
+        self._conn: Connection | None = None
+        self._connected = asyncio.Event()
+        self._closed = False
+        self._reconnect_task: asyncio.Task | None = None
+        self._listeners: set[Listener] = set()
+        self.reconnects = 0
+        """How many times the connection has been re-established."""
+
+    # -- connection management --------------------------------------------------------------------------
+
+    async def _open(self) -> "Client":
+        self._attach(await Connection.open(self.host, self.port, self._ids, max_line_bytes=self._max_line_bytes))
+        return self
+
+    def _attach(self, conn: Connection) -> None:
+        self._conn = conn
+        self._connected.set()
+        conn.closed.add_done_callback(lambda _f, c=conn: self._on_lost(c))
+
+    def _on_lost(self, conn: Connection) -> None:
+        if self._conn is not conn:
+            return
+        self._conn = None
+        if self._closed:
+            return
+        self._connected.clear()
+        if self.reconnect and (self._reconnect_task is None or self._reconnect_task.done()):
+            self._reconnect_task = asyncio.get_running_loop().create_task(self._reconnect_loop(),
+                                                                          name="hearth-reconnect")
+
+    async def _reconnect_loop(self) -> None:
+        delay = self.reconnect_delay
+        while not self._closed:
+            await asyncio.sleep(delay * random.uniform(0.75, 1.25))
+            try:
+                conn = await Connection.open(self.host, self.port, self._ids, max_line_bytes=self._max_line_bytes)
+            except OSError:
+                delay = min(delay * 2, self.max_reconnect_delay)
+                continue
+            if self._closed:
+                await conn.close()
+                return
+            self.reconnects += 1
+            self._attach(conn)
+            return
+
+    def _reconnecting(self) -> bool:
+        return self.reconnect and not self._closed
+
+    async def _wait_connection(self) -> Connection:
+        while True:
+            if self._closed:
+                raise HearthConnectionError("client is closed")
+            if self._conn is not None:
+                if not self._conn.is_closed:
+                    return self._conn
+                self._on_lost(self._conn)  # its close callback may not have run yet
+            if not self.reconnect:
+                raise HearthConnectionError("not connected: the connection was lost")
+            await self._connected.wait()
+
+    @property
+    def is_closed(self) -> bool:
+        return self._closed
+
+    @property
+    def connected(self) -> bool:
+        """True while a connection is up."""
+        return self._conn is not None and not self._conn.is_closed
+
+    def drop_connection(self) -> None:
+        """Aborts the current connection as if the network failed (pending requests fail; with
+        ``reconnect=True`` the client re-connects and listeners resume). Meant for tests and drills."""
+        if self._conn is not None:
+            self._conn.abort()
+
+    async def close(self) -> None:
+        """Closes the connection and ends every listener (their iteration stops normally). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._connected.set()
+        if self._reconnect_task is not None:
+            self._reconnect_task.cancel()
+            await asyncio.gather(self._reconnect_task, return_exceptions=True)
+        if self._conn is not None:
+            await self._conn.close()
+        tasks = [lst._task for lst in self._listeners if lst._task is not None]
+        for lst in list(self._listeners):
+            lst._close_requested.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    # -- raw protocol -------------------------------------------------------------------------------------
+
+    async def request(self, op: str, **fields: Any) -> dict:
+        """Sends ``{"op": op, "id": n, **fields}`` and returns the ok response (see the module docstring)."""
+        conn = await self._wait_connection()
+        return await conn.request({"op": op, **fields})
+
+    # -- reads --------------------------------------------------------------------------------------------
+
+    async def hello(self, *, heartbeat_ms: int | None = None) -> dict:
+        """Sets connection options (``heartbeat_ms``: heartbeats while idle, 0 turns them off); returns the
+        server's ``version`` and ``seq``. The option lasts for this connection only."""
+        fields = {} if heartbeat_ms is None else {"heartbeatMs": heartbeat_ms}
+        r = await self.request("hello", **fields)
+        return {"version": r.get("version"), "seq": r.get("seq")}
+
+    async def ping(self) -> int:
+        """The last durable seq."""
+        return (await self.request("ping"))["seq"]
+
+    async def get(self, path: str) -> Document | None:
+        """The document at ``path``, or ``None`` when it does not exist."""
+        return Document.from_wire((await self.request("get", path=path)).get("doc"))
+
+    async def get_all(self, paths: Iterable[str]) -> list[Document | None]:
+        """Documents in the order asked (at most 1,000), ``None`` for missing ones."""
+        r = await self.request("getAll", paths=list(paths))
+        return [Document.from_wire(d) for d in r.get("docs", [])]
+
+    # -- writes -------------------------------------------------------------------------------------------
+
+    async def _write(self, op: str, fields: dict) -> WriteResult:
+        return WriteResult.from_wire(await self.request(op, **fields), id_key="docId")
+
+    async def create(self, path: str, data: dict) -> WriteResult:
+        """Creates the document; ``ALREADY_EXISTS`` if it exists."""
+        return await self._write("create", write_fields(path, data))
+
+    async def set(self, path: str, data: dict, *, merge: bool = False, merge_fields: Iterable[str] | None = None,
+                  precondition: Precondition | dict | None = None) -> WriteResult:
+        """Replaces the document, or with ``merge=True`` / ``merge_fields=[...]`` merges into it."""
+        return await self._write("set", write_fields(path, data, merge=merge, merge_fields=merge_fields,
+                                                     precondition=precondition))
+
+    async def update(self, path: str, data: dict, *,
+                     precondition: Precondition | dict | None = None) -> WriteResult:
+        """Changes fields; top-level keys are dotted field paths. ``NOT_FOUND`` if absent."""
+        return await self._write("update", write_fields(path, data, precondition=precondition))
+
+    async def delete(self, path: str, *, precondition: Precondition | dict | None = None) -> WriteResult:
+        """Deletes the document (succeeds when it is absent, unless a precondition says otherwise)."""
+        return await self._write("delete", write_fields(path, precondition=precondition, has_data=False))
+
+    async def add(self, collection: str, data: dict) -> WriteResult:
+        """Creates a document with a new 20-character ID in ``collection``; the result's ``id`` is it."""
+        return await self._write("add", {"collection": collection, "data": encode(data)})
+
+    def batch(self) -> Batch:
+        """A new empty :class:`Batch` for :meth:`commit`."""
+        return Batch()
+
+    async def commit(self, writes: Batch | Iterable[dict]) -> CommitResult:
+        """Applies all writes atomically (all or none, one seq); a failure names the write's index."""
+        return CommitResult.from_wire(await self.request("commit", writes=encode_writes(writes)))
+
+    # -- queries ------------------------------------------------------------------------------------------
+
+    async def query(self, collection: str | None = None, **query: Any) -> QueryResult:
+        """Runs a query (keyword arguments of :func:`hearth.queries.query_fields`)."""
+        r = await self.request("query", **query_fields(collection, **query))
+        return QueryResult([Document.from_wire(d) for d in r.get("docs", [])], r.get("seq"))
+
+    async def count(self, collection: str | None = None, **query: Any) -> int:
+        """The number of documents the query returns."""
+        return (await self.request("count", **query_fields(collection, **query)))["count"]
+
+    async def aggregate(self, aggregations: dict, collection: str | None = None, **query: Any) -> dict:
+        """Runs aggregations (alias -> :class:`Count` / :class:`Sum` / :class:`Avg`) over the query; returns
+        alias -> decoded value."""
+        r = await self.request("aggregate", query=query_fields(collection, **query),
+                               aggregations=encode_aggregations(aggregations))
+        return decode(r.get("result", {}))
+
+    async def explain(self, collection: str | None = None, **query: Any) -> dict:
+        """The query's plan (wire form): index per branch, ranges, entries examined, documents returned."""
+        return (await self.request("explain", **query_fields(collection, **query)))["plan"]
+
+    async def create_index(self, collection: str, fields: list, *, scope: str = "collection") -> dict:
+        """Declares a composite index (fields: ``[["a","asc"], ["b","desc"]]``); returns its description."""
+        r = await self.request("index", action="create", collection=collection, scope=scope,
+                               fields=[list(f) for f in fields])
+        return r["index"]
+
+    async def list_indexes(self) -> list[dict]:
+        return (await self.request("index", action="list"))["indexes"]
+
+    async def drop_index(self, index_id: int) -> None:
+        await self.request("index", action="drop", indexId=index_id)
+
+    # -- listeners ----------------------------------------------------------------------------------------
+
+    def _track(self, listener: Listener) -> Listener:
+        self._listeners.add(listener)
+        return listener
+
+    def listen_query(self, collection: str | None = None, *, heartbeat_ms: int | None = None,
+                     **query: Any) -> QueryListener:
+        """A listener over a query (same keyword arguments as :meth:`query`); iterate it with ``async for``
+        to receive :class:`QuerySnapshot` objects. It subscribes on first use (or ``await .start()``)."""
+        listener = QueryListener(self, query_fields(collection, **query), heartbeat_ms)
+        return self._track(listener)  # type: ignore[return-value]
+
+    def listen_document(self, path: str, *, heartbeat_ms: int | None = None) -> DocumentListener:
+        """A listener on one document, yielding :class:`DocumentSnapshot` objects."""
+        return self._track(DocumentListener(self, path, heartbeat_ms))  # type: ignore[return-value]
+
+
+class _Connector:
+    """What :func:`connect` returns: ``await`` it for a :class:`Client`, or use ``async with`` to close the
+    client on exit."""
+
+    def __init__(self, client_factory: Any) -> None:
+        self._factory = client_factory
+        self._client: Client | None = None
+
+    def __await__(self):
+        return self._factory()._open().__await__()
+
+    async def __aenter__(self) -> Client:
+        self._client = await self._factory()._open()
+        return self._client
+
+    async def __aexit__(self, *exc: Any) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+
+def connect(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, reconnect: bool = False,
+            reconnect_delay: float = 0.05, max_reconnect_delay: float = 2.0,
+            max_line_bytes: int = 1 << 28) -> _Connector:
+    """Connects to hearthd: ``client = await hearth.connect(port=7411)`` or
+    ``async with hearth.connect(...) as client:``. The first connection must succeed (``OSError`` otherwise);
+    with ``reconnect=True`` later losses are repaired with backoff and listeners resume."""
+    return _Connector(lambda: Client(host, port, reconnect=reconnect, reconnect_delay=reconnect_delay,
+                                     max_reconnect_delay=max_reconnect_delay, max_line_bytes=max_line_bytes))

@@ -1,0 +1,99 @@
+"""Typed results of reads and writes, decoded from the server's responses.
+
+Every time in these objects is an aware UTC ``datetime``; every field value is decoded with
+:func:`hearth.values.decode`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ProtocolError
+from .values import decode, parse_timestamp
+
+
+def _time(wire: dict, key: str) -> _dt.datetime | None:
+    text = wire.get(key)
+    return None if text is None else parse_timestamp(text)
+
+
+@dataclass
+class Document:
+    """A stored document: ``path`` (``"customers/c1"``), ``id`` (``"c1"``), decoded ``data`` and commit times.
+
+    Equality compares every field, so two snapshots of the same unchanged document are equal.
+    """
+
+    path: str
+    id: str
+    data: dict[str, Any]
+    create_time: _dt.datetime | None = None
+    update_time: _dt.datetime | None = None
+
+    @classmethod
+    def from_wire(cls, wire: Any) -> "Document | None":
+        """Decodes a response's document object; ``null`` gives ``None``."""
+        if wire is None:
+            return None
+        if not isinstance(wire, dict) or "path" not in wire:
+            raise ProtocolError(f"not a document: {wire!r}")
+        path = wire["path"]
+        return cls(path=path, id=wire.get("id", path.rsplit("/", 1)[-1]), data=decode(wire.get("data", {})),
+                   create_time=_time(wire, "createTime"), update_time=_time(wire, "updateTime"))
+
+    def get(self, field_path: str, default: Any = None) -> Any:
+        """The value at a dotted field path (``"address.city"``), or ``default`` when absent."""
+        node: Any = self.data
+        for part in field_path.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+
+@dataclass
+class WriteResult:
+    """The outcome of one write: where it went, its update time, and its transform results (decoded)."""
+
+    path: str
+    id: str
+    update_time: _dt.datetime | None
+    seq: int | None = None
+    transform_results: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def from_wire(cls, wire: dict, *, id_key: str = "id") -> "WriteResult":
+        """Decodes a single-write response (``id_key="docId"``) or one entry of a commit's ``results``."""
+        return cls(path=wire.get("path", ""), id=wire.get(id_key, ""), update_time=_time(wire, "updateTime"),
+                   seq=wire.get("seq"), transform_results=decode(wire.get("transformResults", [])))
+
+
+@dataclass
+class CommitResult:
+    """The outcome of an atomic ``commit``: one ``seq`` and commit time for all of its writes."""
+
+    seq: int
+    commit_time: _dt.datetime | None
+    results: list[WriteResult]
+
+    @classmethod
+    def from_wire(cls, wire: dict) -> "CommitResult":
+        seq = wire.get("seq")
+        results = [WriteResult.from_wire(r) for r in wire.get("results", [])]
+        for r in results:
+            r.seq = seq
+        return cls(seq=seq, commit_time=_time(wire, "commitTime"), results=results)
+
+
+class QueryResult(list):
+    """The documents a query returned (a ``list`` of :class:`Document`), plus ``seq``: the result is exact
+    as of that commit."""
+
+    def __init__(self, docs: list[Document], seq: int | None) -> None:
+        super().__init__(docs)
+        self.seq = seq
+
+    def __repr__(self) -> str:
+        return f"QueryResult({list.__repr__(self)}, seq={self.seq})"
