@@ -67,7 +67,9 @@ enum QueryHandlers {
 
     static func explain(_ ctx: Context, _ req: Request) throws(HearthError) {
         let q = try QueryDecoding.decode(req.body, context: "explain")
+        let started = ctx.server.loop.hrtimeNanos()
         let r = try ctx.engine.runQuery(q)
+        let micros = (ctx.server.loop.hrtimeNanos() - started) / 1000
         ctx.reply(req) { w in
             w.key("plan")
             w.beginObject()
@@ -84,6 +86,7 @@ enum QueryHandlers {
             w.endArray()
             w.key("examined"); w.int(Int64(r.stats.examined))
             w.key("returned"); w.int(Int64(r.stats.returned))
+            w.key("micros"); w.uint(micros)
             w.endObject()
             w.key("seq"); w.uint(r.seq)
         }
