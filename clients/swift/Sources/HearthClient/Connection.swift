@@ -1,0 +1,270 @@
+import Foundation
+
+/// The one pipelined TCP connection of a `Hearth` instance.
+///
+/// Contract: requests are written in the order `send` is called and answered in that order (responses are
+/// matched by the `id` the connection assigns). Handlers run on the connection's serial queue and must not
+/// block. While the connection is down, a request first tries to connect; if that fails it is answered
+/// `.unavailable`; requests in flight when the connection drops are answered `.unavailable` (a write's
+/// outcome is then unknown). Listeners are kept across drops: while any exist, the connection reconnects
+/// with exponential backoff (50 ms doubling up to `HearthSettings.maxReconnectDelay`, reset once a link
+/// answers a request) and re-issues each listen with `resumeAfter`. All mutable state is confined to `queue`, hence `@unchecked Sendable`.
+final class Connection: @unchecked Sendable {
+    typealias Handler = @Sendable (Result<[String: JSON], HearthError>) -> Void
+
+    let queue = DispatchQueue(label: "hearth.connection")
+    let settings: HearthSettings
+    private var host: String
+    private var port: Int
+    private var link: Link?
+    private var nextID: Int64 = 0
+    private var pending: [(id: Int64, handler: Handler)] = []
+    private var pendingHead = 0
+    private var listeners: [Int: ListenerCore] = [:]
+    private var subs: [String: ListenerCore] = [:]
+    private var reconnectDelay = 0.0
+    private var reconnectScheduled = false
+    private var terminated = false
+    private var helloSent = false
+    /// The server accepted `hello` on the current link, so silence means trouble.
+    private var heartbeatsOn = false
+
+    init(host: String, port: Int, settings: HearthSettings) {
+        self.host = host
+        self.port = port
+        self.settings = settings
+    }
+
+    // MARK: requests
+
+    /// Sends one request (an `id` is added); `handler` gets the response object or the error.
+    func send(_ request: [String: JSON], handler: @escaping Handler) {
+        queue.async { self.submit(request, handler) }
+    }
+
+    /// Sends one request and awaits its response object (or throws the error it carried).
+    func call(_ request: [String: JSON]) async throws -> [String: JSON] {
+        try await withCheckedThrowingContinuation { cont in send(request) { cont.resume(with: $0) } }
+    }
+
+    /// Points the connection at another endpoint; the current link (if any) is dropped and listeners resume
+    /// on the new one.
+    func setEndpoint(host: String, port: Int) {
+        queue.async {
+            self.host = host
+            self.port = port
+            self.link?.close("endpoint changed")
+        }
+    }
+
+    /// Closes the connection for good: pending requests fail `.unavailable`, listeners stop silently.
+    func terminate() {
+        queue.async {
+            self.terminated = true
+            self.listeners.removeAll()
+            self.subs.removeAll()
+            self.link?.close("terminated")
+        }
+    }
+
+    private func submit(_ request: [String: JSON], _ handler: @escaping Handler) {
+        guard !terminated else { return handler(.failure(.unavailable("the Hearth instance was terminated"))) }
+        if link == nil {
+            do { try openLink() } catch { return handler(.failure(HearthError.from(error))) }
+        }
+        guard let link else { return handler(.failure(.unavailable("not connected"))) }
+        nextID += 1
+        var req = request
+        req["id"] = .int(nextID)
+        pending.append((nextID, handler))
+        link.send(line: JSON.object(req).serialized)
+    }
+
+    // MARK: link lifecycle
+
+    private func openLink() throws {
+        let fd: Int32
+        do {
+            fd = try Socket.connect(host: host, port: port, timeout: settings.connectTimeout)
+        } catch {
+            if !listeners.isEmpty { scheduleReconnect() }
+            throw error
+        }
+        let l = Link(fd: fd, queue: queue,
+                     onLine: { [unowned self] line in self.handleLine(line) },
+                     onClose: { [unowned self] reason in self.linkClosed(reason) })
+        link = l
+        helloSent = false
+        heartbeatsOn = false
+        l.start()
+        for core in listeners.values.sorted(by: { $0.localID < $1.localID }) { issueListen(core) }
+        watchLiveness(of: l)
+    }
+
+    private func linkClosed(_ reason: String) {
+        link = nil
+        let failed = pending[pendingHead...]
+        pending = []
+        pendingHead = 0
+        for p in failed { p.handler(.failure(.unavailable("connection lost: \(reason)"))) }
+        for core in subs.values { core.sub = nil }
+        subs.removeAll()
+        if !listeners.isEmpty && !terminated { scheduleReconnect() }
+    }
+
+    private func scheduleReconnect() {
+        guard !reconnectScheduled, !terminated else { return }
+        reconnectScheduled = true
+        reconnectDelay = reconnectDelay == 0 ? 0.05 : min(reconnectDelay * 2, settings.maxReconnectDelay)
+        queue.asyncAfter(deadline: .now() + reconnectDelay) {
+            self.reconnectScheduled = false
+            guard self.link == nil, !self.terminated, !self.listeners.isEmpty else { return }
+            try? self.openLink()
+        }
+    }
+
+    /// With heartbeats on, a link that has been silent for three intervals (plus a second) is presumed dead
+    /// and closed, which starts a reconnect.
+    private func watchLiveness(of l: Link) {
+        let interval = settings.heartbeatInterval
+        guard interval > 0 else { return }
+        queue.asyncAfter(deadline: .now() + interval) { [weak self, weak l] in
+            guard let self, let l, l.isOpen, self.link === l else { return }
+            let silentNs = DispatchTime.now().uptimeNanoseconds - l.lastReceived.uptimeNanoseconds
+            if self.heartbeatsOn, !self.subs.isEmpty, Double(silentNs) / 1e9 > interval * 3 + 1 {
+                l.close("no heartbeat for \(Double(silentNs) / 1e9) s")
+            } else {
+                self.watchLiveness(of: l)
+            }
+        }
+    }
+
+    // MARK: incoming lines
+
+    private func handleLine(_ line: ArraySlice<UInt8>) {
+        guard case .object(let obj)? = try? JSON.parse(line) else {
+            link?.close("the server sent a line that is not a JSON object")
+            return
+        }
+        if obj["ok"] != nil { return handleResponse(obj) }
+        guard let type = obj["type"]?.stringValue else { return }
+        if type == "heartbeat" {
+            if let seq = obj["seq"]?.intValue { for core in subs.values { core.advance(toHeartbeat: seq) } }
+            return
+        }
+        guard let sub = obj["sub"]?.stringValue, let core = subs[sub] else { return }
+        switch type {
+        case "snapshot":
+            switch core.apply(snapshot: obj) {
+            case .applied: break
+            case .resync: resync(core)
+            case .failed(let error):
+                dropListener(core, unlisten: true)
+                core.fail(error)
+            }
+        case "error":
+            dropListener(core, unlisten: false)
+            core.fail(HearthError(response: .object(obj)))
+        default:
+            break
+        }
+    }
+
+    private func handleResponse(_ obj: [String: JSON]) {
+        guard pendingHead < pending.count else { return }
+        var index = pendingHead
+        if let id = obj["id"]?.intValue, let found = pending[pendingHead...].firstIndex(where: { $0.id == id }) {
+            index = found
+        }
+        let handler = pending[index].handler
+        if index == pendingHead {
+            pendingHead += 1
+            if pendingHead > 1024 && pendingHead * 2 > pending.count {
+                pending.removeFirst(pendingHead)
+                pendingHead = 0
+            }
+        } else {
+            pending.remove(at: index)
+        }
+        reconnectDelay = 0   // the link works: the next drop starts the backoff afresh
+        if obj["ok"]?.boolValue == true {
+            handler(.success(obj))
+        } else {
+            handler(.failure(HearthError(response: .object(obj))))
+        }
+    }
+
+    // MARK: listeners
+
+    /// Registers a listener and subscribes it (now, or when the connection comes up).
+    func addListener(_ core: ListenerCore) {
+        queue.async {
+            guard !self.terminated else { return core.fail(.unavailable("the Hearth instance was terminated")) }
+            self.listeners[core.localID] = core
+            if self.link == nil {
+                if (try? self.openLink()) == nil { self.scheduleReconnect() }
+            } else {
+                self.issueListen(core)
+            }
+        }
+    }
+
+    /// Unsubscribes a listener; no snapshot reaches it afterwards.
+    func removeListener(_ core: ListenerCore) {
+        queue.async { self.dropListener(core, unlisten: true) }
+    }
+
+    private func dropListener(_ core: ListenerCore, unlisten: Bool) {
+        listeners[core.localID] = nil
+        if let sub = core.sub {
+            subs[sub] = nil
+            if unlisten, link != nil { submit(["op": .string("unlisten"), "sub": .string(sub)]) { _ in } }
+        }
+        core.sub = nil
+    }
+
+    private func issueListen(_ core: ListenerCore) {
+        if !helloSent, settings.heartbeatInterval > 0 {
+            helloSent = true
+            let ms = Int64((settings.heartbeatInterval * 1000).rounded())
+            // An older server refuses `hello`: then there are no heartbeats and no liveness check.
+            let l = link
+            submit(["op": .string("hello"), "heartbeatMs": .int(ms)]) { [unowned self] result in
+                if case .success = result, self.link === l { self.heartbeatsOn = true }
+            }
+        }
+        submit(core.listenRequest()) { [unowned self] result in
+            switch result {
+            case .success(let obj):
+                guard let sub = obj["sub"]?.stringValue else {
+                    self.dropListener(core, unlisten: false)
+                    return core.fail(.internalError("listen answered without a sub"))
+                }
+                guard self.listeners[core.localID] === core else {
+                    self.submit(["op": .string("unlisten"), "sub": .string(sub)]) { _ in }
+                    return
+                }
+                core.sub = sub
+                self.subs[sub] = core
+            case .failure(let error):
+                // A drop is retried on reconnect; anything else ends the listener.
+                guard error.code != .unavailable || self.terminated else { return }
+                guard self.listeners[core.localID] === core else { return }
+                self.dropListener(core, unlisten: false)
+                core.fail(error)
+            }
+        }
+    }
+
+    /// The listener's state could not be continued from a snapshot: subscribe afresh (the listener diffs the
+    /// fresh initial snapshot against what it had).
+    private func resync(_ core: ListenerCore) {
+        if let sub = core.sub {
+            subs[sub] = nil
+            submit(["op": .string("unlisten"), "sub": .string(sub)]) { _ in }
+        }
+        core.sub = nil
+        core.prepareResync()
+        issueListen(core)
+    }
+}

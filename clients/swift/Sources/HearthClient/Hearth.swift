@@ -1,0 +1,130 @@
+import Foundation
+
+/// Connection and behaviour settings of a `Hearth` instance (Firestore's `FirestoreSettings`).
+public struct HearthSettings: Sendable {
+    /// Where completion handlers and snapshot listeners are called; serial, so callbacks of one instance
+    /// never overlap and listener snapshots arrive in order. Defaults to a private serial queue (not the
+    /// main queue, which a server or command-line process may never drain).
+    public var dispatchQueue: DispatchQueue
+    /// How long one connection attempt may take.
+    public var connectTimeout: TimeInterval = 5
+    /// Upper bound of the reconnect backoff while listeners are active (50 ms doubling up to this).
+    public var maxReconnectDelay: TimeInterval = 2
+    /// Heartbeat period asked of the server (`hello`) while listeners are active; heartbeats move resume
+    /// points forward, and a connection silent for three periods plus a second is presumed dead and
+    /// replaced. 0 turns them off (as does a server that refuses `hello`).
+    public var heartbeatInterval: TimeInterval = 5
+
+    public init(dispatchQueue: DispatchQueue = DispatchQueue(label: "hearth.callbacks")) {
+        self.dispatchQueue = dispatchQueue
+    }
+}
+
+/// A Hearth database: the entry point, shaped like Firestore's `Firestore` object.
+///
+/// Each instance owns one TCP connection, opened on first use, on which every request is pipelined (many
+/// in flight, answered in order). It is thread-safe. Requests issued from one thread are sent in the order
+/// issued, so callback-style writes apply in order. The connection stays open until `terminate()`; an
+/// instance with active listeners is kept alive by them.
+public final class Hearth: Sendable {
+    public let settings: HearthSettings
+    let connection: Connection
+    /// Serializes retried transactions of this instance (see `RetryLane`).
+    let retryLane = RetryLane()
+
+    /// A client of the daemon at `host:port` (`127.0.0.1:7411` by default). Nothing is sent until first use.
+    public init(host: String = "127.0.0.1", port: Int = 7411, settings: HearthSettings = HearthSettings()) {
+        self.settings = settings
+        connection = Connection(host: host, port: port, settings: settings)
+    }
+
+    deinit { connection.terminate() }
+
+    /// The collection at `collectionPath` (`"users"`, `"users/u1/posts"`). Paths are checked by the server
+    /// when used: an invalid one fails that request with `.invalidArgument`.
+    public func collection(_ collectionPath: String) -> CollectionReference {
+        CollectionReference(db: self, path: collectionPath)
+    }
+
+    /// The document at `documentPath` (`"users/u1"`).
+    public func document(_ documentPath: String) -> DocumentReference {
+        DocumentReference(db: self, path: documentPath)
+    }
+
+    /// A query over every collection with this ID, at any depth.
+    public func collectionGroup(_ collectionID: String) -> Query {
+        Query(db: self, spec: QuerySpec(target: .group(collectionID)))
+    }
+
+    /// A new batch of writes committed atomically by `commit()`.
+    public func batch() -> WriteBatch { WriteBatch(db: self) }
+
+    /// Reads several documents in one request (at most 1,000), in the order given; missing documents come
+    /// back as snapshots with `exists == false`.
+    public func getAll(_ references: [DocumentReference]) async throws -> [DocumentSnapshot] {
+        let obj = try await connection.call(["op": .string("getAll"), "paths": .array(references.map { .string($0.path) })])
+        return try Hearth.snapshots(from: obj, for: references, db: self)
+    }
+
+    /// Callback form of `getAll(_:)`.
+    public func getAll(_ references: [DocumentReference], completion: @escaping @Sendable ([DocumentSnapshot]?, Error?) -> Void) {
+        perform(["op": .string("getAll"), "paths": .array(references.map { .string($0.path) })],
+                map: { try Hearth.snapshots(from: $0, for: references, db: self) }, completion: completion)
+    }
+
+    /// Asks the server for its last durable commit sequence number (`ping`).
+    public func ping() async throws -> Int64 {
+        try await connection.call(["op": .string("ping")])["seq"]?.intValue ?? 0
+    }
+
+    /// Points this instance at another daemon address. The current connection is dropped; later requests
+    /// and every active listener (resuming where it was) use the new address.
+    public func setEndpoint(host: String, port: Int) { connection.setEndpoint(host: host, port: port) }
+
+    /// Closes the connection: requests in flight fail with `.unavailable`, listeners stop without a final
+    /// callback, and later requests fail. Firestore's `terminate()`.
+    public func terminate() { connection.terminate() }
+
+    // MARK: internal plumbing shared by references, queries and batches
+
+    /// Runs one request and maps its response; the mapping runs on the connection queue.
+    func perform<T: Sendable>(_ request: [String: JSON], map: @escaping @Sendable ([String: JSON]) throws -> T) async throws -> T {
+        try map(try await connection.call(request))
+    }
+
+    /// Callback form: `request` is sent before this returns (so calls made in sequence are sent in
+    /// sequence); `completion` runs on `settings.dispatchQueue`.
+    func perform<T: Sendable>(_ request: [String: JSON], map: @escaping @Sendable ([String: JSON]) throws -> T,
+                              completion: (@Sendable (T?, Error?) -> Void)?) {
+        let queue = settings.dispatchQueue
+        connection.send(request) { result in
+            let outcome = Result { try map(try result.get()) }
+            guard let completion else { return }
+            queue.async {
+                switch outcome {
+                case .success(let v): completion(v, nil)
+                case .failure(let e): completion(nil, e)
+                }
+            }
+        }
+    }
+
+    /// Delivers an error that happened before anything was sent (a value the client cannot encode).
+    func fail<T>(_ error: Error, _ completion: (@Sendable (T?, Error?) -> Void)?) {
+        guard let completion else { return }
+        settings.dispatchQueue.async { completion(nil, error) }
+    }
+
+    /// Adapts a Firestore-style `(Error?) -> Void` completion to the value-carrying form `perform` takes.
+    static func ignoringValue(_ completion: (@Sendable (Error?) -> Void)?) -> (@Sendable (Bool?, Error?) -> Void)? {
+        guard let completion else { return nil }
+        return { _, error in completion(error) }
+    }
+
+    static func snapshots(from obj: [String: JSON], for refs: [DocumentReference], db: Hearth) throws -> [DocumentSnapshot] {
+        guard let docs = obj["docs"]?.arrayValue, docs.count == refs.count else {
+            throw HearthError.internalError("getAll answered without one entry per path")
+        }
+        return zip(refs, docs).map { ref, doc in DocumentSnapshot(reference: ref, document: WireDocument(doc)) }
+    }
+}

@@ -1,1 +1,0 @@
-// The HearthClient library; see clients/swift/README.md.
