@@ -94,8 +94,9 @@ public final class Engine {
     /// index when there are several. Otherwise `completion` runs on the loop thread once the commit is
     /// durable, or fails.
     @discardableResult
-    public func commit(_ writes: [Write],
+    public func commit(_ writes: [Write], nameIndexes: Bool? = nil,
                        completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) throws(HearthError) -> UInt64 {
+        let prefixIndexes = nameIndexes ?? (writes.count > 1)
         guard !writes.isEmpty else { throw .invalid("a commit needs at least one write") }
         guard writes.count <= Limits.maxWritesPerCommit else {
             throw .invalid("a commit holds at most \(Limits.maxWritesPerCommit) writes (got \(writes.count))")
@@ -133,7 +134,7 @@ public final class Engine {
             do {
                 outcome = try WriteApplier.apply(write, to: current, commitTime: commitTime)
             } catch {
-                throw writes.count > 1 ? error.prefixed("writes[\(i)]") : error
+                throw prefixIndexes ? error.prefixed("writes[\(i)]") : error
             }
             if local[write.path] == nil { order.append(write.path) }
             local[write.path] = .some(outcome.after)

@@ -47,7 +47,7 @@ enum WriteHandlers {
             writes.append(try WriteDecoding.decode(kind: kind, el, where: prefix))
         }
         if writes.isEmpty { throw .invalid("commit: writes must not be empty") }
-        try submit(ctx, req, writes) { w, outcome in
+        try submit(ctx, req, writes, nameIndexes: true) { w, outcome in
             w.key("seq"); w.uint(outcome.seq)
             w.key("commitTime"); w.string(outcome.commitTime.rfc3339)
             w.key("results")
@@ -80,13 +80,13 @@ enum WriteHandlers {
     }
 
     /// Hands the writes to the engine and arranges the in-order response once durable.
-    private static func submit(_ ctx: Context, _ req: Request, _ writes: [Write],
+    private static func submit(_ ctx: Context, _ req: Request, _ writes: [Write], nameIndexes: Bool = false,
                                _ fields: @escaping (inout JSONWriter, CommitOutcome) -> Void) throws(HearthError) {
         let session = ctx.session
         let dispatcher = ctx.dispatcher
         let id = req.id
         var slot: ResponseQueue.Slot?
-        try ctx.engine.commit(writes) { [weak session] result in
+        try ctx.engine.commit(writes, nameIndexes: nameIndexes) { [weak session] result in
             guard let session, let slot else { return }
             let line: [UInt8]
             switch result {
