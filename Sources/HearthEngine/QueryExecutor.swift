@@ -25,15 +25,21 @@ extension Engine {
     /// Runs a validated query against durable state at `lastDurableSeq`: plans it, scans the index ranges
     /// (stopping early when the plan is exact), checks every fetched document against the whole query,
     /// sorts, and applies offset and limit (or limitToLast).
-    public func runQuery(_ query: ValidQuery) throws(HearthError) -> QueryResult {
-        try runQuery(query, rollback: [:])
+    /// With `needFields` false the caller promises not to read `ResultDocument.fields`: an exact
+    /// single-range plan then returns stored documents without decoding them (the ranges already enforce
+    /// every filter and cursor, and the index order is the query order).
+    public func runQuery(_ query: ValidQuery, needFields: Bool = true) throws(HearthError) -> QueryResult {
+        try runQuery(query, rollback: [:], needFields: needFields)
     }
 
     /// `runQuery` over durable state with some documents replaced: `rollback[path]` is the version to use
     /// instead of the stored one (nil: absent). Listeners use it to see the state as of an earlier seq.
-    func runQuery(_ query: ValidQuery, rollback: [DocumentPath: StoredDocument?]) throws(HearthError) -> QueryResult {
+    func runQuery(_ query: ValidQuery, rollback: [DocumentPath: StoredDocument?], needFields: Bool = true) throws(HearthError) -> QueryResult {
         let (q, reverseResults) = query.execution
         let plan = try QueryPlanner.plan(q, indexes: indexes)
+        if !needFields, rollback.isEmpty, plan.branches.count == 1, plan.branches[0].exact, plan.branches[0].ranges.count <= 1 {
+            return try runExact(plan, q, reverseResults: reverseResults)
+        }
         let need = q.limit.map { $0 + q.offset + rollback.count }
         var found: [DocumentPath: ResultDocument] = [:]
         var examined = 0
@@ -78,6 +84,29 @@ extension Engine {
         let result = reverseResults ? Array(window.reversed()) : Array(window)
         return QueryResult(documents: result, seq: lastDurableSeq,
                            stats: QueryStats(plan: plan, examined: examined, returned: result.count))
+    }
+
+    /// An exact single-range plan: the index yields exactly the results, in order; nothing to decode.
+    private func runExact(_ plan: QueryPlan, _ q: ValidQuery, reverseResults: Bool) throws(HearthError) -> QueryResult {
+        let branch = plan.branches[0]
+        var rows: [ResultDocument] = []
+        var examined = 0
+        if let range = branch.ranges.first {
+            let skip = q.offset
+            let want = q.limit.map { $0 + skip } ?? Int.max
+            var lower = range.lower, upper = range.upper
+            while rows.count < want {
+                let page = min(want - rows.count, 512)
+                let hits = try store.scanIndex(from: lower, to: upper, reverse: branch.reverse, limit: page)
+                examined += hits.count
+                for hit in hits { rows.append(ResultDocument(stored: hit.document, fields: MapValue())) }
+                guard hits.count == page, let last = hits.last else { break }
+                if branch.reverse { upper = last.key } else { lower = IndexKey.immediateSuccessor(last.key) }
+            }
+            rows.removeFirst(min(skip, rows.count))
+        }
+        if reverseResults { rows.reverse() }
+        return QueryResult(documents: rows, seq: lastDurableSeq, stats: QueryStats(plan: plan, examined: examined, returned: rows.count))
     }
 
     /// Computes aggregations over a query's results (after cursors, offset and limit).

@@ -24,6 +24,12 @@ enum QueryPlanner {
     private static func split(_ conjunct: [FieldFilter]) -> Parts {
         var p = Parts()
         for f in conjunct {
+            // `in`, `array-contains` and `array-contains-any` never match null or NaN operands, but the index
+            // holds such values: leave those to the post-filter.
+            if f.op == .in || f.op == .arrayContains || f.op == .arrayContainsAny {
+                let values = f.op == .arrayContains ? [f.value] : (f.value.arrayValue ?? [])
+                if values.contains(where: { $0 == .null || $0.isNaN }) { p.residual = true }
+            }
             if f.field.isDocumentID { p.nameFilters.append(f); continue }
             switch f.op {
             case .equal: p.equalities.append((f.field, [f.value]))

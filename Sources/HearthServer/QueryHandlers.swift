@@ -6,7 +6,7 @@ import HearthProtocol
 enum QueryHandlers {
     static func query(_ ctx: Context, _ req: Request) throws(HearthError) {
         let q = try QueryDecoding.decode(req.body, context: "query")
-        let result = try ctx.engine.runQuery(q)
+        let result = try ctx.engine.runQuery(q, needFields: q.select != nil)
         ctx.reply(req) { w in
             w.key("docs")
             w.beginArray()
@@ -68,7 +68,7 @@ enum QueryHandlers {
     static func explain(_ ctx: Context, _ req: Request) throws(HearthError) {
         let q = try QueryDecoding.decode(req.body, context: "explain")
         let started = ctx.server.loop.hrtimeNanos()
-        let r = try ctx.engine.runQuery(q)
+        let r = try ctx.engine.runQuery(q, needFields: q.select != nil)
         let micros = (ctx.server.loop.hrtimeNanos() - started) / 1000
         ctx.reply(req) { w in
             w.key("plan")

@@ -94,15 +94,13 @@ enum BenchPhase {
         while true {
             var deadline = progress.nextTick
             if sampler.startTime == nil { deadline = min(deadline, schedule.measureStart) }
-            else if sampler.endTime == nil && plan.requests == nil { deadline = min(deadline, schedule.measureEnd) }
             let allDone = finished.wait(untilNanos: deadline)
             let now = Clock.nanos()
             if sampler.startTime == nil && (now >= schedule.measureStart || allDone) { sampler.takeStart() }
-            if sampler.endTime == nil && plan.requests == nil && now >= schedule.measureEnd { sampler.takeEnd() }
             if allDone { break }
             progress.update(now: now, workers: workers)
         }
-        if sampler.endTime == nil { sampler.takeEnd() }
+        sampler.takeEnd()
         progress.clear()
         handles.forEach { $0.join() }
 
@@ -131,7 +129,8 @@ enum BenchPhase {
     }
 }
 
-/// The /proc readings at the start and end of the measured interval.
+/// The /proc readings at the start of measuring and when the phase has finished (after the last
+/// measured response).
 private final class Sampler {
     let pid: Int32?
     var startTime: UInt64?

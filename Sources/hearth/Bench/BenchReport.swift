@@ -37,7 +37,7 @@ struct BenchReport {
         if r.notFound > 0 { lines.append("  not found   \(NumberText.grouped(r.notFound)) gets found no document") }
         if let pid = serverPID {
             if let cpu = serverCPU, let end = main.serverEnd {
-                lines.append("  server      pid \(pid): \(NumberText.fixed(cpu.percent, 1))% CPU (\(NumberText.fixed(cpu.seconds, 2)) s in \(NumberText.fixed(main.sampledWall, 2)) s), RSS \(NumberText.mebibytes(end.rssBytes)) (peak \(NumberText.mebibytes(end.peakRSSBytes)))")
+                lines.append("  server      pid \(pid): \(NumberText.fixed(cpu.percent, 1))% CPU (\(NumberText.fixed(cpu.seconds, 2)) s in \(NumberText.fixed(main.sampledWall, 2)) s, \(perRequest(cpu.seconds)) µs per request), RSS \(NumberText.mebibytes(end.rssBytes)) (peak \(NumberText.mebibytes(end.peakRSSBytes)))")
             } else {
                 lines.append("  server      pid \(pid): /proc not readable")
             }
@@ -45,9 +45,14 @@ struct BenchReport {
             lines.append("  server      not found on this machine (pass --server-pid for CPU and RSS)")
         }
         if main.sampledWall > 0 {
-            lines.append("  client      \(NumberText.fixed(main.clientCPU / main.sampledWall * 100, 1))% CPU (\(NumberText.fixed(main.clientCPU, 2)) s)")
+            lines.append("  client      \(NumberText.fixed(main.clientCPU / main.sampledWall * 100, 1))% CPU (\(NumberText.fixed(main.clientCPU, 2)) s, \(perRequest(main.clientCPU)) µs per request)")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// CPU microseconds per measured request, one decimal.
+    private func perRequest(_ seconds: Double) -> String {
+        main.result.measured > 0 ? NumberText.fixed(seconds * 1e6 / Double(main.result.measured), 1) : "-"
     }
 
     private func latencyText(_ h: LatencyHistogram) -> String {
@@ -102,6 +107,7 @@ struct BenchReport {
             if let cpu = serverCPU, let end = main.serverEnd {
                 w.key("cpu_seconds"); w.double(rounded(cpu.seconds, 3))
                 w.key("cpu_percent"); w.double(rounded(cpu.percent, 1))
+                w.key("cpu_us_per_request"); w.double(r.measured > 0 ? rounded(cpu.seconds * 1e6 / Double(r.measured), 2) : 0)
                 w.key("rss_bytes"); w.int(Int64(end.rssBytes))
                 w.key("peak_rss_bytes"); w.int(Int64(end.peakRSSBytes))
             }
@@ -111,6 +117,7 @@ struct BenchReport {
         w.beginObject()
         w.key("cpu_seconds"); w.double(rounded(main.clientCPU, 3))
         w.key("cpu_percent"); w.double(main.sampledWall > 0 ? rounded(main.clientCPU / main.sampledWall * 100, 1) : 0)
+        w.key("cpu_us_per_request"); w.double(r.measured > 0 ? rounded(main.clientCPU * 1e6 / Double(r.measured), 2) : 0)
         w.endObject()
         w.endObject()
         return String(decoding: w.bytes, as: UTF8.self)

@@ -60,7 +60,7 @@ final class BenchWorker: @unchecked Sendable {
 
     private(set) var scenario: any BenchScenario = PingScenario()
     private(set) var measureStart: UInt64 = .max
-    private var measureEnd: UInt64 = 0
+    private(set) var measureEnd: UInt64 = 0
     private var drainDeadline: UInt64 = 0
     private(set) var isSending = false
     private var connections: [BenchConnection] = []
@@ -166,9 +166,10 @@ final class BenchWorker: @unchecked Sendable {
     }
 
     @inline(__always)
-    func completed(intended: UInt64, sentAt: UInt64, now: UInt64, kind: ResponseScanner.Kind, line: UnsafeRawBufferPointer) {
+    func completed(scheduled: UInt64, intended: UInt64, sentAt: UInt64, now: UInt64, kind: ResponseScanner.Kind,
+                   line: UnsafeRawBufferPointer) {
         result.completed += 1
-        if intended >= measureStart && intended < measureEnd {
+        if scheduled >= measureStart && scheduled < measureEnd {
             result.measured += 1
             result.latency.record(nanos: now &- intended)
             if options.rate != nil { result.service.record(nanos: now &- sentAt) }
@@ -216,10 +217,11 @@ final class BenchWorker: @unchecked Sendable {
 
     private func tick() {
         let now = Clock.nanos()
-        if isSending && now >= measureEnd { isSending = false }
+        // Fixed rate: requests scheduled before the end still go out (late, and measured as late).
+        if isSending && now >= measureEnd && connections.allSatisfy({ $0.scheduleExhausted }) { isSending = false }
         publish()
         if now >= drainDeadline {
-            result.unanswered += connections.reduce(0) { $0 + ($1.alive ? $1.inflight : 0) }
+            result.unanswered += connections.reduce(0) { $0 + ($1.alive ? $1.inflight + $1.unsentScheduled : 0) }
             finish()
         } else {
             connectionFinished()

@@ -44,3 +44,37 @@ enum OneShot {
         }
     }
 }
+
+/// `hearth listen`: subscribes, prints the response, then every pushed line as it arrives, until
+/// `--events` pushed lines were printed (forever by default; Ctrl-C ends it) or the connection closes.
+enum ListenCommand {
+    static func run(_ request: ClientRequest, _ args: ParsedArguments) throws -> Int32 {
+        let options = try ConnectionOptions(args)
+        let limit = try args.int("events", default: Int.max, min: 1)
+        let json = args.flag("json")
+        let client = try options.connect()
+        let start = Clock.nanos()
+        try client.send(line: request.line)
+        var answered = false
+        var events = 0
+        while events < limit {
+            let line = try client.readLine(timeout: answered ? 1e9 : options.timeout)
+            let response = ServerResponse(line: line)
+            if response.isPush {
+                Console.line(json ? response.text : ResponseRenderer.renderPush(response))
+                Console.flush()
+                events += 1
+                continue
+            }
+            guard !answered else { continue }
+            answered = true
+            if !response.ok {
+                Console.error(json ? response.text : ResponseRenderer.renderError(response))
+                return ExitCode.serverError
+            }
+            Console.line(json ? response.text : ResponseRenderer.render(response, for: request, elapsedNanos: Clock.nanos() - start))
+            Console.flush()
+        }
+        return ExitCode.ok
+    }
+}

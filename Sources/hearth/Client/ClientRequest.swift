@@ -77,6 +77,43 @@ enum RequestBuilder {
         return ClientRequest(op: "commit", line: build("commit", id: id) { w in w.key("writes"); w.raw(json) })
     }
 
+    /// `query` or `count` from the words form (see `QuerySyntax`).
+    static func query(_ op: String, _ args: inout ShortFormArguments, id: Int) throws(UsageError) -> ClientRequest {
+        var w = JSONWriter(capacity: 256)
+        w.beginObject()
+        w.key("op"); w.string(op)
+        w.key("id"); w.int(Int64(id))
+        try QuerySyntax.parse(&args, into: &w)
+        w.endObject()
+        return ClientRequest(op: op, line: w.bytes)
+    }
+
+    /// `listen` to a document (a path with an even number of segments) or to a query in the words form.
+    static func listen(_ args: inout ShortFormArguments, id: Int) throws(UsageError) -> ClientRequest {
+        guard let target = args.peekWord() else { throw UsageError("missing PATH or query") }
+        var w = JSONWriter(capacity: 256)
+        w.beginObject()
+        w.key("op"); w.string("listen")
+        w.key("id"); w.int(Int64(id))
+        if target.split(separator: "/").count % 2 == 0 {
+            _ = args.optionalWord()
+            try args.expectEnd()
+            w.key("path"); w.string(target)
+        } else {
+            w.key("query")
+            w.beginObject()
+            try QuerySyntax.parse(&args, into: &w)
+            w.endObject()
+        }
+        w.endObject()
+        return ClientRequest(op: "listen", line: w.bytes, paths: [target])
+    }
+
+    /// `unlisten` of a subscription ID.
+    static func unlisten(sub: String, id: Int) -> ClientRequest {
+        ClientRequest(op: "unlisten", line: build("unlisten", id: id) { w in w.key("sub"); w.string(sub) })
+    }
+
     /// An op with no fields (`ping`, `help`).
     static func bare(_ op: String, id: Int) -> ClientRequest {
         ClientRequest(op: op, line: build(op, id: id) { _ in })

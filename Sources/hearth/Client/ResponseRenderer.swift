@@ -26,6 +26,15 @@ enum ResponseRenderer {
         "add": { i in writeResult(i.root, verb: "added") },
         "commit": { i in commitResult(i.root) },
         "ping": { i in "pong: durable seq \(i.root["seq"].map(PrettyJSON.compact) ?? "?") (round trip \(NumberText.millis(micros: i.elapsedNanos / 1000)) ms)" },
+        "query": { i in
+            let docs = i.root["docs"].map { Array($0.elements) } ?? []
+            let seq = i.root["seq"].map(PrettyJSON.compact) ?? "?"
+            let footer = "(\(docs.count) document\(docs.count == 1 ? "" : "s") as of seq \(seq))"
+            return (docs.map { document($0, missingPath: nil) } + [footer]).joined(separator: "\n")
+        },
+        "count": { i in "count: \(i.root["count"].map(PrettyJSON.compact) ?? "?") (as of seq \(i.root["seq"].map(PrettyJSON.compact) ?? "?"))" },
+        "listen": { i in "listening to \(i.request.paths.first ?? "?"): subscription \(i.root["sub"].map { PrettyJSON.compact($0).trimmingQuotes } ?? "?")" },
+        "unlisten": { _ in "unlistened" },
         "help": { i in
             var text = "Daemon ops:\n"
             for op in i.root["ops"].map({ Array($0.elements) }) ?? [] {
@@ -48,16 +57,39 @@ enum ResponseRenderer {
         "error: \(response.errorCode): \(response.errorMessage)"
     }
 
-    /// A pushed line: its type, then its other fields.
+    /// A pushed line: `[sub S] snapshot seq N` then the document or each change (`added path {data}`),
+    /// `[sub S] error CODE: message`, or for other types the type and the remaining fields.
     static func renderPush(_ response: ServerResponse) -> String {
         guard let root = response.root else { return response.text }
         let type = root["type"]?.string ?? "push"
-        return "[\(type)] " + fields(root, skipping: ["type"])
+        let sub = root["sub"].map { "[sub \(PrettyJSON.compact($0).trimmingQuotes)] " } ?? ""
+        switch type {
+        case "snapshot":
+            let seq = root["seq"].map(PrettyJSON.compact) ?? "?"
+            var head = "\(sub)snapshot seq \(seq)"
+            if root["initial"]?.bool == true { head += " (initial)" }
+            if root["reset"]?.bool == true { head += " (reset)" }
+            if let doc = root["doc"] { return head + "\n" + document(doc, missingPath: nil) }
+            let changes = root["changes"].map { Array($0.elements) } ?? []
+            head += ", \(root["size"].map(PrettyJSON.compact) ?? "?") in view, \(changes.count) change\(changes.count == 1 ? "" : "s")"
+            for c in changes {
+                let kind = c["type"]?.string ?? "?"
+                let doc = c["doc"]
+                let data = doc?["data"].map(PrettyJSON.compact) ?? ""
+                head += "\n  \(kind) \(doc?["path"]?.string ?? "?") \(data)"
+            }
+            return head
+        case "error":
+            let code = root["error"]?["code"]?.string ?? "?"
+            return "\(sub)error \(code): \(root["error"]?["message"]?.string ?? "")"
+        default:
+            return "\(sub)\(type) " + fields(root, skipping: ["type", "sub"])
+        }
     }
 
     /// A document as `path  (created T, updated T)` and its data pretty-printed; `path: not found` for null.
     static func document(_ doc: JSONRef?, missingPath: String?) -> String {
-        guard let doc, doc.isObject else { return "\(missingPath ?? "document"): not found" }
+        guard let doc, doc.isObject else { return missingPath.map { "\($0): not found" } ?? "(no document)" }
         let path = doc["path"]?.string ?? "?"
         let created = doc["createTime"]?.string ?? "?"
         let updated = doc["updateTime"]?.string ?? "?"
@@ -94,5 +126,12 @@ enum ResponseRenderer {
             lines.append("  " + String(decoding: key, as: UTF8.self) + ": " + PrettyJSON.format(m.value, indent: 2))
         }
         return lines.isEmpty ? "ok" : "{\n" + lines.joined(separator: ",\n") + "\n}"
+    }
+}
+
+extension String {
+    /// The text without one pair of surrounding double quotes.
+    var trimmingQuotes: String {
+        count >= 2 && hasPrefix("\"") && hasSuffix("\"") ? String(dropFirst().dropLast()) : self
     }
 }

@@ -64,9 +64,9 @@ struct ShortForm: Sendable {
     let build: @Sendable (inout ShortFormArguments, Int) throws(UsageError) -> ShellAction
 }
 
-/// The shell's short forms, in help order. New ops slot in as entries here; `query` will parse
-/// `query customers where age >= 21 order by age desc limit 10` from the words, and `listen` will take a
-/// path or the same query syntax, with their pushed updates printed by `ResponseRenderer.renderPush`.
+/// The shell's short forms, in help order. New ops slot in as entries here (a name, a usage line and a
+/// builder from the words to a request); `query`, `count` and `listen` share `QuerySyntax`, and pushed
+/// snapshots are printed by `ResponseRenderer.renderPush`.
 enum ShortForms {
     static let all: [ShortForm] = [
         ShortForm(name: "get", usage: "get PATH [PATH...]", summary: "read documents") { a, id throws(UsageError) in
@@ -98,6 +98,20 @@ enum ShortForms {
         },
         ShortForm(name: "commit", usage: "commit [WRITE, ...]", summary: "apply a JSON array of writes atomically") { a, id throws(UsageError) in
             .send(try RequestBuilder.commit(writes: try a.json("JSON array of writes"), id: id))
+        },
+        ShortForm(name: "query", usage: "query " + QuerySyntax.usage, summary: "run a query") { a, id throws(UsageError) in
+            .send(try RequestBuilder.query("query", &a, id: id))
+        },
+        ShortForm(name: "count", usage: "count COLLECTION [where ...]", summary: "count a query's results") { a, id throws(UsageError) in
+            .send(try RequestBuilder.query("count", &a, id: id))
+        },
+        ShortForm(name: "listen", usage: "listen PATH | listen COLLECTION [where ...]", summary: "subscribe; snapshots are printed as they arrive") { a, id throws(UsageError) in
+            .send(try RequestBuilder.listen(&a, id: id))
+        },
+        ShortForm(name: "unlisten", usage: "unlisten SUB", summary: "end a subscription") { a, id throws(UsageError) in
+            let sub = try a.word("SUB")
+            try a.expectEnd()
+            return .send(RequestBuilder.unlisten(sub: sub, id: id))
         },
         ShortForm(name: "ping", usage: "ping", summary: "check the daemon answers") { a, id throws(UsageError) in
             try a.expectEnd()
@@ -133,6 +147,8 @@ enum ShortForms {
         var text = "Type a short form, or a raw JSON request starting with '{' (sent verbatim; add an \"id\" if you want one).\n\nShort forms:\n"
         for f in all where !f.usage.isEmpty { text += HelpFormat.row(f.usage, f.summary) }
         text += "\nExamples:\n  set customers/c1 {\"fullName\":\"Ada\",\"visits\":1}\n  update customers/c1 {\"visits\":{\"$increment\":1}}\n"
+        text += "  query calls where customerId == c1 order by callDate desc limit 10\n"
+        text += "  listen calls where customerId == c1\n"
         text += "  {\"op\":\"get\",\"path\":\"customers/c1\",\"id\":\"x\"}\n"
         text += "Pushed updates (lines with a \"type\") are printed as they arrive."
         return text
