@@ -86,7 +86,7 @@ package enum SQLiteSchema {
     static let readerPragmas = """
         PRAGMA cache_size = -32768;
         PRAGMA temp_store = MEMORY;
-        PRAGMA mmap_size = 0;
+        PRAGMA mmap_size = 8589934592;
         PRAGMA query_only = 1;
         """
 

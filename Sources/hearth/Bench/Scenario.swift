@@ -46,6 +46,8 @@ enum ScenarioTable {
                      loadsKeys: false) { o in SetScenario(o.documents) },
         ScenarioSpec(name: "mixed", summary: "--read-percent gets (default 80), the rest sets, over pre-loaded keys",
                      loadsKeys: true) { o in MixedScenario(o.documents, readPercent: o.readPercent) },
+        ScenarioSpec(name: "query", summary: "call records of a random customer (--keys customers) newest first, limit 20; load with clients/python/bench/call_records.py",
+                     loadsKeys: false) { o in QueryScenario(customers: o.keys) },
     ]
 
     static func find(_ name: String) -> ScenarioSpec? { all.first { $0.name == name } }
