@@ -115,13 +115,18 @@ final class Dispatcher {
         writer.beginObject()
         if let id { writer.key("id"); writer.raw(id) }
         writer.key("ok"); writer.bool(false)
+        writeErrorField(error)
+        writer.endObject()
+        writer.newline()
+    }
+
+    /// `"error":{"code":...,"message":...}`, as responses and pushed error lines carry it.
+    func writeErrorField(_ error: HearthError) {
         writer.key("error")
         writer.beginObject()
         writer.key("code"); writer.string(error.code.rawValue)
         writer.key("message"); writer.string(error.message)
         writer.endObject()
-        writer.endObject()
-        writer.newline()
     }
 }
 

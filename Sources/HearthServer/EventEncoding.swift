@@ -33,11 +33,7 @@ extension Dispatcher {
             writer.key("doc"); DocumentJSON.write(doc, into: &writer)
         case .error(let e):
             writer.key("type"); writer.string("error")
-            writer.key("error")
-            writer.beginObject()
-            writer.key("code"); writer.string(e.code.rawValue)
-            writer.key("message"); writer.string(e.message)
-            writer.endObject()
+            writeErrorField(e)
         }
         writer.endObject()
         writer.newline()

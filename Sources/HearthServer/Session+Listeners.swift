@@ -64,8 +64,10 @@ extension Session: ListenerSink {
         }
     }
 
+    func coalescing() { startSlowDeadline() }
+
     private func startSlowDeadline() {
-        guard slowDeadline == nil else { return }
+        guard slowDeadline == nil, !closingSlow else { return }
         slowDeadline = server.loop.timer(after: server.config.slowSubscriberTimeoutMs) { [weak self] in
             guard let self, !self.closed else { return }
             self.slowDeadline = nil
@@ -74,6 +76,8 @@ extension Session: ListenerSink {
             let e = HearthError(.resourceExhausted,
                                 "subscriber did not drain its output within \(self.server.config.slowSubscriberTimeoutMs) ms; closing")
             self.server.logger.info("closing slow subscriber \(self.conn.peer): \(self.conn.pendingOutputBytes) bytes unsent")
+            self.closingSlow = true
+            self.endSubscriptions()
             self.conn.send(self.server.dispatcher.eventLine(.error(e), sub: nil))
             self.close()
         }

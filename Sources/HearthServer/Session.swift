@@ -37,6 +37,8 @@ final class Session {
     var sentSinceTick = false
     /// Set while listeners are coalescing because the subscriber is over its output budget.
     var slowDeadline: LoopTimer?
+    /// The subscriber missed its drain deadline: its final error line is queued and the connection closing.
+    var closingSlow = false
 
     init(conn: TCPConnection, server: Server) {
         self.conn = conn

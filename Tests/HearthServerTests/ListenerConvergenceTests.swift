@@ -108,13 +108,17 @@ struct AppliedView {
         let slow = try WireClient(port: daemon.port, receiveBuffer: 4096)
         try slow.send(#"{"op":"listen","query":{"collection":"big"}}"#)
         let pad = String(repeating: "p", count: 20_000)
-        for i in 0..<1000 {
+        // Write until the daemon gives up on the subscriber, then read what it was sent.
+        var i = 0
+        while !daemon.log.contains("closing slow subscriber") && i < 5000 {
             try w.send(#"{"op":"set","path":"big/x","data":{"n":\#(i),"pad":"\#(pad)"}}"#)
             _ = try w.readLine()
+            i += 1
         }
-        Thread.sleep(forTimeInterval: 1.5)
+        #expect(daemon.log.contains("closing slow subscriber"))
         var last: [String: Any] = [:]
         while let o = try? slow.readObject(timeout: 5) { last = o }
+        #expect(slow.isClosedByPeer(timeout: 1))
         #expect(last["type"] as? String == "error")
         #expect(((last["error"] as? [String: Any])?["code"] as? String) == "RESOURCE_EXHAUSTED")
         #expect(try w.request(#"{"op":"ping"}"#).isOK)   // other clients carry on

@@ -7,6 +7,9 @@ public protocol ListenerSink: AnyObject {
     /// until the sink calls `ListenerHub.drained(_:)`.
     var canAcceptEvents: Bool { get }
     func deliver(_ event: ListenerEvent, for listener: Listener)
+    /// A listener's changes are being held back (the subscriber is over budget): the sink starts its
+    /// drain deadline if it has none running.
+    func coalescing()
 }
 
 /// What a listener sends.

@@ -189,7 +189,11 @@ public final class ListenerHub {
     /// `changes`, when known, are the changes from `sent` to `current` (the common case: nothing pending).
     private func emit(_ l: Listener, changes: [ViewChange]? = nil) {
         guard let sink = l.sink else { return }
-        if l.dirty || !sink.canAcceptEvents { l.dirty = true; return }
+        if l.dirty || !sink.canAcceptEvents {
+            l.dirty = true
+            sink.coalescing()
+            return
+        }
         if let changes {
             sink.deliver(.query(seq: l.seq, initial: false, reset: false, size: l.current.count, changes: changes), for: l)
         } else {
