@@ -11,6 +11,10 @@ final class Dispatcher {
 
     let parser = JSONParser()
     var writer = JSONWriter()
+    /// The last shared change set encoded (see `ListenerHub.sharedDeliveryKey`): its key and the bytes after
+    /// `{"sub":"…",`.
+    var eventCacheKey: UInt64?
+    var eventCacheBody: [UInt8] = []
     let commands: [String: Command]
 
     init() {

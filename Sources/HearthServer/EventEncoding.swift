@@ -4,10 +4,21 @@ import HearthProtocol
 
 extension Dispatcher {
     /// A pushed line: `{"sub":S,"type":"snapshot",...}` or `{"sub":S,"type":"error","error":{...}}`.
-    func eventLine(_ event: ListenerEvent, sub: String?) -> [UInt8] {
+    func eventLine(_ event: ListenerEvent, sub: String?, shareKey: UInt64? = nil) -> [UInt8] {
+        if let shareKey, shareKey == eventCacheKey, let sub {
+            // The same change set for another listener: only the subscription id differs.
+            writer.reset()
+            writer.beginObject()
+            writer.key("sub"); writer.string(sub)
+            var line = writer.bytes          // {"sub":"…"
+            line.append(44)                  // ,
+            line.append(contentsOf: eventCacheBody)
+            return line
+        }
         writer.reset()
         writer.beginObject()
         if let sub { writer.key("sub"); writer.string(sub) }
+        let bodyStart = writer.count
         switch event {
         case .query(let seq, let initial, let reset, let size, let changes):
             writer.key("type"); writer.string("snapshot")
@@ -37,6 +48,11 @@ extension Dispatcher {
         }
         writer.endObject()
         writer.newline()
-        return writer.bytes
+        let line = writer.bytes
+        if let shareKey, sub != nil {
+            eventCacheKey = shareKey
+            eventCacheBody = Array(line[(bodyStart + 1)...])   // after the comma that follows "sub"
+        }
+        return line
     }
 }

@@ -14,7 +14,7 @@ extension Session: ListenerSink {
         guard !closed else { return }
         if heldEvents != nil { heldEvents!.append(event); return }
         if case .error = event { subscriptions[listener.tag] = nil }
-        let line = server.dispatcher.eventLine(event, sub: listener.tag)
+        let line = server.dispatcher.eventLine(event, sub: listener.tag, shareKey: server.engine.listeners.sharedDeliveryKey)
         sentSinceTick = true
         conn.send(line)
         if !canAcceptEvents { startSlowDeadline() }

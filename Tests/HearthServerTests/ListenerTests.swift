@@ -129,6 +129,23 @@ import Testing
         #expect(sub == "1")   // the failed listens created no subscription
     }
 
+    /// Identical queries share one result: both subscribers see the same snapshots, and removing one
+    /// leaves the other intact.
+    @Test func identicalQueriesShareWorkButNotFate() throws {
+        let d = try daemon.connect()
+        let (subA, _) = try listen(c, #""query":{"collection":"shared","orderBy":["v"]}"#)
+        let (subB, _) = try listen(d, #""query":{"collection":"shared","orderBy":["v"]}"#)
+        try write(#"{"op":"set","path":"shared/x","data":{"v":1}}"#)
+        #expect(changes(try nextEvent(c, sub: subA)) == ["added x -1 0"])
+        #expect(changes(try nextEvent(d, sub: subB)) == ["added x -1 0"])
+        #expect(try c.request(#"{"op":"unlisten","sub":"\#(subA)"}"#).isOK)
+        try write(#"{"op":"set","path":"shared/y","data":{"v":0}}"#)
+        #expect(changes(try nextEvent(d, sub: subB)) == ["added y -1 0"])
+        let (subC, late) = try listen(c, #""query":{"collection":"shared","orderBy":["v"]}"#)
+        _ = subC
+        #expect(changes(late) == ["added y -1 0", "added x -1 1"])
+    }
+
     @Test func heartbeatsWhenIdle() throws {
         #expect(try c.request(#"{"op":"hello","heartbeatMs":50}"#).isOK)
         let hb = try c.readObject(timeout: 5)

@@ -35,7 +35,9 @@ public final class Listener {
     weak var sink: ListenerSink?
     /// The commit the current result reflects.
     public internal(set) var seq: UInt64
-    var current: [ResultDocument] = []
+    /// The query result, shared by every listener with an equal query (computed once per commit).
+    var view: SharedView?
+    var current: [ResultDocument] { view?.rows ?? [] }
     var sent: [ResultDocument] = []
     var currentDocument: StoredDocument?
     var sentDocument: StoredDocument?
@@ -60,6 +62,21 @@ public final class Listener {
 
     /// Number of documents the subscriber will hold once it has every pending change.
     public var size: Int { current.count }
+}
+
+/// A query result shared by every listener whose query is equal: a commit is applied to it once and its
+/// changes are sent to each of them ("identical queries share work").
+final class SharedView {
+    let query: ValidQuery
+    var rows: [ResultDocument]
+    var seq: UInt64
+    var members: [Listener] = []
+
+    init(query: ValidQuery, rows: [ResultDocument], seq: UInt64) {
+        self.query = query
+        self.rows = rows
+        self.seq = seq
+    }
 }
 
 /// The key a listener is registered under in the hub's matching index.

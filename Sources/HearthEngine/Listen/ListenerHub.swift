@@ -13,6 +13,14 @@ public final class ListenerHub {
     private var index: [ListenerIndexKey: Set<Int>] = [:]
     /// For each collection path, the fields some equality-indexed listener filters on.
     private var equalityFields: [String: [FieldPath: Int]] = [:]
+    /// Shared query results, by target collection (or group) ID, for finding an equal query.
+    private var views: [String: [SharedView]] = [:]
+
+    /// While a change set shared by several listeners (one view, one commit) is being delivered, a key
+    /// unique to it: sinks may encode it once and reuse the bytes for every listener. Nil otherwise.
+    public private(set) var sharedDeliveryKey: UInt64?
+    private var shareCounter: UInt64 = 0
+    private var shareKeys: [ObjectIdentifier: UInt64] = [:]
 
     /// The most commits a resume replays before falling back to a reset.
     public var maxResumeCommits = 100_000
@@ -37,7 +45,15 @@ public final class ListenerHub {
             sink.deliver(.document(seq: seq, initial: resumeAfter == nil, document: l.currentDocument), for: l)
         case .query(let q):
             if q.offset > 0 { throw .invalid("listen: offset is not supported by listeners (use cursors)") }
-            l.current = try engine.runQuery(q).documents
+            let bucket = Self.viewBucket(q)
+            if let shared = views[bucket]?.first(where: { $0.query == q }) {
+                l.view = shared
+            } else {
+                let shared = SharedView(query: q, rows: try engine.runQuery(q).documents, seq: seq)
+                views[bucket, default: []].append(shared)
+                l.view = shared
+            }
+            l.view!.members.append(l)
             var first: ListenerEvent = .query(seq: seq, initial: true, reset: false, size: l.current.count,
                                               changes: QueryView.changes(from: [], to: l.current, query: q))
             if let n = resumeAfter {
@@ -67,8 +83,21 @@ public final class ListenerHub {
                       changes: QueryView.changes(from: then, to: l.current, query: q))
     }
 
+    static func viewBucket(_ q: ValidQuery) -> String {
+        switch q.target {
+        case .collection(let c): return c.description
+        case .collectionGroup(let id, _): return "*" + id
+        }
+    }
+
     public func remove(_ l: Listener) {
-        guard listeners.removeValue(forKey: l.id) != nil, let key = l.indexKey else { return }
+        guard listeners.removeValue(forKey: l.id) != nil else { return }
+        if let v = l.view {
+            v.members.removeAll { $0 === l }
+            if v.members.isEmpty { views[Self.viewBucket(v.query)]?.removeAll { $0 === v } }
+            l.view = nil
+        }
+        guard let key = l.indexKey else { return }
         index[key]?.remove(l.id)
         if index[key]?.isEmpty == true { index[key] = nil }
         if case .equality(let c, let f, _) = key {
@@ -105,19 +134,35 @@ public final class ListenerHub {
     /// that changes a listener's result.
     func publish(_ records: [CommitRecord]) {
         guard !listeners.isEmpty else { return }
+        defer { shareKeys.removeAll(keepingCapacity: true) }
         for (i, record) in records.enumerated() where !record.mutations.isEmpty {
             let affected = self.affected(by: record)
             guard !affected.isEmpty else { continue }
             var rollback: [DocumentPath: StoredDocument?]?
             var decoded: [DecodedMutation]?
+            var applied: [ObjectIdentifier: [ViewChange]] = [:]
             for id in affected.sorted() {
                 guard let l = listeners[id], l.seq < record.seq else { continue }
+                if let v = l.view, let changes = applied[ObjectIdentifier(v)] {
+                    l.seq = record.seq
+                    if !changes.isEmpty { emit(l, changes: changes, shareKey: shareKeys[ObjectIdentifier(v)]) }
+                    continue
+                }
                 if l.isWindowed && rollback == nil { rollback = Self.stateBefore(records[(i + 1)...]) }
                 do {
                     if decoded == nil, case .query = l.target, !l.isWindowed { decoded = try decode(record) }
-                    try apply(record, to: l, rollback: rollback ?? [:], decoded: decoded ?? [])
+                    if let v = l.view {
+                        let changes = try apply(record, to: v, rollback: rollback ?? [:], decoded: decoded ?? [])
+                        applied[ObjectIdentifier(v)] = changes
+                        shareCounter += 1
+                        shareKeys[ObjectIdentifier(v)] = shareCounter
+                        l.seq = record.seq
+                        if !changes.isEmpty { emit(l, changes: changes, shareKey: shareCounter) }
+                    } else {
+                        try apply(record, to: l)
+                    }
                 } catch {
-                    fail(l, error)
+                    if let v = l.view { for m in v.members { fail(m, error) } } else { fail(l, error) }
                 }
             }
         }
@@ -161,33 +206,35 @@ public final class ListenerHub {
         return out
     }
 
-    private func apply(_ record: CommitRecord, to l: Listener, rollback: [DocumentPath: StoredDocument?],
-                       decoded: [DecodedMutation]) throws(HearthError) {
-        switch l.target {
-        case .document(let path):
-            guard let m = record.mutations.first(where: { $0.path == path }) else { l.seq = record.seq; return }
-            l.currentDocument = m.after
-            l.seq = record.seq
-            emit(l)
-        case .query(let q):
-            // Keep what the subscriber was last sent only while it is falling behind (coalescing).
-            if !l.dirty && !(l.sink?.canAcceptEvents ?? false) { l.sent = l.current }
-            let changed: [ViewChange]
-            if l.isWindowed {
-                let rows = try engine.runQuery(q, rollback: rollback).documents
-                changed = QueryView.changes(from: l.current, to: rows, query: q)
-                l.current = rows
-            } else {
-                changed = IncrementalView.apply(decoded, to: &l.current, query: q)
-            }
-            l.seq = record.seq
-            if !changed.isEmpty { emit(l, changes: changed) }
+    /// A document listener.
+    private func apply(_ record: CommitRecord, to l: Listener) throws(HearthError) {
+        guard case .document(let path) = l.target else { return }
+        guard let m = record.mutations.first(where: { $0.path == path }) else { l.seq = record.seq; return }
+        l.currentDocument = m.after
+        l.seq = record.seq
+        emit(l)
+    }
+
+    /// A shared query view: applied once; members falling behind keep what they were last sent.
+    private func apply(_ record: CommitRecord, to v: SharedView, rollback: [DocumentPath: StoredDocument?],
+                       decoded: [DecodedMutation]) throws(HearthError) -> [ViewChange] {
+        for m in v.members where !m.dirty && !(m.sink?.canAcceptEvents ?? false) { m.sent = v.rows }
+        let q = v.query
+        let changed: [ViewChange]
+        if q.limit != nil || q.limitToLast != nil {
+            let rows = try engine.runQuery(q, rollback: rollback).documents
+            changed = QueryView.changes(from: v.rows, to: rows, query: q)
+            v.rows = rows
+        } else {
+            changed = IncrementalView.apply(decoded, to: &v.rows, query: q)
         }
+        v.seq = record.seq
+        return changed
     }
 
     /// Sends the listener's pending changes now, or marks it dirty while its subscriber is over budget.
     /// `changes`, when known, are the changes from `sent` to `current` (the common case: nothing pending).
-    private func emit(_ l: Listener, changes: [ViewChange]? = nil) {
+    private func emit(_ l: Listener, changes: [ViewChange]? = nil, shareKey: UInt64? = nil) {
         guard let sink = l.sink else { return }
         if l.dirty || !sink.canAcceptEvents {
             l.dirty = true
@@ -195,7 +242,9 @@ public final class ListenerHub {
             return
         }
         if let changes {
+            sharedDeliveryKey = shareKey
             sink.deliver(.query(seq: l.seq, initial: false, reset: false, size: l.current.count, changes: changes), for: l)
+            sharedDeliveryKey = nil
         } else {
             send(l, to: sink)
         }

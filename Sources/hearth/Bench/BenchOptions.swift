@@ -23,6 +23,12 @@ struct BenchOptions: Sendable {
     var seed: UInt64 = 1
     /// How long to wait for in-flight responses after sending stops.
     var drainSeconds = 5.0
+    /// listen: subscriber connections, each with one listener.
+    var listeners = 1000
+    /// listen: run the same fan-out against Redis pub/sub on this port.
+    var redisPort: Int?
+    /// listen: idle listeners only, held for --duration (memory per listener connection).
+    var idle = false
 
     var documents: BenchDocuments { BenchDocuments(collection: collection, keys: keys, docSize: docSize) }
 
@@ -58,6 +64,9 @@ struct BenchOptions: Sendable {
         .value("server-pid", "pid", "The daemon's PID for CPU/RSS figures (default: found by its listening port)."),
         .flag("allow-remote", "Allow a non-loopback --host."),
         .flag("json", "Print one JSON object with the results."),
+        .value("listeners", "n", "listen: subscriber connections, one listener each (default: 1000)."),
+        .value("redis-port", "port", "listen: run the same fan-out against Redis pub/sub on this loopback port."),
+        .flag("idle", "listen: only open idle listeners and hold them for --duration (memory per listener)."),
     ] + OptionSpec.connection.filter { $0.name != "timeout" }
 
     init(_ args: ParsedArguments) throws(UsageError) {
@@ -87,6 +96,9 @@ struct BenchOptions: Sendable {
         json = args.flag("json")
         skipLoad = args.flag("no-load")
         allowRemote = args.flag("allow-remote")
+        listeners = try args.int("listeners", default: 1000, min: 1, max: 100_000)
+        if args.string("redis-port") != nil { redisPort = try args.int("redis-port", default: 6379, min: 1, max: 65535) }
+        idle = args.flag("idle")
         if !allowRemote && !BenchOptions.isLoopback(host) {
             throw UsageError("--host \(host) is not a loopback address; pass --allow-remote to load a remote daemon.")
         }

@@ -46,6 +46,8 @@ enum ScenarioTable {
                      loadsKeys: false) { o in SetScenario(o.documents) },
         ScenarioSpec(name: "mixed", summary: "--read-percent gets (default 80), the rest sets, over pre-loaded keys",
                      loadsKeys: true) { o in MixedScenario(o.documents, readPercent: o.readPercent) },
+        ScenarioSpec(name: "listen", summary: "fan-out: --listeners subscribers, --connections writers x --pipeline; deliveries/s and commit-to-delivery latency (--redis-port for Redis pub/sub, --idle for memory per listener)",
+                     loadsKeys: false) { _ in PingScenario() },
         ScenarioSpec(name: "query", summary: "call records of a random customer (--keys customers) newest first, limit 20; load with clients/python/bench/call_records.py",
                      loadsKeys: false) { o in QueryScenario(customers: o.keys) },
     ]

@@ -1,0 +1,206 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import HearthLoop
+import HearthModel
+
+/// `hearth bench listen`: fan-out. `--listeners` subscriber connections each hold one query listener that
+/// matches every written document; `--connections` writers keep `--pipeline` sets in flight; the report gives
+/// deliveries/s and the commit-to-delivery latency (the document's updateTime, which is the commit time, to
+/// the wall-clock time the pushed line is read). With `--redis-port P` the same shape runs against Redis
+/// pub/sub (SUBSCRIBE on every subscriber, PUBLISH from the writers; latency from the publish's send time).
+/// With `--idle`, the subscribers are idle listeners on a collection nobody writes, held for `--duration`
+/// while the daemon's memory per listener connection is reported (run a write bench beside it).
+final class ListenBench {
+    let o: BenchOptions
+    let loop: EventLoop
+    var subscribers: [TCPConnection] = []
+    var writers: [TCPConnection] = []
+    var ready = 0
+    var deliveries = 0
+    var writes = 0
+    var latency = LatencyHistogram()
+    var measuring = false
+    var stopped = false
+    var counter: UInt64 = 0
+    var buffers: [ObjectIdentifier: [UInt8]] = [:]
+    var redisState: [ObjectIdentifier: Int] = [:]
+    var gotInitial: Set<ObjectIdentifier> = []
+    static let updateTimeKey = Array(#""updateTime":""#.utf8)
+
+    init(_ o: BenchOptions) throws {
+        self.o = o
+        loop = try EventLoop()
+    }
+
+    static func run(_ o: BenchOptions) throws -> Int32 {
+        let b = try ListenBench(o)
+        return try b.execute()
+    }
+
+    private var redis: Bool { o.redisPort != nil }
+    private var port: Int { o.redisPort ?? o.port }
+
+    func execute() throws -> Int32 {
+        let serverPID = o.serverPID ?? ProcStats.listeningPID(port: port)
+        let before = serverPID.flatMap { ProcStats.sample(pid: $0) }
+        var failure: String?
+        for _ in 0..<o.listeners {
+            loop.connect(host: o.host, port: port) { [unowned self] r in
+                switch r {
+                case .failure(let e): failure = "\(e)"; self.loop.stop()
+                case .success(let c): self.subscribed(c)
+                }
+            }
+        }
+        // Until every subscriber has its listener (or subscription) confirmed.
+        let deadline = loop.timer(after: 60_000) { [unowned self] in failure = failure ?? "subscribing timed out"; self.loop.stop() }
+        while failure == nil && ready < o.listeners { _ = loop.runOnce(nowait: false) }
+        deadline.cancel()
+        if let failure { Console.error("error: \(failure)"); return ExitCode.connection }
+        let subscribed = serverPID.flatMap { ProcStats.sample(pid: $0) }
+        var cpuStart = subscribed?.cpuSeconds ?? 0
+
+        if o.idle {
+            let perConn = Double((subscribed?.rssBytes ?? 0) - (before?.rssBytes ?? 0)) / Double(max(1, o.listeners))
+            Console.line("idle: \(o.listeners) listener connections; daemon RSS \(mib(before?.rssBytes)) -> \(mib(subscribed?.rssBytes)) MiB, \(Int(perConn)) bytes per listener connection; holding for \(o.duration) s")
+            _ = loop.timer(after: UInt64(o.duration * 1000)) { [unowned self] in self.finish() }
+            loop.run()
+            return ExitCode.ok
+        }
+
+        for _ in 0..<o.connections {
+            loop.connect(host: o.host, port: port) { [unowned self] r in
+                guard case .success(let c) = r else { failure = "writer could not connect"; self.loop.stop(); return }
+                self.writers.append(c)
+                c.onRead = { [unowned self] bytes in self.writerRead(c, bytes) }
+                c.startReading()
+                for _ in 0..<self.o.pipeline { self.write(on: c) }
+            }
+        }
+        _ = loop.timer(after: UInt64(o.warmup * 1000)) { [unowned self] in
+            self.measuring = true
+            self.deliveries = 0
+            self.writes = 0
+            cpuStart = serverPID.flatMap { ProcStats.sample(pid: $0) }?.cpuSeconds ?? 0
+        }
+        _ = loop.timer(after: UInt64((o.warmup + o.duration) * 1000)) { [unowned self] in self.finish() }
+        loop.run()
+        let after = serverPID.flatMap { ProcStats.sample(pid: $0) }
+        let cpu = (after?.cpuSeconds ?? 0) - cpuStart
+        let us = { (p: Double) in NumberText.fixed(Double(self.latency.percentile(p)) / 1000, 3) }
+        let text = """
+        hearth bench listen  \(redis ? "redis pub/sub" : "hearthd") 127.0.0.1:\(port)  \(o.listeners) subscribers, \(o.connections) writer(s) x \(o.pipeline) in flight
+          writes      \(NumberText.grouped(writes)) in \(o.duration) s = \(NumberText.grouped(Int(Double(writes) / o.duration))) /s
+          deliveries  \(NumberText.grouped(deliveries)) = \(NumberText.grouped(Int(Double(deliveries) / o.duration))) /s
+          delivery    p50 \(us(0.5))  p90 \(us(0.9))  p99 \(us(0.99))  max \(us(1.0)) ms (\(redis ? "publish sent" : "commit") -> received)
+          server      \(serverPID.map { "pid \($0): \(NumberText.fixed(cpu / o.duration * 100, 1))% CPU, RSS \(mib(after?.rssBytes)) MiB" } ?? "not found")
+        """
+        Console.line(text)
+        return ExitCode.ok
+    }
+
+    private func mib(_ b: Int?) -> String { NumberText.fixed(Double(b ?? 0) / 1_048_576, 1) }
+
+    private func finish() {
+        stopped = true
+        for c in subscribers + writers { c.abort() }
+        loop.stop()
+    }
+
+    private func subscribed(_ c: TCPConnection) {
+        subscribers.append(c)
+        let id = ObjectIdentifier(c)
+        c.onRead = { [unowned self] bytes in self.subscriberRead(c, id, bytes) }
+        c.startReading()
+        if redis {
+            c.send("SUBSCRIBE \(o.collection)\r\n")
+        } else if o.idle {
+            c.send(#"{"op":"listen","query":{"collection":"\#(o.collection)_idle","where":[["customerId","==","idle-\#(subscribers.count)"]]}}"# + "\n")
+        } else {
+            c.send(#"{"op":"listen","query":{"collection":"\#(o.collection)","where":[["topic","==","fanout"]]}}"# + "\n")
+        }
+    }
+
+    private func write(on c: TCPConnection) {
+        guard !stopped else { return }
+        counter += 1
+        if redis {
+            let payload = String(loop.hrtimeNanos())
+            c.send("*3\r\n$7\r\nPUBLISH\r\n$\(o.collection.utf8.count)\r\n\(o.collection)\r\n$\(payload.utf8.count)\r\n\(payload)\r\n")
+        } else {
+            c.send(#"{"op":"set","path":"\#(o.collection)/d\#(counter % 100)","data":{"topic":"fanout","n":\#(counter)}}"# + "\n")
+        }
+    }
+
+    private func writerRead(_ c: TCPConnection, _ bytes: UnsafeRawBufferPointer) {
+        // One reply per write (a JSON line, or a RESP integer line for PUBLISH).
+        let n = bytes.reduce(0) { $1 == 10 ? $0 + 1 : $0 }
+        if measuring { writes += n }
+        for _ in 0..<n { write(on: c) }
+    }
+
+    private func subscriberRead(_ c: TCPConnection, _ id: ObjectIdentifier, _ bytes: UnsafeRawBufferPointer) {
+        let nowNanos = loop.hrtimeNanos()
+        var pending = buffers.removeValue(forKey: id) ?? []
+        var start = 0
+        func scan(_ body: UnsafeRawBufferPointer) -> Int {
+            var lineStart = 0
+            for i in 0..<body.count where body[i] == 10 {
+                let line = UnsafeRawBufferPointer(rebasing: body[lineStart..<i])
+                if redis { redisLine(id, line, nowNanos) } else { hearthLine(id, line) }
+                lineStart = i + 1
+            }
+            return lineStart
+        }
+        if pending.isEmpty {
+            start = scan(bytes)
+            if start < bytes.count { buffers[id] = Array(bytes[start...]) }
+        } else {
+            pending.append(contentsOf: bytes)
+            start = pending.withUnsafeBytes { scan($0) }
+            if start < pending.count { buffers[id] = Array(pending[start...]) }
+        }
+    }
+
+    /// A pushed snapshot line: the first per subscriber is its initial snapshot; later ones are deliveries
+    /// whose document's updateTime (the commit time) gives the latency.
+    private func hearthLine(_ id: ObjectIdentifier, _ line: UnsafeRawBufferPointer) {
+        guard line.count > 6, line[2] == UInt8(ascii: "s"), line[3] == UInt8(ascii: "u") else { return }   // {"sub"...
+        if !gotInitial.contains(id) { gotInitial.insert(id); ready += 1; return }
+        guard measuring else { return }
+        deliveries += 1
+        let key = ListenBench.updateTimeKey
+        var i = 0
+        let end = line.count - key.count - 27
+        while i < end {
+            if line[i] == key[0] && line[i + 1] == key[1] && line[i + 2] == key[2] && line[i + 3] == key[3]
+                && line[i + 12] == key[12] && line[i + 13] == key[13] {
+                if let t = Timestamp.parse(bytes: UnsafeRawBufferPointer(rebasing: line[(i + key.count)..<(i + key.count + 27)])) {
+                    var ts = timespec()
+                    clock_gettime(CLOCK_REALTIME, &ts)
+                    let now = Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
+                    latency.record(micros: UInt64(max(0, now - t.micros)))
+                }
+                return
+            }
+            i += 1
+        }
+    }
+
+    /// RESP pushes: `*3 $9 subscribe $N chan :1` confirms; `*3 $7 message $N chan $M payload` delivers.
+    private func redisLine(_ id: ObjectIdentifier, _ line: UnsafeRawBufferPointer, _ now: UInt64) {
+        let text = String(decoding: line.count > 0 && line[line.count - 1] == 13 ? UnsafeRawBufferPointer(rebasing: line[0..<(line.count - 1)]) : line, as: UTF8.self)
+        var state = redisState[id] ?? 0
+        if text == "subscribe" { ready += 1 }
+        if text == "message" { state = 1 } else if state > 0 { state += 1 }
+        if state == 5 {
+            state = 0
+            if measuring, let sent = UInt64(text) {
+                deliveries += 1
+                latency.record(nanos: now >= sent ? now - sent : 0)
+            }
+        }
+        redisState[id] = state
+    }
+}
