@@ -48,6 +48,7 @@ extension Session: ListenerSink {
     func endSubscriptions() {
         for l in subscriptions.values { server.engine.listeners.remove(l) }
         subscriptions.removeAll()
+        server.engine.listeners.forget(self)
         heartbeatTimer?.cancel()
         heartbeatTimer = nil
         slowDeadline?.cancel()
@@ -57,8 +58,8 @@ extension Session: ListenerSink {
     /// Output fell to zero: send each coalesced listener its net changes.
     func drainedListeners() {
         guard !subscriptions.isEmpty else { return }
-        server.engine.listeners.drained(self, listeners: Array(subscriptions.values))
-        if server.engine.listeners.isCaughtUp(Array(subscriptions.values)) {
+        server.engine.listeners.drained(self)
+        if server.engine.listeners.isCaughtUp(self) {
             slowDeadline?.cancel()
             slowDeadline = nil
         }
@@ -72,7 +73,7 @@ extension Session: ListenerSink {
             guard let self, !self.closed else { return }
             self.slowDeadline = nil
             if self.conn.pendingOutputBytes <= self.server.config.subscriberBudget
-                && self.server.engine.listeners.isCaughtUp(Array(self.subscriptions.values)) { return }
+                && self.server.engine.listeners.isCaughtUp(self) { return }
             let e = HearthError(.resourceExhausted,
                                 "subscriber did not drain its output within \(self.server.config.slowSubscriberTimeoutMs) ms; closing")
             self.server.logger.info("closing slow subscriber \(self.conn.peer): \(self.conn.pendingOutputBytes) bytes unsent")
@@ -95,7 +96,7 @@ extension Session: ListenerSink {
     private func heartbeatTick() {
         guard !closed else { return }
         defer { sentSinceTick = false }
-        guard !sentSinceTick, !responses.hasOutstanding, server.engine.listeners.isCaughtUp(Array(subscriptions.values)) else { return }
+        guard !sentSinceTick, !responses.hasOutstanding, server.engine.listeners.isCaughtUp(self) else { return }
         var w = JSONWriter(capacity: 64)
         w.beginObject()
         w.key("type"); w.string("heartbeat")

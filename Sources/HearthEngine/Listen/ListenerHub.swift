@@ -13,14 +13,16 @@ public final class ListenerHub {
     private var index: [ListenerIndexKey: Set<Int>] = [:]
     /// For each collection path, the fields some equality-indexed listener filters on.
     private var equalityFields: [String: [FieldPath: Int]] = [:]
-    /// Shared query results, by target collection (or group) ID, for finding an equal query.
-    private var views: [String: [SharedView]] = [:]
+    /// Shared query results, by query.
+    private var views: [ValidQuery: SharedView] = [:]
 
     /// While a change set shared by several listeners (one view, one commit) is being delivered, a key
     /// unique to it: sinks may encode it once and reuse the bytes for every listener. Nil otherwise.
     public private(set) var sharedDeliveryKey: UInt64?
     private var shareCounter: UInt64 = 0
     private var shareKeys: [ObjectIdentifier: UInt64] = [:]
+    /// Listeners holding back changes, per sink: draining costs what is pending, not every listener.
+    private var dirtyBySink: [ObjectIdentifier: [Listener]] = [:]
 
     /// The most commits a resume replays before falling back to a reset.
     public var maxResumeCommits = 100_000
@@ -45,12 +47,11 @@ public final class ListenerHub {
             sink.deliver(.document(seq: seq, initial: resumeAfter == nil, document: l.currentDocument), for: l)
         case .query(let q):
             if q.offset > 0 { throw .invalid("listen: offset is not supported by listeners (use cursors)") }
-            let bucket = Self.viewBucket(q)
-            if let shared = views[bucket]?.first(where: { $0.query == q }) {
+            if let shared = views[q] {
                 l.view = shared
             } else {
                 let shared = SharedView(query: q, rows: try engine.runQuery(q).documents, seq: seq)
-                views[bucket, default: []].append(shared)
+                views[q] = shared
                 l.view = shared
             }
             l.view!.members.append(l)
@@ -83,18 +84,11 @@ public final class ListenerHub {
                       changes: QueryView.changes(from: then, to: l.current, query: q))
     }
 
-    static func viewBucket(_ q: ValidQuery) -> String {
-        switch q.target {
-        case .collection(let c): return c.description
-        case .collectionGroup(let id, _): return "*" + id
-        }
-    }
-
     public func remove(_ l: Listener) {
         guard listeners.removeValue(forKey: l.id) != nil else { return }
         if let v = l.view {
             v.members.removeAll { $0 === l }
-            if v.members.isEmpty { views[Self.viewBucket(v.query)]?.removeAll { $0 === v } }
+            if v.members.isEmpty { views[v.query] = nil }
             l.view = nil
         }
         guard let key = l.indexKey else { return }
@@ -237,6 +231,7 @@ public final class ListenerHub {
     private func emit(_ l: Listener, changes: [ViewChange]? = nil, shareKey: UInt64? = nil) {
         guard let sink = l.sink else { return }
         if l.dirty || !sink.canAcceptEvents {
+            if !l.dirty { dirtyBySink[ObjectIdentifier(sink), default: []].append(l) }
             l.dirty = true
             sink.coalescing()
             return
@@ -267,15 +262,23 @@ public final class ListenerHub {
 
     /// The subscriber behind `sink` has drained: send each of its coalesced listeners one snapshot with the
     /// net changes since what it was last sent, in seq order.
-    public func drained(_ sink: ListenerSink, listeners owned: [Listener]) {
-        for l in owned.filter({ $0.dirty }).sorted(by: { $0.seq < $1.seq }) {
-            guard sink.canAcceptEvents else { return }
-            send(l, to: sink)
+    public func drained(_ sink: ListenerSink) {
+        let key = ObjectIdentifier(sink)
+        guard let pending = dirtyBySink[key] else { return }
+        var remaining: [Listener] = []
+        for l in pending.sorted(by: { $0.seq < $1.seq }) where l.dirty && listeners[l.id] != nil {
+            if sink.canAcceptEvents { send(l, to: sink) } else { remaining.append(l) }
         }
+        dirtyBySink[key] = remaining.isEmpty ? nil : remaining
     }
 
     /// True when every listener of the subscriber has been sent everything up to its seq.
-    public func isCaughtUp(_ owned: [Listener]) -> Bool { !owned.contains { $0.dirty } }
+    public func isCaughtUp(_ sink: ListenerSink) -> Bool {
+        dirtyBySink[ObjectIdentifier(sink)]?.contains { $0.dirty && listeners[$0.id] != nil } != true
+    }
+
+    /// Forgets a sink's pending state (its connection closed).
+    public func forget(_ sink: ListenerSink) { dirtyBySink[ObjectIdentifier(sink)] = nil }
 
     private func fail(_ l: Listener, _ error: HearthError) {
         remove(l)

@@ -3,7 +3,7 @@
 /// matcher, comparator and evaluator accept.
 public struct Query: Sendable, Equatable {
     /// Which documents the query ranges over.
-    public enum Target: Sendable, Equatable {
+    public enum Target: Sendable, Hashable {
         /// The documents directly inside one collection.
         case collection(CollectionPath)
         /// Every document in a collection with this ID at any depth, optionally only under `parent`.
@@ -29,7 +29,7 @@ public struct Query: Sendable, Equatable {
 
     /// A cursor: values for a prefix of the normalized order. `startAt` is inclusive, `startAfter` not;
     /// `endAt` is inclusive, `endBefore` not.
-    public struct Bound: Sendable, Equatable {
+    public struct Bound: Sendable, Hashable {
         public var values: [Value]
         public var inclusive: Bool
         public init(_ values: [Value], inclusive: Bool) {
@@ -73,7 +73,7 @@ public struct Query: Sendable, Equatable {
 }
 
 /// A filter tree: field comparisons joined by `and` / `or`.
-public indirect enum Filter: Sendable, Equatable {
+public indirect enum Filter: Sendable, Hashable {
     /// The comparison operators, with Firestore's spellings as raw values.
     public enum Operator: String, Sendable, Hashable, CaseIterable {
         case equal = "=="
@@ -117,7 +117,7 @@ public indirect enum Filter: Sendable, Equatable {
 }
 
 /// One field comparison of a filter tree, as a value (the atoms of `ValidQuery.disjuncts`).
-public struct FieldFilter: Sendable, Equatable {
+public struct FieldFilter: Sendable, Hashable {
     public var field: FieldPath
     public var op: Filter.Operator
     public var value: Value

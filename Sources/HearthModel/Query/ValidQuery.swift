@@ -2,7 +2,7 @@
 /// converted to `.reference` values, single-child and nested same-kind composites flattened, and the
 /// normalized order computed. Matching (`matches`), ordering (`compare`) and cursor checks (`beforeStart`,
 /// `afterEnd`) live in extensions; `QueryEvaluator` runs it over documents.
-public struct ValidQuery: Sendable, Equatable {
+public struct ValidQuery: Sendable, Hashable {
     public internal(set) var target: Query.Target
     /// The normalized filter tree (nil: every document of the target matches).
     public internal(set) var filter: Filter?

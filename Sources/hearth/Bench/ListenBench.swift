@@ -45,7 +45,8 @@ final class ListenBench {
         let serverPID = o.serverPID ?? ProcStats.listeningPID(port: port)
         let before = serverPID.flatMap { ProcStats.sample(pid: $0) }
         var failure: String?
-        for _ in 0..<o.listeners {
+        let subscriberConnections = o.idle ? min(o.connections, o.listeners) : o.listeners
+        for _ in 0..<subscriberConnections {
             loop.connect(host: o.host, port: port) { [unowned self] r in
                 switch r {
                 case .failure(let e): failure = "\(e)"; self.loop.stop()
@@ -55,15 +56,17 @@ final class ListenBench {
         }
         // Until every subscriber has its listener (or subscription) confirmed.
         let deadline = loop.timer(after: 60_000) { [unowned self] in failure = failure ?? "subscribing timed out"; self.loop.stop() }
-        while failure == nil && ready < o.listeners { _ = loop.runOnce(nowait: false) }
+        while failure == nil && ready < (o.idle ? (o.listeners / max(1, min(o.connections, o.listeners))) * subscriberConnections : o.listeners) {
+            _ = loop.runOnce(nowait: false)
+        }
         deadline.cancel()
         if let failure { Console.error("error: \(failure)"); return ExitCode.connection }
         let subscribed = serverPID.flatMap { ProcStats.sample(pid: $0) }
         var cpuStart = subscribed?.cpuSeconds ?? 0
 
         if o.idle {
-            let perConn = Double((subscribed?.rssBytes ?? 0) - (before?.rssBytes ?? 0)) / Double(max(1, o.listeners))
-            Console.line("idle: \(o.listeners) listener connections; daemon RSS \(mib(before?.rssBytes)) -> \(mib(subscribed?.rssBytes)) MiB, \(Int(perConn)) bytes per listener connection; holding for \(o.duration) s")
+            let grown = Double((subscribed?.rssBytes ?? 0) - (before?.rssBytes ?? 0))
+            Console.line("idle: \(o.listeners) listeners on \(subscriberConnections) connections; daemon RSS \(mib(before?.rssBytes)) -> \(mib(subscribed?.rssBytes)) MiB: \(Int(grown / Double(o.listeners))) bytes per listener, \(Int(grown / Double(subscriberConnections))) bytes per connection; holding for \(o.duration) s")
             _ = loop.timer(after: UInt64(o.duration * 1000)) { [unowned self] in self.finish() }
             loop.run()
             return ExitCode.ok
@@ -116,7 +119,13 @@ final class ListenBench {
         if redis {
             c.send("SUBSCRIBE \(o.collection)\r\n")
         } else if o.idle {
-            c.send(#"{"op":"listen","query":{"collection":"\#(o.collection)_idle","where":[["customerId","==","idle-\#(subscribers.count)"]]}}"# + "\n")
+            // --listeners spread over --connections; each on its own customer of a collection nobody writes.
+            let perConnection = o.listeners / max(1, min(o.connections, o.listeners))
+            var lines = ""
+            for k in 0..<perConnection {
+                lines += #"{"op":"listen","query":{"collection":"\#(o.collection)_idle","where":[["customerId","==","idle-\#(subscribers.count)-\#(k)"]]}}"# + "\n"
+            }
+            c.send(lines)
         } else {
             c.send(#"{"op":"listen","query":{"collection":"\#(o.collection)","where":[["topic","==","fanout"]]}}"# + "\n")
         }
@@ -167,6 +176,7 @@ final class ListenBench {
     /// whose document's updateTime (the commit time) gives the latency.
     private func hearthLine(_ id: ObjectIdentifier, _ line: UnsafeRawBufferPointer) {
         guard line.count > 6, line[2] == UInt8(ascii: "s"), line[3] == UInt8(ascii: "u") else { return }   // {"sub"...
+        if o.idle { ready += 1; return }
         if !gotInitial.contains(id) { gotInitial.insert(id); ready += 1; return }
         guard measuring else { return }
         deliveries += 1
