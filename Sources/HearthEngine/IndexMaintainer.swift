@@ -78,18 +78,35 @@ enum IndexMaintainer {
         return partials.map { $0 + docKey }
     }
 
-    /// The entries to remove and add when a document changes from `before` to `after` (nil: absent).
+    /// The entries to remove and add when a document changes from `before` to `after` (nil: absent): the
+    /// two key lists sorted and merged, so unchanged entries cost a comparison, not a hash.
     static func changes(_ path: DocumentPath, before: MapValue?, after: MapValue?, composites: [IndexDefinition],
                         into changes: inout IndexChanges) {
-        let old = before.map { keys(path, $0, composites: composites) } ?? []
-        let new = after.map { keys(path, $0, composites: composites) } ?? []
+        var old = before.map { keys(path, $0, composites: composites) } ?? []
+        var new = after.map { keys(path, $0, composites: composites) } ?? []
         if old.isEmpty {
             for k in new { changes.added.append(IndexEntry(key: k, path: path)) }
             return
         }
-        let oldSet = Set(old)
-        let newSet = Set(new)
-        for k in old where !newSet.contains(k) { changes.removed.append(IndexEntry(key: k, path: path)) }
-        for k in new where !oldSet.contains(k) { changes.added.append(IndexEntry(key: k, path: path)) }
+        if new.isEmpty {
+            for k in old { changes.removed.append(IndexEntry(key: k, path: path)) }
+            return
+        }
+        func less(_ a: [UInt8], _ b: [UInt8]) -> Bool { QueryPlan.Range.compare(a, b) < 0 }
+        old.sort(by: less)
+        new.sort(by: less)
+        var i = 0, j = 0
+        while i < old.count || j < new.count {
+            if j == new.count || (i < old.count && less(old[i], new[j])) {
+                if i == 0 || old[i] != old[i - 1] { changes.removed.append(IndexEntry(key: old[i], path: path)) }
+                i += 1
+            } else if i == old.count || less(new[j], old[i]) {
+                if j == 0 || new[j] != new[j - 1] { changes.added.append(IndexEntry(key: new[j], path: path)) }
+                j += 1
+            } else {
+                i += 1
+                j += 1
+            }
+        }
     }
 }
