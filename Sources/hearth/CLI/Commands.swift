@@ -83,6 +83,7 @@ enum Commands {
                    options: OptionSpec.connection + [.flag("json", "Print raw response lines instead of readable text.")]) { a in
             try Shell.run(a)
         },
+        Subcommand(name: "migrate", abstract: "Data migrations: 'migrate departments' backfills departmentName/departmentId or drops the legacy name.", discussion: MigrateDepartments.discussion, positionals: [PositionalSpec(name: "migration", help: "The migration to run: departments.")], options: MigrateDepartments.specs) { a in try MigrateDepartments.run(a) },
         Subcommand(name: "bench", abstract: "Load generator: measure throughput and latency of the daemon.",
                    discussion: BenchOptions.discussion,
                    positionals: [PositionalSpec(name: "scenario", help: BenchOptions.scenarioHelp)],
