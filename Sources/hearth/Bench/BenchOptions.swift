@@ -29,6 +29,12 @@ struct BenchOptions: Sendable {
     var redisPort: Int?
     /// listen: idle listeners only, held for --duration (memory per listener connection).
     var idle = false
+    /// timeline: followers of the author, each with a live feed listener.
+    var followers = 1000
+    /// departments: number of departments joined at random.
+    var departments = 100
+    /// callrecords: call records loaded before measuring.
+    var preload = 20_000
 
     var documents: BenchDocuments { BenchDocuments(collection: collection, keys: keys, docSize: docSize) }
 
@@ -67,6 +73,9 @@ struct BenchOptions: Sendable {
         .value("listeners", "n", "listen: subscriber connections, one listener each (default: 1000)."),
         .value("redis-port", "port", "listen: run the same fan-out against Redis pub/sub on this loopback port."),
         .flag("idle", "listen: only open idle listeners and hold them for --duration (memory per listener)."),
+        .value("followers", "n", "timeline: followers of the author, one feed listener each (default: 1000)."),
+        .value("departments", "n", "departments: departments to join (default: 100; users: --keys)."),
+        .value("preload", "n", "callrecords: call records loaded before measuring (default: 20000)."),
     ] + OptionSpec.connection.filter { $0.name != "timeout" }
 
     init(_ args: ParsedArguments) throws(UsageError) {
@@ -99,6 +108,9 @@ struct BenchOptions: Sendable {
         listeners = try args.int("listeners", default: 1000, min: 1, max: 100_000)
         if args.string("redis-port") != nil { redisPort = try args.int("redis-port", default: 6379, min: 1, max: 65535) }
         idle = args.flag("idle")
+        followers = try args.int("followers", default: 1000, min: 1, max: 999_999)
+        departments = try args.int("departments", default: 100, min: 1, max: 1_000_000)
+        preload = try args.int("preload", default: 20_000, min: 0, max: 100_000_000)
         if !allowRemote && !BenchOptions.isLoopback(host) {
             throw UsageError("--host \(host) is not a loopback address; pass --allow-remote to load a remote daemon.")
         }

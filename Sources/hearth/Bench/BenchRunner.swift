@@ -8,6 +8,9 @@ enum BenchRunner {
     static func run(_ args: ParsedArguments) throws -> Int32 {
         let options = try BenchOptions(args)
         if options.scenario == "listen" { return try ListenBench.run(options) }
+        if options.scenario == "timeline" { return try TimelineBench.run(options) }
+        if options.scenario == "departments" { return try DepartmentsBench.run(options) }
+        if options.scenario == "callrecords" { return try CallRecordsBench.run(options) }
         let spec = ScenarioTable.find(options.scenario)!
         let serverPID = options.serverPID ?? (BenchOptions.isLoopback(options.host) ? ProcStats.listeningPID(port: options.port) : nil)
         let progress = Console.isTerminal(2)

@@ -50,6 +50,12 @@ enum ScenarioTable {
                      loadsKeys: false) { _ in PingScenario() },
         ScenarioSpec(name: "query", summary: "call records of a random customer (--keys customers) newest first, limit 20; load with clients/python/bench/call_records.py",
                      loadsKeys: false) { o in QueryScenario(customers: o.keys) },
+        ScenarioSpec(name: "timeline", summary: "follower fan-out: --followers feed listeners (limit 20) over --listeners connections; one author posts (a post is ceil((F+2)/500) commits); posts/s and commit-to-last-follower latency",
+                     loadsKeys: false) { _ in PingScenario() },
+        ScenarioSpec(name: "departments", summary: "joins: commit create department_memberships/u<k>_d<d> + increment departments/d<d>.memberCount over --keys users x --departments; ALREADY_EXISTS counted apart",
+                     loadsKeys: false) { _ in PingScenario() },
+        ScenarioSpec(name: "callrecords", summary: "customer screen: --read-percent customer queries (customerId ==, callDate desc, limit 20; index made in setup), the rest call record appends; --preload records first",
+                     loadsKeys: false) { _ in PingScenario() },
     ]
 
     static func find(_ name: String) -> ScenarioSpec? { all.first { $0.name == name } }
