@@ -96,7 +96,7 @@ final class ListenBench {
         hearth bench listen  \(redis ? "redis pub/sub" : "hearthd") 127.0.0.1:\(port)  \(o.listeners) subscribers, \(o.connections) writer(s) x \(o.pipeline) in flight
           writes      \(NumberText.grouped(writes)) in \(o.duration) s = \(NumberText.grouped(Int(Double(writes) / o.duration))) /s
           deliveries  \(NumberText.grouped(deliveries)) = \(NumberText.grouped(Int(Double(deliveries) / o.duration))) /s
-          delivery    p50 \(us(0.5))  p90 \(us(0.9))  p99 \(us(0.99))  max \(us(1.0)) ms (\(redis ? "publish sent" : "commit") -> received)
+          delivery    p50 \(us(50))  p90 \(us(90))  p99 \(us(99))  max \(us(100)) ms (\(redis ? "publish sent" : "commit") -> received)
           server      \(serverPID.map { "pid \($0): \(NumberText.fixed(cpu / o.duration * 100, 1))% CPU, RSS \(mib(after?.rssBytes)) MiB" } ?? "not found")
         """
         Console.line(text)
