@@ -42,6 +42,8 @@ enum DepartmentError: Error, Equatable {
     case alreadyJoined
     /// The department has no document ID (it was never saved).
     case invalidDepartment
+    /// The user is not a member (leaving twice).
+    case notMember
 }
 
 /// Creates a department and its creator's membership in one atomic batch.
@@ -102,6 +104,20 @@ func joinDepartment(db: Hearth, _ department: Department, userId: String) async 
         try await batch.commit()
     } catch let error as HearthError where error.code == .alreadyExists {
         throw DepartmentError.alreadyJoined
+    }
+}
+
+/// Leave: the reverse of a join, also exact. A transaction reads the membership (so its commit carries the
+/// membership's updateTime as a precondition), deletes it and decrements `memberCount` in one commit; a
+/// concurrent second leave of the same user loses the race, re-reads, and is refused.
+func leaveDepartment(db: Hearth, departmentId: String, userId: String) async throws {
+    let membershipRef = db.collection("department_memberships")
+        .document(DepartmentMembership.documentID(userId: userId, departmentId: departmentId))
+    let departmentRef = db.collection("departments").document(departmentId)
+    try await db.runTransaction { transaction in
+        guard try await transaction.getDocument(membershipRef).exists else { throw DepartmentError.notMember }
+        transaction.deleteDocument(membershipRef)
+        transaction.updateData(["memberCount": FieldValue.increment(Int64(-1))], forDocument: departmentRef)
     }
 }
 

@@ -80,6 +80,41 @@ import HearthClient
         #expect(members.count == 21)
     }
 
+    @Test func hundredConcurrentJoinsAndLeavesWithDoubleTapsStayExact() async throws {
+        let env = try TestEnv()
+        let db = env.db
+        let id = try await createDepartment(db: db, name: "Ops", description: "", creatorId: "creator", creatorName: "C")
+        let department = try await fetchDepartment(db: db, id: id)
+        let refusedJoins = try await withThrowingTaskGroup(of: Int.self) { group in
+            for i in 1...100 {
+                for _ in 0..<2 {
+                    group.addTask {
+                        do { try await joinDepartment(db: db, department, userId: "u\(i)"); return 0 }
+                        catch DepartmentError.alreadyJoined { return 1 }
+                    }
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(refusedJoins == 100)
+        #expect(try await fetchDepartment(db: db, id: id).memberCount == 101)
+        let refusedLeaves = try await withThrowingTaskGroup(of: Int.self) { group in
+            for i in 1...100 {
+                for _ in 0..<2 {
+                    group.addTask {
+                        do { try await leaveDepartment(db: db, departmentId: id, userId: "u\(i)"); return 0 }
+                        catch DepartmentError.notMember { return 1 }
+                    }
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(refusedLeaves == 100)
+        #expect(try await fetchDepartment(db: db, id: id).memberCount == 1)
+        let members = try await db.collection("department_memberships").whereField("departmentId", isEqualTo: id).getDocuments()
+        #expect(members.count == 1)
+    }
+
     // MARK: 2. Call records
 
     @Test(.enabled(if: ServerSupport.listen, "hearthd does not implement the listen op yet"))
