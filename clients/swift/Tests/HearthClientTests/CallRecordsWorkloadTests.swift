@@ -95,9 +95,7 @@ enum CallCenter {
     }
 
     @Test func callListenerReceivesAppendsInOrder() async throws {
-        var settings = HearthSettings()
-        settings.heartbeatInterval = 0.1
-        let env = try TestEnv(settings: settings)
+        let env = try TestEnv()
         let db = env.db
 
         // Without the composite index the listener is refused with the exact index request in the message.
@@ -194,9 +192,7 @@ enum CallCenter {
     }
 
     @Test func documentsListenerOrdersByUploadTimeDescending() async throws {
-        var settings = HearthSettings()
-        settings.heartbeatInterval = 0.1
-        let env = try TestEnv(settings: settings)
+        let env = try TestEnv()
         let db = env.db
         try env.createIndex(collection: "customer_documents", fields: CallCenter.documentsIndex)
         func upload(_ customerId: String, _ name: String, seconds: Double) async throws -> String {

@@ -119,9 +119,7 @@ import HearthClient
 
     @Test(.enabled(if: ServerSupport.listen, "hearthd does not implement the listen op yet"))
     func callRecordListenerShowsNewestFirstAndNewRecordsOnTop() async throws {
-        var settings = HearthSettings()
-        settings.heartbeatInterval = 0.1
-        let env = try TestEnv(settings: settings)
+        let env = try TestEnv()
         let db = env.db
         try env.createIndex(collection: "call_records", fields: #"[["customerId","asc"],["callDate","desc"]]"#)
 

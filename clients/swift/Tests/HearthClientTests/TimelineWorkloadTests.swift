@@ -164,9 +164,7 @@ enum Timeline {
     }
 
     @Test func liveFeedListenerSeesANewPostAtIndexZero() async throws {
-        var settings = HearthSettings()
-        settings.heartbeatInterval = 0.1
-        let env = try TestEnv(settings: settings)
+        let env = try TestEnv()
         let db = env.db
         try env.createIndex(collection: "posts", fields: Timeline.postsIndex)
         for i in 0..<30 {
