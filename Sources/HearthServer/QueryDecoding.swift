@@ -135,12 +135,9 @@ enum QueryDecoding {
         return out
     }
 
-    /// A filter operand or cursor value: any value form; sentinels (transforms) are refused.
+    /// A filter operand or cursor value: any value form (nested arrays allowed, as `in` lists need them);
+    /// the value decoder refuses transforms and other write sentinels, naming them.
     private static func operand(_ ref: JSONRef, path: String) throws(HearthError) -> Value {
-        if ref.kind == .object, ref.count == 1, let m = ref.members.first(where: { _ in true }),
-           ["$serverTimestamp", "$increment", "$maximum", "$minimum", "$arrayUnion", "$arrayRemove", "$delete", "$documentId"].contains(m.key) {
-            throw .invalid("\(path): transforms such as \(m.key) are not allowed in filters or cursors")
-        }
-        return try ValueCodec.decodeValue(ref, path: path, options: ValueCodec.Options(allowNestedArrays: true))
+        try ValueCodec.decodeValue(ref, path: path, options: ValueCodec.Options(allowNestedArrays: true))
     }
 }
