@@ -13,14 +13,17 @@ public struct Document: Sendable, Equatable {
     }
 }
 
-/// Limits of the data model (Firestore's), checked when values arrive.
+/// Limits of the data model (Firestore's, except the commit size), checked when values arrive.
 public enum Limits {
     /// Largest document, counted as Firestore counts storage size.
     public static let maxDocumentBytes = 1_048_576
     /// Deepest nesting of maps and arrays in a document (a top-level field is depth 1).
     public static let maxDepth = 20
-    /// Most writes in one commit.
-    public static let maxWritesPerCommit = 500
+    /// Most writes in one commit. Firestore allows 500; Hearth allows 10,000 so that a fan-out (a post
+    /// written into every follower's feed) stays one atomic commit for authors with thousands of followers.
+    /// A commit is applied on the loop thread, so this also bounds how long one commit can hold it (~10 ms
+    /// for 1,000 small writes, see docs/benchmarks.md).
+    public static let maxWritesPerCommit = 10_000
 }
 
 extension Value {

@@ -132,6 +132,11 @@ import Testing
         let h = try EngineHarness()
         let writes = (0...Limits.maxWritesPerCommit).map { set("c/d\($0)", m([:])) }
         #expect(h.commit(writes).failureCode == .invalidArgument)
+        #expect(h.commit(writes).failureMessage?.contains("at most \(Limits.maxWritesPerCommit) writes (got \(writes.count))") == true)
+        // Exactly the limit is one commit.
+        let full = h.commit(Array(writes.dropLast()))
+        #expect(full.failureCode == nil)
+        #expect(try h.doc("c/d\(Limits.maxWritesPerCommit - 1)") != nil)
     }
 }
 

@@ -60,6 +60,6 @@ struct StorageSizeTests {
     func limits() {
         #expect(Limits.maxDocumentBytes == 1_048_576)
         #expect(Limits.maxDepth == 20)
-        #expect(Limits.maxWritesPerCommit == 500)
+        #expect(Limits.maxWritesPerCommit == 10_000)
     }
 }

@@ -1,13 +1,6 @@
 import HearthModel
 import HearthStorage
 
-/// A commit's mutation with its document versions decoded once, shared by every listener it affects.
-struct DecodedMutation {
-    let path: DocumentPath
-    let before: MapValue?
-    let after: ResultDocument?
-}
-
 /// Applies one commit to an unbounded query result in place and returns Firestore's docChanges, with work
 /// proportional to the documents the commit touched (binary searches in the sorted result), not to the size
 /// of the result.

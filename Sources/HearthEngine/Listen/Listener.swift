@@ -56,10 +56,6 @@ public final class Listener {
 
     var query: ValidQuery? { if case .query(let q) = target { return q } else { return nil } }
 
-    /// True for queries whose window is bounded (limit or limitToLast): they are re-read from the index
-    /// when a commit touches them, so a document leaving the window is replaced in the same snapshot.
-    var isWindowed: Bool { query.map { $0.limit != nil || $0.limitToLast != nil } ?? false }
-
     /// Number of documents the subscriber will hold once it has every pending change.
     public var size: Int { current.count }
 }

@@ -133,7 +133,7 @@ public final class ListenerHub {
             let affected = self.affected(by: record)
             guard !affected.isEmpty else { continue }
             var rollback: [DocumentPath: StoredDocument?]?
-            var decoded: [DecodedMutation]?
+            var decoded: DecodedCommit?
             var applied: [ObjectIdentifier: [ViewChange]] = [:]
             for id in affected.sorted() {
                 guard let l = listeners[id], l.seq < record.seq else { continue }
@@ -142,16 +142,22 @@ public final class ListenerHub {
                     if !changes.isEmpty { emit(l, changes: changes, shareKey: shareKeys[ObjectIdentifier(v)]) }
                     continue
                 }
-                if l.isWindowed && rollback == nil { rollback = Self.stateBefore(records[(i + 1)...]) }
                 do {
-                    if decoded == nil, case .query = l.target, !l.isWindowed { decoded = try decode(record) }
                     if let v = l.view {
-                        let changes = try apply(record, to: v, rollback: rollback ?? [:], decoded: decoded ?? [])
-                        applied[ObjectIdentifier(v)] = changes
+                        if decoded == nil { decoded = try DecodedCommit(record, codec: engine.codec) }
+                        var changes = apply(decoded!.mutations(for: v.query), to: v)
+                        if changes == nil {
+                            // A document left a full window: re-read it as of this commit (later commits of
+                            // the batch are already in the store, so they are rolled back).
+                            if rollback == nil { rollback = Self.stateBefore(records[(i + 1)...]) }
+                            changes = try refill(v, rollback: rollback!)
+                        }
+                        v.seq = record.seq
+                        applied[ObjectIdentifier(v)] = changes!
                         shareCounter += 1
                         shareKeys[ObjectIdentifier(v)] = shareCounter
                         l.seq = record.seq
-                        if !changes.isEmpty { emit(l, changes: changes, shareKey: shareCounter) }
+                        if !changes!.isEmpty { emit(l, changes: changes!, shareKey: shareCounter) }
                     } else {
                         try apply(record, to: l)
                     }
@@ -189,17 +195,6 @@ public final class ListenerHub {
         return out
     }
 
-    private func decode(_ record: CommitRecord) throws(HearthError) -> [DecodedMutation] {
-        var out: [DecodedMutation] = []
-        out.reserveCapacity(record.mutations.count)
-        for m in record.mutations {
-            let before: MapValue? = try m.before.map { b throws(HearthError) in try engine.codec.decode(b.data) }
-            let after: ResultDocument? = try m.after.map { a throws(HearthError) in ResultDocument(stored: a, fields: try engine.codec.decode(a.data)) }
-            out.append(DecodedMutation(path: m.path, before: before, after: after))
-        }
-        return out
-    }
-
     /// A document listener.
     private func apply(_ record: CommitRecord, to l: Listener) throws(HearthError) {
         guard case .document(let path) = l.target else { return }
@@ -209,20 +204,20 @@ public final class ListenerHub {
         emit(l)
     }
 
-    /// A shared query view: applied once; members falling behind keep what they were last sent.
-    private func apply(_ record: CommitRecord, to v: SharedView, rollback: [DocumentPath: StoredDocument?],
-                       decoded: [DecodedMutation]) throws(HearthError) -> [ViewChange] {
+    /// A shared query view: applied once, from the commit's decoded mutations; nil when a limit window lost a
+    /// row it cannot refill without reading the store. Members falling behind keep what they were last sent.
+    private func apply(_ mutations: [DecodedMutation], to v: SharedView) -> [ViewChange]? {
         for m in v.members where !m.dirty && !(m.sink?.canAcceptEvents ?? false) { m.sent = v.rows }
         let q = v.query
-        let changed: [ViewChange]
-        if q.limit != nil || q.limitToLast != nil {
-            let rows = try engine.runQuery(q, rollback: rollback).documents
-            changed = QueryView.changes(from: v.rows, to: rows, query: q)
-            v.rows = rows
-        } else {
-            changed = IncrementalView.apply(decoded, to: &v.rows, query: q)
-        }
-        v.seq = record.seq
+        if q.limit != nil || q.limitToLast != nil { return WindowView.apply(mutations, to: &v.rows, query: q) }
+        return IncrementalView.apply(mutations, to: &v.rows, query: q)
+    }
+
+    /// Re-reads a limit window as of the commit being published.
+    private func refill(_ v: SharedView, rollback: [DocumentPath: StoredDocument?]) throws(HearthError) -> [ViewChange] {
+        let rows = try engine.runQuery(v.query, rollback: rollback).documents
+        let changed = QueryView.changes(from: v.rows, to: rows, query: v.query)
+        v.rows = rows
         return changed
     }
 

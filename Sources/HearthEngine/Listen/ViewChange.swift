@@ -36,8 +36,14 @@ struct QueryView {
             guard relevant(r), let o = oldByPath[r.stored.path] else { return false }
             return o.stored.updateTime != r.stored.updateTime || o.fields != r.fields
         }
-        if removed.isEmpty && added.isEmpty && modified.isEmpty { return [] }
+        return ordered(old: old, removed: removed, added: added, modified: modified, query: q)
+    }
 
+    /// Firestore's docChanges from `old`, given what changed: `removed` (old versions, in old order),
+    /// `added` and `modified` (new versions, in query order). Indices are computed one change at a time.
+    static func ordered(old: [ResultDocument], removed: [ResultDocument], added: [ResultDocument],
+                        modified: [ResultDocument], query q: ValidQuery) -> [ViewChange] {
+        if removed.isEmpty && added.isEmpty && modified.isEmpty { return [] }
         // The index tracker: the old list, changed one step at a time.
         var tracker = old
         func position(of path: DocumentPath) -> Int { tracker.firstIndex { $0.stored.path == path }! }

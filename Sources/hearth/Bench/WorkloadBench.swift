@@ -130,8 +130,8 @@ enum Workload {
 /// `hearth bench timeline`: follower fan-out. `--followers` F users each hold a live feed listener
 /// (`users/<uid>/user-feed` by timestamp desc, limit 20) spread over `--listeners` subscriber connections
 /// (default 1000, capped at F). One author posts: each post writes `posts/<id>`, the author's own feed entry
-/// and one feed entry per follower. A commit holds at most 500 writes, so a post is ceil((F+2)/500) commits
-/// (3 for 1000 followers), sent back to back; `--pipeline` posts are kept in flight. Reported: posts/s
+/// and one feed entry per follower, in one atomic commit (a commit holds up to 10,000 writes; a larger
+/// fan-out is split into commits sent back to back); `--pipeline` posts are kept in flight. Reported: posts/s
 /// (all of a post's commits acknowledged), and per post the time from its first commit's commitTime (and
 /// from when the author sent it) until the LAST follower has received it.
 final class TimelineBench {
@@ -195,7 +195,7 @@ final class TimelineBench {
         while initial < f && !stopped && errors.isEmpty { _ = loop.runOnce(nowait: false) }
         deadline.cancel()
         guard initial >= f else { Console.error("error: only \(initial) of \(f) listeners got their first snapshot"); return ExitCode.connection }
-        let commitsPerPost = (f + 2 + 499) / 500
+        let commitsPerPost = (f + 2 + Limits.maxWritesPerCommit - 1) / Limits.maxWritesPerCommit
         if !o.json { Console.error("timeline: \(f) follower listeners on \(nSubs) connections ready; a post is \(f + 2) writes = \(commitsPerPost) commit(s)") }
 
         author.onResponse = { [unowned self] kind, line, tag, _ in self.authorResponse(kind, line, tag) }
@@ -228,7 +228,7 @@ final class TimelineBench {
         if firstMeasured < measuredEndPost { for p in firstMeasured..<measuredEndPost where delivered[p] < Int32(f) { incomplete += 1 } }
         let text = """
         hearth bench timeline  hearthd \(o.host):\(o.port)  \(f) followers (listeners) on \(nSubs) connections, 1 author x \(o.pipeline) post(s) in flight
-          post        \(f + 2) writes = \(commitsPerPost) commit(s) of <= 500 writes (posts/<id>, the author's feed entry, one feed entry per follower)
+          post        \(f + 2) writes = \(commitsPerPost) commit(s) of <= \(NumberText.grouped(Limits.maxWritesPerCommit)) writes (posts/<id>, the author's feed entry, one feed entry per follower)
           posts       \(NumberText.grouped(measuredAcked)) acknowledged in \(o.duration) s = \(NumberText.fixed(Double(measuredAcked) / o.duration, 1)) posts/s (\(NumberText.grouped(Int(Double(measuredAcked * (f + 2)) / o.duration))) feed writes/s, \(NumberText.grouped(Int(Double(measuredAcked * f) / o.duration))) deliveries/s)
           fan-out     \(NumberText.grouped(measuredPosts - incomplete)) of \(NumberText.grouped(measuredPosts)) measured posts reached all \(f) followers\(incomplete > 0 ? " (\(incomplete) not within the \(o.drainSeconds) s drain)" : "")
           last follower  commit -> received: \(Workload.latencyLine(fromCommit))
@@ -264,7 +264,7 @@ final class TimelineBench {
         var chunks = 0
         var start = 0
         while start < writes.count {
-            let end = min(writes.count, start + 500)
+            let end = min(writes.count, start + Limits.maxWritesPerCommit)
             author.send(#"{"op":"commit","writes":["# + writes[start..<end].joined(separator: ",") + "]}", tag: p * 16 + chunks, now: now)
             chunks += 1
             start = end

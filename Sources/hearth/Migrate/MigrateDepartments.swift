@@ -15,7 +15,7 @@ enum MigrateDepartments {
     enum Step: String { case backfill, dropLegacy = "drop-legacy" }
 
     static let maxAttempts = 5
-    static let maxPage = 500 // a commit carries at most 500 writes
+    static let maxPage = 500 // one commit per page: pages stay short so other writers are not held up
 
     static let discussion = """
     Steps of the name -> departmentName rename (see docs/guides/departments.md):

@@ -70,7 +70,7 @@ def write_fields(path: str, data: Any = None, *, merge: bool = False,
 
 
 class Batch:
-    """An atomic list of writes for :meth:`hearth.Client.commit` (at most 500; all apply or none).
+    """An atomic list of writes for :meth:`hearth.Client.commit` (at most 10,000; all apply or none).
 
     Methods append and return the batch, so calls chain: ``Batch().create(p, d).update(q, e)``.
     """

@@ -188,7 +188,7 @@ class ErrorTest(HearthTestCase):
         await self.assertCode("INVALID_ARGUMENT", self.db.query(self.coll, where=[("a", "!=", 1), ("b", "not-in", [2])]))
         await self.assertCode("INVALID_ARGUMENT", self.db.query(self.coll, limit_to_last=1))
         await self.assertCode("INVALID_ARGUMENT", self.db.commit([{"op": "set", "path": f"{self.coll}/x",
-                                                                    "data": {}}] * 501))
+                                                                    "data": {}}] * 10_001))
         # docs/protocol.md lists document size under RESOURCE_EXHAUSTED; hearthd answers INVALID_ARGUMENT
         # (as Firestore does). Either is accepted here; the message must say what was wrong.
         with self.assertRaises(hearth.HearthError) as cm:

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Writes committed atomically as one `commit` request (Firestore's `WriteBatch`): all or none, in one
-/// commit with one `seq`, later writes seeing earlier ones; at most 500. A value that cannot be encoded is
+/// commit with one `seq`, later writes seeing earlier ones; at most 10,000 (Firestore: 500). A value that cannot be encoded is
 /// reported by `commit()`, which then sends nothing. A batch commits once; committing an empty batch
 /// succeeds without a request.
 public final class WriteBatch: @unchecked Sendable {

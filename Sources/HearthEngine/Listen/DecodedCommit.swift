@@ -1,0 +1,38 @@
+import HearthModel
+import HearthStorage
+
+/// A commit's mutation with its document versions decoded once, shared by every listener it affects.
+struct DecodedMutation {
+    let path: DocumentPath
+    let before: MapValue?
+    let after: ResultDocument?
+}
+
+/// A commit's mutations decoded once per publication, grouped by collection so that a collection query's
+/// view looks only at its own collection's documents (a fan-out commit touching 1,000 feeds costs each
+/// feed's listener one document, not 1,000).
+struct DecodedCommit {
+    let all: [DecodedMutation]
+    private let byCollection: [CollectionPath: [DecodedMutation]]
+
+    init(_ record: CommitRecord, codec: any DocumentCodec) throws(HearthError) {
+        var all: [DecodedMutation] = []
+        all.reserveCapacity(record.mutations.count)
+        var byCollection: [CollectionPath: [DecodedMutation]] = [:]
+        for m in record.mutations {
+            let before: MapValue? = try m.before.map { b throws(HearthError) in try codec.decode(b.data) }
+            let after: ResultDocument? = try m.after.map { a throws(HearthError) in ResultDocument(stored: a, fields: try codec.decode(a.data)) }
+            let d = DecodedMutation(path: m.path, before: before, after: after)
+            all.append(d)
+            byCollection[m.path.collection, default: []].append(d)
+        }
+        self.all = all
+        self.byCollection = byCollection
+    }
+
+    /// The mutations that can concern `q` (a superset; views still check `contains`).
+    func mutations(for q: ValidQuery) -> [DecodedMutation] {
+        if case .collection(let c) = q.target { return byCollection[c] ?? [] }
+        return all
+    }
+}

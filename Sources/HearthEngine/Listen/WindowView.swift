@@ -1,0 +1,87 @@
+import HearthModel
+
+/// Applies one commit to a limit window (a query's first `limit` documents in query order, or with
+/// `limitToLast` its last ones) without reading the store whenever that is exact, with work proportional to
+/// the documents the commit touched plus the window's size.
+///
+/// Why it is exact: when the window is full, its boundary row B (the last, or with `limitToLast` the
+/// first) cuts the query order, and the window held every matching document on its side of B. After the
+/// commit, the matching documents on that side of B's old sort key are the untouched window rows plus the
+/// touched documents that now match and sort there. If there are at least `limit` of them, the window is
+/// the nearest `limit` of them. If there are fewer (a document left a full window and nothing took its
+/// place), the replacement lies beyond B, and only the store knows it: `apply` returns nil and the caller
+/// re-reads the query. A window that was not full held every matching document, so it never needs that.
+enum WindowView {
+    /// Updates `rows` and returns Firestore's docChanges, or returns nil with `rows` untouched when the
+    /// window must be re-read.
+    static func apply(_ mutations: [DecodedMutation], to rows: inout [ResultDocument], query q: ValidQuery) -> [ViewChange]? {
+        let fromEnd = q.limitToLast != nil
+        guard let n = q.limitToLast ?? q.limit else { preconditionFailure("WindowView needs a limit") }
+        let old = rows
+        let full = old.count >= n
+        let boundary: ResultDocument? = full ? (fromEnd ? old.first : old.last) : nil
+        func onWindowSide(_ d: ResultDocument) -> Bool {
+            guard let b = boundary else { return true }
+            let c = q.compare(d.stored.path, d.fields, b.stored.path, b.fields)
+            return fromEnd ? c >= 0 : c <= 0
+        }
+        func find(_ path: DocumentPath, _ fields: MapValue) -> Int? {
+            var lo = 0, hi = old.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if q.compare(old[mid].stored.path, old[mid].fields, path, fields) < 0 { lo = mid + 1 } else { hi = mid }
+            }
+            return lo < old.count && old[lo].stored.path == path ? lo : nil
+        }
+
+        // What the commit does to the window: rows leaving (or moving), documents entering (or moved).
+        var leaving = [Bool](repeating: false, count: old.count)
+        var entering: [(doc: ResultDocument, oldIndex: Int)] = []   // oldIndex -1: not in the old window
+        for m in mutations where q.contains(m.path) {
+            let i = m.before.flatMap { find(m.path, $0) }
+            let now = m.after.flatMap { q.matchesWithinCursors(m.path, $0.fields) && onWindowSide($0) ? $0 : nil }
+            switch (i, now) {
+            case (nil, nil): break
+            case (let i?, nil): leaving[i] = true
+            case (nil, let d?): entering.append((d, -1))
+            case (let i?, let d?):
+                if old[i].stored.updateTime != d.stored.updateTime || old[i].fields != d.fields {
+                    leaving[i] = true
+                    entering.append((d, i))
+                }
+            }
+        }
+        if entering.isEmpty && !leaving.contains(true) { return [] }
+
+        // Every matching document on the window's side of the boundary, in query order.
+        entering.sort { q.compare($0.doc.stored.path, $0.doc.fields, $1.doc.stored.path, $1.doc.fields) < 0 }
+        var merged: [(doc: ResultDocument, oldIndex: Int, entered: Bool)] = []
+        merged.reserveCapacity(old.count + entering.count)
+        var a = 0, e = 0
+        while a < old.count || e < entering.count {
+            if a < old.count && leaving[a] { a += 1; continue }
+            if e == entering.count || (a < old.count && q.compare(old[a].stored.path, old[a].fields,
+                                                                 entering[e].doc.stored.path, entering[e].doc.fields) < 0) {
+                merged.append((old[a], a, false))
+                a += 1
+            } else {
+                merged.append((entering[e].doc, entering[e].oldIndex, true))
+                e += 1
+            }
+        }
+        if full && merged.count < n { return nil }
+        let kept = merged.count <= n ? merged[...] : (fromEnd ? merged[(merged.count - n)...] : merged[..<n])
+
+        var keptOld = [Bool](repeating: false, count: old.count)
+        var added: [ResultDocument] = []
+        var modified: [ResultDocument] = []
+        for k in kept {
+            if k.oldIndex >= 0 { keptOld[k.oldIndex] = true }
+            if k.entered { if k.oldIndex < 0 { added.append(k.doc) } else { modified.append(k.doc) } }
+        }
+        var removed: [ResultDocument] = []
+        for (i, r) in old.enumerated() where !keptOld[i] { removed.append(r) }
+        rows = kept.map(\.doc)
+        return QueryView.ordered(old: old, removed: removed, added: added, modified: modified, query: q)
+    }
+}

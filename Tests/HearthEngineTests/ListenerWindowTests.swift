@@ -1,0 +1,143 @@
+@testable import HearthEngine
+import HearthModel
+import HearthStorage
+import Testing
+
+/// Limit windows are maintained from each commit's changes and re-read from the store only when a row
+/// leaves a full window. Random commits against several windowed listeners: every snapshot must equal, change
+/// for change and index for index, the docChanges computed by re-running the query before and after the
+/// commit (the reference), and applying the snapshots must give the fresh query result.
+@Suite struct ListenerWindowTests {
+    final class Sink: ListenerSink {
+        var canAcceptEvents: Bool { true }
+        var events: [(tag: String, event: ListenerEvent)] = []
+        func deliver(_ event: ListenerEvent, for listener: Listener) { events.append((listener.tag, event)) }
+        func coalescing() {}
+    }
+
+    static func queries() throws -> [(String, ValidQuery)] {
+        let c = try CollectionPath(parsing: "w")
+        func q(_ build: (inout Query) -> Void) throws -> ValidQuery {
+            var query = Query.collection(c)
+            build(&query)
+            return try query.validated()
+        }
+        return [
+            ("top3", try q { $0.orderBy = [.init(fp("v"), .descending)]; $0.limit = 3 }),
+            ("low5", try q { $0.orderBy = [.init(fp("v"))]; $0.limit = 5 }),
+            ("last4", try q { $0.orderBy = [.init(fp("v"))]; $0.limitToLast = 4 }),
+            ("ge20", try q { $0.filter = .field(fp("v"), .greaterThanOrEqual, 20); $0.orderBy = [.init(fp("v"))]; $0.limit = 3 }),
+            ("after80", try q { $0.orderBy = [.init(fp("v"), .descending)]; $0.startAt = Query.Bound([80], inclusive: false); $0.limit = 4 }),
+            ("byName", try q { $0.limit = 6 }),
+            ("one", try q { $0.orderBy = [.init(fp("v"))]; $0.limit = 1 }),
+            ("big", try q { $0.orderBy = [.init(fp("v"), .descending)]; $0.limit = 50 }),   // never full
+        ]
+    }
+
+    struct RNG: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    func randomCommit(_ r: inout RNG) -> [Write] {
+        var writes: [Write] = []
+        var used = Set<Int>()
+        for _ in 0..<(1 + Int(r.next() % 4)) {
+            let i = Int(r.next() % 30)
+            guard used.insert(i).inserted else { continue }
+            switch r.next() % 10 {
+            case 0, 1: writes.append(delete("w/d\(i)"))
+            case 2: writes.append(set("w/d\(i)", m(["k": .int(Int64(r.next() % 3))])))            // no v: leaves v orders
+            case 3: writes.append(merge("w/d\(i)", m(["k": .int(Int64(r.next() % 3))]), mask: ["k"]))  // same place, changed
+            default: writes.append(set("w/d\(i)", m(["v": .int(Int64(r.next() % 100)), "k": .int(Int64(r.next() % 3))])))
+            }
+        }
+        return writes
+    }
+
+    /// Applies a snapshot's changes as a client does, checking every index.
+    func apply(_ changes: [ViewChange], to rows: inout [DocumentPath]) {
+        for ch in changes {
+            if ch.oldIndex >= 0 {
+                #expect(ch.oldIndex < rows.count && rows[ch.oldIndex] == ch.document.stored.path, "oldIndex \(ch.oldIndex)")
+                if ch.oldIndex < rows.count { rows.remove(at: ch.oldIndex) }
+            }
+            if ch.newIndex >= 0 {
+                #expect(ch.newIndex <= rows.count, "newIndex \(ch.newIndex)")
+                rows.insert(ch.document.stored.path, at: min(ch.newIndex, rows.count))
+            }
+        }
+    }
+
+    @Test(arguments: 0..<12)
+    func windowsMatchRecomputedChanges(seed: Int) throws {
+        var r = RNG(state: UInt64(seed) &* 104_729 &+ 7)
+        let h = try EngineHarness()
+        _ = h.commit((0..<30).map { set("w/d\($0)", m(["v": .int(Int64(r.next() % 100)), "k": 0])) })
+        let sink = Sink()
+        let qs = try Self.queries()
+        var previous: [String: [ResultDocument]] = [:]
+        for (tag, q) in qs {
+            _ = try h.engine.listeners.add(.query(q), tag: tag, sink: sink, resumeAfter: nil)
+            previous[tag] = try h.engine.runQuery(q).documents
+        }
+        sink.events.removeAll()
+        var snapshots = 0
+        for _ in 0..<300 {
+            guard case .success = h.commit(randomCommit(&r)) else { continue }
+            for (tag, q) in qs {
+                let fresh = try h.engine.runQuery(q).documents
+                let expected = QueryView.changes(from: previous[tag]!, to: fresh, query: q)
+                let got: [ViewChange] = sink.events.filter { $0.tag == tag }.flatMap { e -> [ViewChange] in
+                    if case .query(_, _, _, _, let changes) = e.event { return changes }
+                    return []
+                }
+                #expect(got.map { "\($0.kind) \($0.document.stored.path) \($0.oldIndex) \($0.newIndex)" }
+                        == expected.map { "\($0.kind) \($0.document.stored.path) \($0.oldIndex) \($0.newIndex)" }, "\(tag)")
+                #expect(got.map(\.document.stored.updateTime) == expected.map(\.document.stored.updateTime), "\(tag)")
+                previous[tag] = fresh
+                snapshots += got.isEmpty ? 0 : 1
+            }
+            sink.events.removeAll()
+        }
+        #expect(snapshots > 300)
+    }
+
+    /// Several commits made durable as one batch: one snapshot per commit (a re-read must see the state as
+    /// of its own commit, not the batch's end), in seq order, converging to the fresh result.
+    @Test(arguments: 0..<6)
+    func batchedCommitsConverge(seed: Int) throws {
+        var r = RNG(state: UInt64(seed) &* 7_919 &+ 3)
+        let h = try EngineHarness()
+        _ = h.commit((0..<30).map { set("w/d\($0)", m(["v": .int(Int64(r.next() % 100))])) })
+        let sink = Sink()
+        let qs = try Self.queries()
+        var applied: [String: [DocumentPath]] = [:]
+        var lastSeq: [String: UInt64] = [:]
+        for (tag, q) in qs {
+            _ = try h.engine.listeners.add(.query(q), tag: tag, sink: sink, resumeAfter: nil)
+            applied[tag] = try h.engine.runQuery(q).documents.map(\.stored.path)
+        }
+        sink.events.removeAll()
+        for _ in 0..<60 {
+            for _ in 0..<(1 + Int(r.next() % 5)) { _ = try? h.engine.commit(randomCommit(&r)) { _ in } }
+            h.flush()
+            for (tag, event) in sink.events {
+                guard case .query(let seq, _, _, _, let changes) = event else { Issue.record("\(tag): \(event)"); continue }
+                #expect(seq > lastSeq[tag, default: 0], "\(tag): snapshots in seq order")
+                lastSeq[tag] = seq
+                apply(changes, to: &applied[tag]!)
+            }
+            sink.events.removeAll()
+            for (tag, q) in qs {
+                #expect(applied[tag]! == (try h.engine.runQuery(q).documents.map(\.stored.path)), "\(tag)")
+            }
+        }
+    }
+}
