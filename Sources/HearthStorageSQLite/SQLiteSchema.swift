@@ -79,7 +79,6 @@ package enum SQLiteSchema {
         PRAGMA cache_size = -131072;
         PRAGMA temp_store = MEMORY;
         PRAGMA journal_size_limit = 67108864;
-        PRAGMA wal_autocheckpoint = 1000;
         """
 
     /// Settings of the reader connection.

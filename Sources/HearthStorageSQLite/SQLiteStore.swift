@@ -10,7 +10,8 @@ import HearthStorage
 /// calling the same side just waits for the lock (correct, but it serializes).
 ///
 /// Durability: the writer runs with `synchronous=FULL`, so `apply` returns only after the group's WAL frames
-/// are fsynced; a committed group survives a process crash or power loss. Readers see a group only after that
+/// are fsynced; a committed group survives a process crash or power loss. WAL frames are copied into
+/// hearth.db by `SQLiteCheckpointer` on a third connection and thread, never inside a commit. Readers see a group only after that
 /// point. The reasons behind each setting are in docs/storage.md.
 ///
 /// Errors: every SQLite failure becomes a `HearthError` (UNAVAILABLE for busy/I/O/full-disk trouble, INTERNAL
@@ -27,6 +28,7 @@ public final class SQLiteStore: DocumentStore {
 
     private let reader: Locked<SQLiteReader?>
     private let writer: Locked<SQLiteWriter?>
+    private let checkpointer: SQLiteCheckpointer
 
     /// Opens the store in `directory`, creating the directory and the database when missing.
     ///
@@ -40,6 +42,8 @@ public final class SQLiteStore: DocumentStore {
         try SQLiteSchema.prepare(writer: connection, path: path)
         let w = try SQLiteWriter(connection: connection, retention: retention)
         let r = try SQLiteReader(path: path)
+        checkpointer = try SQLiteCheckpointer(path: path)
+        checkpointer.attach(to: connection)
         databasePath = path
         self.retention = retention
         reader = Locked(r)
@@ -83,9 +87,14 @@ public final class SQLiteStore: DocumentStore {
         }
     }
 
-    /// Closes both connections (waiting for a running `apply` to finish). The reader closes first so that the
-    /// writer, closing last, checkpoints the WAL into hearth.db and removes the -wal and -shm files. Idempotent.
+    /// Checkpoints the background checkpointer has completed since the store opened.
+    package var backgroundCheckpoints: Int { checkpointer.checkpoints }
+
+    /// Closes the connections (waiting for a running `apply` and checkpoint to finish). The writer closes last
+    /// so that it checkpoints the WAL into hearth.db and removes the -wal and -shm files. Idempotent.
     public func close() {
+        writer.withLock { w in if let w { SQLiteCheckpointer.detach(from: w.connection) } }
+        checkpointer.close()
         reader.withLock { r in
             r?.close()
             r = nil

@@ -5,7 +5,7 @@ import HearthStorage
 /// The writer connection and its statements: `apply` (documents, change log, index entries through
 /// `SQLiteIndexWriter`) and retention pruning. Used only by the store's writer lock holder (the writer thread).
 final class SQLiteWriter {
-    private let connection: SQLiteConnection
+    let connection: SQLiteConnection
     private let retention: RetentionPolicy
     private let begin: SQLiteStatement
     private let commit: SQLiteStatement

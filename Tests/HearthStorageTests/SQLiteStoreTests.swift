@@ -27,6 +27,37 @@ import Testing
         #expect(files == ["hearth.db"])
     }
 
+    /// Checkpoints run off the writer: once the WAL holds 1,000 pages a background checkpoint copies them into
+    /// hearth.db, and the next commit starts the WAL over instead of growing it.
+    @Test func walIsCheckpointedInTheBackgroundAndStartsOver() throws {
+        let f = try StoreFixture(.sqlite)
+        defer { f.finish() }
+        let store = try #require(f.store as? SQLiteStore)
+        var h = History()
+        let big = [UInt8](repeating: 7, count: 64 * 1024)
+        for i in 0..<10 { try store.apply([h.put("c/d\(i)", big)]) }   // ~330 pages (document + log image): below the threshold
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(store.backgroundCheckpoints == 0)
+        for i in 10..<100 { try store.apply([h.put("c/d\(i)", big)]) }
+        // Wait for the checkpoints the commits asked for to finish.
+        var seen = -1
+        for _ in 0..<200 where store.backgroundCheckpoints != seen || seen == 0 {
+            seen = store.backgroundCheckpoints
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(seen > 0)
+        let wal = f.directory + "/hearth.db-wal"
+        func size() -> Int { ((try? FileManager.default.attributesOfItem(atPath: wal))?[.size] as? Int) ?? -1 }
+        let before = size()
+        #expect(before > 100 * big.count / 2)
+        for i in 0..<10 { try store.apply([h.put("c/e\(i)", big)]) }
+        #expect(size() == before, "the WAL started over from its beginning")
+        try f.reopen()
+        #expect(try f.store.get(path("c/d99"))?.data == big)
+        #expect(try f.store.get(path("c/e9"))?.data == big)
+        #expect(try f.store.lastSeq() == 110)
+    }
+
     @Test func lastSeqNeverDecreasesAfterPruningEverything() throws {
         let f = try StoreFixture(.sqlite, retention: RetentionPolicy(maxAgeMicros: 0, maxBytes: 0))
         defer { f.finish() }

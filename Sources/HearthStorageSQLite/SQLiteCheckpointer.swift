@@ -1,0 +1,133 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CSQLite
+import HearthModel
+
+/// Copies WAL frames into hearth.db on a thread and connection of its own, so that a commit never waits for
+/// a checkpoint.
+///
+/// SQLite's automatic checkpoint runs inside the commit that crosses its threshold: that commit (and every
+/// client waiting for it) pays for writing back and fsyncing every page the WAL holds. A fan-out commit that
+/// touches a thousand feeds dirties thousands of pages, so each such commit paid for a checkpoint too. Here
+/// the writer's WAL hook only signals this thread once the WAL holds `thresholdPages` pages; the thread runs
+/// a PASSIVE checkpoint (it never blocks the writer or readers, and it writes back a page changed by several
+/// commits once). Once everything is copied, the next write transaction starts the WAL over from its
+/// beginning (and `journal_size_limit` trims the file).
+///
+/// A checkpoint that runs while commits keep arriving may never find the WAL fully copied, and only then can
+/// the WAL start over. So once the WAL reaches `inlinePages` (64 MiB, the `journal_size_limit`) the writer
+/// runs the checkpoint itself right after its commit, as SQLite's automatic checkpoint would: no other
+/// writer can append meanwhile, so it copies everything and the WAL stays bounded under sustained load.
+final class SQLiteCheckpointer: @unchecked Sendable {
+    /// WAL size, in pages, that wakes the checkpointer (SQLite's own default threshold).
+    static let thresholdPages: Int32 = 1000
+    /// WAL size at which the writer checkpoints inline (64 MiB of 4 KiB pages).
+    static let inlinePages: Int32 = 16_384
+
+    private let connection: SQLiteConnection
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var requested = false
+    private var stopping = false
+    private var thread: pthread_t?
+    /// Checkpoints run so far (for tests and diagnostics).
+    private(set) var completed = 0
+
+    init(path: String) throws(HearthError) {
+        connection = try SQLiteConnection(path: path, role: "checkpointer", create: false)
+        try connection.exec("PRAGMA synchronous = FULL;", "setting pragmas")   // fsync hearth.db after copying
+        mutex.initialize(to: pthread_mutex_t())
+        condition.initialize(to: pthread_cond_t())
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(condition, nil)
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var t = pthread_t()
+        let rc = pthread_create(&t, nil, { raw in
+            let me = Unmanaged<SQLiteCheckpointer>.fromOpaque(raw!).takeRetainedValue()
+            me.run()
+            return nil
+        }, context)
+        guard rc == 0 else {
+            Unmanaged<SQLiteCheckpointer>.fromOpaque(context).release()
+            connection.close()
+            throw HearthError(.unavailable, "storage: cannot start the checkpoint thread (error \(rc))")
+        }
+        thread = t
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Replaces the writer's automatic checkpoint with a signal to this thread.
+    func attach(to writer: SQLiteConnection) {
+        sqlite3_wal_hook(writer.db, { context, db, _, pages in
+            if pages >= SQLiteCheckpointer.inlinePages {
+                _ = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)   // BUSY: one is running
+                return SQLITE_OK
+            }
+            if pages >= SQLiteCheckpointer.thresholdPages {
+                Unmanaged<SQLiteCheckpointer>.fromOpaque(context!).takeUnretainedValue().request()
+            }
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    private func request() {
+        pthread_mutex_lock(mutex)
+        requested = true
+        pthread_cond_signal(condition)
+        pthread_mutex_unlock(mutex)
+    }
+
+    private func run() {
+        while true {
+            pthread_mutex_lock(mutex)
+            while !requested && !stopping { pthread_cond_wait(condition, mutex) }
+            let stop = stopping
+            requested = false
+            pthread_mutex_unlock(mutex)
+            if stop { return }
+            // BUSY (the writer is checkpointing inline) or an I/O error: the next commit asks again, and the
+            // writer's final checkpoint at close copies whatever is left.
+            if sqlite3_wal_checkpoint_v2(connection.db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK {
+                pthread_mutex_lock(mutex)
+                completed += 1
+                pthread_mutex_unlock(mutex)
+            }
+        }
+    }
+
+    /// Number of checkpoints completed, read under the lock.
+    var checkpoints: Int {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return completed
+    }
+
+    /// Stops the thread (after a checkpoint in progress) and closes the connection. Detach the writer's
+    /// hook first. Idempotent.
+    func close() {
+        guard let t = thread else { return }
+        pthread_mutex_lock(mutex)
+        stopping = true
+        pthread_cond_signal(condition)
+        pthread_mutex_unlock(mutex)
+        pthread_join(t, nil)
+        thread = nil
+        connection.close()
+    }
+
+    /// Removes the hook from the writer (before the writer or this object goes away).
+    static func detach(from writer: SQLiteConnection) {
+        sqlite3_wal_hook(writer.db, nil, nil)
+    }
+}
