@@ -196,7 +196,9 @@ struct FeedEntry: Codable, Identifiable {
 }
 
 /// Publishes a post and fans it out to the author's own feed and each follower's feed, in one batch so a
-/// post never shows up half-delivered.
+/// post never shows up half-delivered. The caller passes the followers; with follows and unfollows
+/// happening concurrently, read them in a transaction on the author's document instead, as
+/// `Timeline.post` does (docs/guides/timelines.md).
 @discardableResult
 func publishPost(db: Hearth, caption: String, ownerUid: String, ownerUsername: String,
                  followerUids: [String], at date: Date = Date()) async throws -> String {
