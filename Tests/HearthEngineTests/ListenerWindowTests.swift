@@ -101,6 +101,9 @@ import Testing
                 #expect(got.map { "\($0.kind) \($0.document.stored.path) \($0.oldIndex) \($0.newIndex)" }
                         == expected.map { "\($0.kind) \($0.document.stored.path) \($0.oldIndex) \($0.newIndex)" }, "\(tag)")
                 #expect(got.map(\.document.stored.updateTime) == expected.map(\.document.stored.updateTime), "\(tag)")
+                var applied = previous[tag]!.map(\.stored.path)
+                apply(got, to: &applied)
+                #expect(applied == fresh.map(\.stored.path), "\(tag): the changes applied give the fresh result")
                 previous[tag] = fresh
                 snapshots += got.isEmpty ? 0 : 1
             }

@@ -30,49 +30,62 @@ struct QueryView {
         var newByPath: [DocumentPath: ResultDocument] = [:]
         for r in new where relevant(r) { newByPath[r.stored.path] = r }
 
-        let removed = old.filter { relevant($0) && newByPath[$0.stored.path] == nil }
+        var oldIndex: [DocumentPath: Int] = [:]
+        for (i, r) in old.enumerated() where relevant(r) { oldIndex[r.stored.path] = i }
+        var removed: [Int] = []
+        for (i, r) in old.enumerated() where relevant(r) && newByPath[r.stored.path] == nil { removed.append(i) }
         let added = new.filter { relevant($0) && oldByPath[$0.stored.path] == nil }
-        let modified = new.filter { r in
-            guard relevant(r), let o = oldByPath[r.stored.path] else { return false }
-            return o.stored.updateTime != r.stored.updateTime || o.fields != r.fields
+        var modified: [(oldIndex: Int, doc: ResultDocument)] = []
+        for r in new where relevant(r) {
+            guard let o = oldByPath[r.stored.path], o.stored.updateTime != r.stored.updateTime || o.fields != r.fields else { continue }
+            modified.append((oldIndex[r.stored.path]!, r))
         }
         return ordered(old: old, removed: removed, added: added, modified: modified, query: q)
     }
 
-    /// Firestore's docChanges from `old`, given what changed: `removed` (old versions, in old order),
-    /// `added` and `modified` (new versions, in query order). Indices are computed one change at a time.
-    static func ordered(old: [ResultDocument], removed: [ResultDocument], added: [ResultDocument],
-                        modified: [ResultDocument], query q: ValidQuery) -> [ViewChange] {
+    /// Firestore's docChanges from `old`, given what changed: `removed` (indices into `old`, ascending),
+    /// `added` (new documents, in query order) and `modified` (the old index and the new version, in the new
+    /// versions' query order). Indices are computed one change at a time on a list of references (Ints), so
+    /// the work moves integers, not documents.
+    static func ordered(old: [ResultDocument], removed: [Int], added: [ResultDocument],
+                        modified: [(oldIndex: Int, doc: ResultDocument)], query q: ValidQuery) -> [ViewChange] {
         if removed.isEmpty && added.isEmpty && modified.isEmpty { return [] }
-        // The index tracker: the old list, changed one step at a time.
-        var tracker = old
-        func position(of path: DocumentPath) -> Int { tracker.firstIndex { $0.stored.path == path }! }
-        func insertionPoint(_ r: ResultDocument) -> Int {
+        // The index tracker: the old list as references (r < old.count: old[r]; then added, then modified's
+        // new versions), changed one step at a time.
+        let n = old.count, a = added.count
+        var tracker = Array(0..<n)
+        func compare(_ r: Int, _ d: ResultDocument) -> Int {
+            if r < n { return q.compare(old[r].stored.path, old[r].fields, d.stored.path, d.fields) }
+            if r < n + a { return q.compare(added[r - n].stored.path, added[r - n].fields, d.stored.path, d.fields) }
+            let m = modified[r - n - a].doc
+            return q.compare(m.stored.path, m.fields, d.stored.path, d.fields)
+        }
+        func insertionPoint(_ d: ResultDocument) -> Int {
             var lo = 0, hi = tracker.count
             while lo < hi {
                 let mid = (lo + hi) / 2
-                if q.compare(tracker[mid].stored.path, tracker[mid].fields, r.stored.path, r.fields) < 0 { lo = mid + 1 } else { hi = mid }
+                if compare(tracker[mid], d) < 0 { lo = mid + 1 } else { hi = mid }
             }
             return lo
         }
         var out: [ViewChange] = []
         out.reserveCapacity(removed.count + added.count + modified.count)
-        for r in removed {
-            let i = position(of: r.stored.path)
-            tracker.remove(at: i)
-            out.append(ViewChange(kind: .removed, document: r, oldIndex: i, newIndex: -1))
+        for i in removed {
+            let p = tracker.firstIndex(of: i)!
+            tracker.remove(at: p)
+            out.append(ViewChange(kind: .removed, document: old[i], oldIndex: p, newIndex: -1))
         }
-        for r in added {
-            let j = insertionPoint(r)
-            tracker.insert(r, at: j)
-            out.append(ViewChange(kind: .added, document: r, oldIndex: -1, newIndex: j))
+        for (k, d) in added.enumerated() {
+            let j = insertionPoint(d)
+            tracker.insert(n + k, at: j)
+            out.append(ViewChange(kind: .added, document: d, oldIndex: -1, newIndex: j))
         }
-        for r in modified {
-            let i = position(of: r.stored.path)
+        for (k, m) in modified.enumerated() {
+            let i = tracker.firstIndex(of: m.oldIndex)!
             tracker.remove(at: i)
-            let j = insertionPoint(r)
-            tracker.insert(r, at: j)
-            out.append(ViewChange(kind: .modified, document: r, oldIndex: i, newIndex: j))
+            let j = insertionPoint(m.doc)
+            tracker.insert(n + a + k, at: j)
+            out.append(ViewChange(kind: .modified, document: m.doc, oldIndex: i, newIndex: j))
         }
         return out
     }

@@ -53,19 +53,20 @@ enum WindowView {
         }
         if entering.isEmpty && !leaving.contains(true) { return [] }
 
-        // Every matching document on the window's side of the boundary, in query order.
+        // Every matching document on the window's side of the boundary, in query order, as references:
+        // r >= 0 is old[r], r < 0 is entering[-r - 1] (integers, so nothing is copied until the end).
         entering.sort { q.compare($0.doc.stored.path, $0.doc.fields, $1.doc.stored.path, $1.doc.fields) < 0 }
-        var merged: [(doc: ResultDocument, oldIndex: Int, entered: Bool)] = []
+        var merged: [Int] = []
         merged.reserveCapacity(old.count + entering.count)
         var a = 0, e = 0
         while a < old.count || e < entering.count {
             if a < old.count && leaving[a] { a += 1; continue }
             if e == entering.count || (a < old.count && q.compare(old[a].stored.path, old[a].fields,
                                                                  entering[e].doc.stored.path, entering[e].doc.fields) < 0) {
-                merged.append((old[a], a, false))
+                merged.append(a)
                 a += 1
             } else {
-                merged.append((entering[e].doc, entering[e].oldIndex, true))
+                merged.append(-e - 1)
                 e += 1
             }
         }
@@ -74,14 +75,27 @@ enum WindowView {
 
         var keptOld = [Bool](repeating: false, count: old.count)
         var added: [ResultDocument] = []
-        var modified: [ResultDocument] = []
-        for k in kept {
-            if k.oldIndex >= 0 { keptOld[k.oldIndex] = true }
-            if k.entered { if k.oldIndex < 0 { added.append(k.doc) } else { modified.append(k.doc) } }
+        var modified: [(oldIndex: Int, doc: ResultDocument)] = []
+        var next: [ResultDocument] = []
+        next.reserveCapacity(kept.count)
+        for r in kept {
+            if r >= 0 {
+                keptOld[r] = true
+                next.append(old[r])
+                continue
+            }
+            let entry = entering[-r - 1]
+            next.append(entry.doc)
+            if entry.oldIndex < 0 {
+                added.append(entry.doc)
+            } else {
+                keptOld[entry.oldIndex] = true
+                modified.append((entry.oldIndex, entry.doc))
+            }
         }
-        var removed: [ResultDocument] = []
-        for (i, r) in old.enumerated() where !keptOld[i] { removed.append(r) }
-        rows = kept.map(\.doc)
+        var removed: [Int] = []
+        for i in old.indices where !keptOld[i] { removed.append(i) }
+        rows = next
         return QueryView.ordered(old: old, removed: removed, added: added, modified: modified, query: q)
     }
 }
