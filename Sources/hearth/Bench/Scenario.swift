@@ -50,7 +50,7 @@ enum ScenarioTable {
                      loadsKeys: false) { _ in PingScenario() },
         ScenarioSpec(name: "query", summary: "call records of a random customer (--keys customers) newest first, limit 20; load with clients/python/bench/call_records.py",
                      loadsKeys: false) { o in QueryScenario(customers: o.keys) },
-        ScenarioSpec(name: "timeline", summary: "follower fan-out: --followers feed listeners (limit 20) over --listeners connections; one author posts (a post is ceil((F+2)/500) commits); posts/s and commit-to-last-follower latency",
+        ScenarioSpec(name: "timeline", summary: "follower fan-out: --followers feed listeners (limit 20) over --listeners connections; one author posts (one commit of F+3 writes); posts/s and commit-to-last-follower latency",
                      loadsKeys: false) { _ in PingScenario() },
         ScenarioSpec(name: "departments", summary: "joins: commit create department_memberships/u<k>_d<d> + increment departments/d<d>.memberCount over --keys users x --departments; ALREADY_EXISTS counted apart",
                      loadsKeys: false) { _ in PingScenario() },

@@ -129,8 +129,9 @@ enum Workload {
 
 /// `hearth bench timeline`: follower fan-out. `--followers` F users each hold a live feed listener
 /// (`users/<uid>/user-feed` by timestamp desc, limit 20) spread over `--listeners` subscriber connections
-/// (default 1000, capped at F). One author posts: each post writes `posts/<id>`, the author's own feed entry
-/// and one feed entry per follower, in one atomic commit (a commit holds up to 10,000 writes; a larger
+/// (default 1000, capped at F). One author posts: each post writes the author's document (`postCount`,
+/// `lastPostAt`), `posts/<id>`, the author's own feed entry and one feed entry per follower (the commit of
+/// docs/guides/timelines.md's post, without its reads), in one atomic commit (a commit holds up to 10,000 writes; a larger
 /// fan-out is split into commits sent back to back); `--pipeline` posts are kept in flight. Reported: posts/s
 /// (all of a post's commits acknowledged), and per post the time from its first commit's commitTime (and
 /// from when the author sent it) until the LAST follower has received it.
@@ -195,8 +196,8 @@ final class TimelineBench {
         while initial < f && !stopped && errors.isEmpty { _ = loop.runOnce(nowait: false) }
         deadline.cancel()
         guard initial >= f else { Console.error("error: only \(initial) of \(f) listeners got their first snapshot"); return ExitCode.connection }
-        let commitsPerPost = (f + 2 + Limits.maxWritesPerCommit - 1) / Limits.maxWritesPerCommit
-        if !o.json { Console.error("timeline: \(f) follower listeners on \(nSubs) connections ready; a post is \(f + 2) writes = \(commitsPerPost) commit(s)") }
+        let commitsPerPost = (f + 3 + Limits.maxWritesPerCommit - 1) / Limits.maxWritesPerCommit
+        if !o.json { Console.error("timeline: \(f) follower listeners on \(nSubs) connections ready; a post is \(f + 3) writes = \(commitsPerPost) commit(s)") }
 
         author.onResponse = { [unowned self] kind, line, tag, _ in self.authorResponse(kind, line, tag) }
         var cpuStart = Workload.cpu(serverPID)
@@ -228,8 +229,8 @@ final class TimelineBench {
         if firstMeasured < measuredEndPost { for p in firstMeasured..<measuredEndPost where delivered[p] < Int32(f) { incomplete += 1 } }
         let text = """
         hearth bench timeline  hearthd \(o.host):\(o.port)  \(f) followers (listeners) on \(nSubs) connections, 1 author x \(o.pipeline) post(s) in flight
-          post        \(f + 2) writes = \(commitsPerPost) commit(s) of <= \(NumberText.grouped(Limits.maxWritesPerCommit)) writes (posts/<id>, the author's feed entry, one feed entry per follower)
-          posts       \(NumberText.grouped(measuredAcked)) acknowledged in \(o.duration) s = \(NumberText.fixed(Double(measuredAcked) / o.duration, 1)) posts/s (\(NumberText.grouped(Int(Double(measuredAcked * (f + 2)) / o.duration))) feed writes/s, \(NumberText.grouped(Int(Double(measuredAcked * f) / o.duration))) deliveries/s)
+          post        \(f + 3) writes = \(commitsPerPost) commit(s) of <= \(NumberText.grouped(Limits.maxWritesPerCommit)) writes (users/author, posts/<id>, the author's feed entry, one feed entry per follower)
+          posts       \(NumberText.grouped(measuredAcked)) acknowledged in \(o.duration) s = \(NumberText.fixed(Double(measuredAcked) / o.duration, 1)) posts/s (\(NumberText.grouped(Int(Double(measuredAcked * (f + 1)) / o.duration))) feed writes/s, \(NumberText.grouped(Int(Double(measuredAcked * f) / o.duration))) deliveries/s)
           fan-out     \(NumberText.grouped(measuredPosts - incomplete)) of \(NumberText.grouped(measuredPosts)) measured posts reached all \(f) followers\(incomplete > 0 ? " (\(incomplete) not within the \(o.drainSeconds) s drain)" : "")
           last follower  commit -> received: \(Workload.latencyLine(fromCommit))
                          author sent -> received: \(Workload.latencyLine(fromSend))
@@ -253,9 +254,10 @@ final class TimelineBench {
         nextPost += 1
         let id = "p" + Workload.pad(p, 7)
         let entry = #","data":{"postId":"\#(id)","authorId":"author","timestamp":{"$serverTimestamp":true}}}"#
-        var writes: [String] = [#"{"op":"set","path":"posts/\#(id)","data":{"authorId":"author","text":"post \#(p)","timestamp":{"$serverTimestamp":true}}}"#,
+        var writes: [String] = [#"{"op":"set","path":"users/author","merge":true,"data":{"postCount":{"$increment":1},"lastPostAt":{"$serverTimestamp":true}}}"#,
+                                #"{"op":"set","path":"posts/\#(id)","data":{"authorId":"author","text":"post \#(p)","timestamp":{"$serverTimestamp":true}}}"#,
                                 #"{"op":"set","path":"users/author/user-feed/\#(id)""# + entry]
-        writes.reserveCapacity(o.followers + 2)
+        writes.reserveCapacity(o.followers + 3)
         for i in 0..<o.followers { writes.append(#"{"op":"set","path":"users/f\#(Workload.pad(i, 6))/user-feed/\#(id)""# + entry) }
         let now = loop.hrtimeNanos()
         sentNanos.append(now)
