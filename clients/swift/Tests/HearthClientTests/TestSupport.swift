@@ -90,33 +90,34 @@ final class Recorder<T: Sendable>: @unchecked Sendable {
     /// Waits until at least `count` values arrived; returns them (throws on timeout).
     @discardableResult
     func wait(for count: Int, timeout: Double = 10) async throws -> [T] {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            let v = values
-            if v.count >= count { return v }
-            try await Task.sleep(nanoseconds: 5_000_000)
-        }
-        throw TestFailure("timed out waiting for \(count) snapshots (have \(values.count), errors \(failures))")
+        let v = try await poll(timeout: timeout) { let v = self.values; return v.count >= count ? v : nil }
+        guard let v else { throw TestFailure("timed out waiting for \(count) snapshots (have \(values.count), errors \(failures))") }
+        return v
     }
 
     /// Waits until an error arrived.
     func waitForError(timeout: Double = 10) async throws -> Error {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let e = failures.first { return e }
-            try await Task.sleep(nanoseconds: 5_000_000)
-        }
-        throw TestFailure("timed out waiting for an error")
+        guard let e = try await poll(timeout: timeout, { self.failures.first }) else { throw TestFailure("timed out waiting for an error") }
+        return e
     }
 
     /// Waits until `condition` holds for the values (throws on timeout).
     func wait(timeout: Double = 10, until condition: ([T]) -> Bool) async throws {
+        guard try await poll(timeout: timeout, { condition(self.values) ? () : nil }) != nil else {
+            throw TestFailure("timed out waiting for a condition (have \(values.count) snapshots)")
+        }
+    }
+
+    /// Looks for a result every 5 ms until `timeout`; nil when none came. The last look is taken after the
+    /// deadline, never before it: a waiter that was not scheduled for a while (a loaded suite can starve
+    /// the test's tasks for seconds) must not report a callback that arrived meanwhile as missing.
+    private func poll<R>(timeout: Double, _ look: () -> R?) async throws -> R? {
         let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition(values) { return }
+        while true {
+            if let r = look() { return r }
+            if Date() >= deadline { return nil }
             try await Task.sleep(nanoseconds: 5_000_000)
         }
-        throw TestFailure("timed out waiting for a condition (have \(values.count) snapshots)")
     }
 }
 
