@@ -106,63 +106,77 @@ public final class Engine {
         let commitTime = Timestamp(micros: commitMicros)
         let seq = lastAssignedSeq + 1
 
-        // State local to this commit: later writes of the commit see earlier ones.
-        var local: [DocumentPath: WriteApplier.State?] = [:]
-        var order: [DocumentPath] = []
-        var before: [DocumentPath: StoredDocument?] = [:]
-        var original: [DocumentPath: WriteApplier.State] = [:]
+        // State local to this commit: later writes of the commit see earlier ones. One entry per document, in
+        // first-touch order, found through one hash lookup per write.
+        struct Touched {
+            let path: DocumentPath
+            let before: StoredDocument?            // durable or pending version before the commit
+            let original: WriteApplier.State?      // `before`, decoded
+            var state: WriteApplier.State?         // after the commit's writes so far
+        }
+        var slot: [DocumentPath: Int] = [:]
+        slot.reserveCapacity(writes.count)
+        var touched: [Touched] = []
+        touched.reserveCapacity(writes.count)
         var results: [WriteResult] = []
         results.reserveCapacity(writes.count)
+        var resultSlot: [Int] = []                 // the `touched` entry of each write
+        resultSlot.reserveCapacity(writes.count)
 
         for (i, write) in writes.enumerated() {
-            let current: WriteApplier.State?
-            if let s = local[write.path] {
-                current = s
+            let k: Int
+            if let existing = slot[write.path] {
+                k = existing
             } else {
                 let stored = try latest(write.path)
-                before[write.path] = stored.doc
+                var original: WriteApplier.State?
                 if let d = stored.doc {
                     let fields: MapValue
                     if let cached = stored.fields { fields = cached } else { fields = try codec.decode(d.data) }
-                    current = WriteApplier.State(fields: fields, createTime: d.createTime, updateTime: d.updateTime)
-                    original[write.path] = current
-                } else {
-                    current = nil
+                    original = WriteApplier.State(fields: fields, createTime: d.createTime, updateTime: d.updateTime)
                 }
+                k = touched.count
+                touched.append(Touched(path: write.path, before: stored.doc, original: original, state: original))
+                slot[write.path] = k
             }
             let outcome: WriteApplier.Outcome
             do {
-                outcome = try WriteApplier.apply(write, to: current, commitTime: commitTime)
+                outcome = try WriteApplier.apply(write, to: touched[k].state, commitTime: commitTime)
             } catch {
                 throw prefixIndexes ? error.prefixed("writes[\(i)]") : error
             }
-            if local[write.path] == nil { order.append(write.path) }
-            local[write.path] = .some(outcome.after)
+            touched[k].state = outcome.after
             results.append(outcome.result)
+            resultSlot.append(k)
         }
 
         // Net mutation per document, in first-touch order; documents left as they were are omitted.
         var mutations: [Mutation] = []
+        mutations.reserveCapacity(touched.count)
         var indexChanges = IndexChanges()
-        for path in order {
-            let old = before[path] ?? nil
-            let newState = local[path] ?? nil
+        var unchanged: [Bool]?
+        for (k, t) in touched.enumerated() {
+            let path = t.path
             var after: StoredDocument?
-            if let newState {
-                if let old, let orig = original[path], orig.fields == newState.fields {
+            if let newState = t.state {
+                if t.before != nil, let orig = t.original, orig.fields == newState.fields {
                     // Unchanged by the commit as a whole (possibly changed and changed back): keep its times.
-                    for j in results.indices where results[j].path == path { results[j].updateTime = old.updateTime }
+                    if unchanged == nil { unchanged = [Bool](repeating: false, count: touched.count) }
+                    unchanged![k] = true
                     continue
                 }
                 after = StoredDocument(path: path, data: codec.encode(newState.fields), createTime: newState.createTime,
                                        updateTime: newState.updateTime, seq: seq)
-            } else if old == nil {
+            } else if t.before == nil {
                 continue // absent before and after
             }
-            mutations.append(Mutation(path: path, before: old, after: after))
-            IndexMaintainer.changes(path, before: original[path]?.fields, after: newState?.fields,
+            mutations.append(Mutation(path: path, before: t.before, after: after))
+            IndexMaintainer.changes(path, before: t.original?.fields, after: t.state?.fields,
                                     composites: indexes, into: &indexChanges)
-            overlay[path] = OverlayEntry(doc: after, fields: newState?.fields, seq: seq)
+            overlay[path] = OverlayEntry(doc: after, fields: t.state?.fields, seq: seq)
+        }
+        if let unchanged {
+            for j in results.indices where unchanged[resultSlot[j]] { results[j].updateTime = touched[resultSlot[j]].before!.updateTime }
         }
 
         lastAssignedSeq = seq

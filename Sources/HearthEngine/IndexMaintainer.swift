@@ -15,25 +15,34 @@ enum IndexMaintainer {
         IndexKey.encodeDocumentKey(path, into: &docKey)
         var keys: [[UInt8]] = []
 
-        keys.append(IndexLayout.collectionPrefix(collection) + docKey)
-        keys.append(IndexLayout.groupPrefix(path.collectionID) + docKey)
+        keys.reserveCapacity(fields.count + 2)
+        var k = IndexLayout.collectionPrefix(collection)
+        k.append(contentsOf: docKey)
+        keys.append(k)
+        k = IndexLayout.groupPrefix(path.collectionID)
+        k.append(contentsOf: docKey)
+        keys.append(k)
 
-        let collectionString = Value.string(collection.description)
+        // Every single-field key starts with the kind and the collection: encoded once per document.
+        var encodedCollection: [UInt8] = []
+        IndexKey.encode(.string(collection.description), into: &encodedCollection)
         func visit(_ map: MapValue, _ prefix: [String]) {
             for f in map {
                 let segs = prefix + [f.key]
-                let fieldName = FieldPath(segs).description
+                let fieldName = Value.string(FieldPath(segs).description)
                 var k: [UInt8] = [IndexLayout.singleField]
-                IndexKey.encode(collectionString, into: &k)
-                IndexKey.encode(.string(fieldName), into: &k)
+                k.reserveCapacity(encodedCollection.count + 64 + docKey.count)
+                k.append(contentsOf: encodedCollection)
+                IndexKey.encode(fieldName, into: &k)
                 IndexKey.encode(f.value, into: &k)
-                keys.append(k + docKey)
+                k.append(contentsOf: docKey)
+                keys.append(k)
                 switch f.value {
                 case .array(let elements):
                     var seen = Set<[UInt8]>()
                     var base: [UInt8] = [IndexLayout.arrayContains]
-                    IndexKey.encode(collectionString, into: &base)
-                    IndexKey.encode(.string(fieldName), into: &base)
+                    base.append(contentsOf: encodedCollection)
+                    IndexKey.encode(fieldName, into: &base)
                     for e in elements {
                         let ek = IndexKey.key(e)
                         if seen.insert(ek).inserted { keys.append(base + ek + docKey) }

@@ -61,7 +61,12 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
 
     public func hash(into h: inout Hasher) {
         h.combine(segments.count)
-        for s in segments { for b in s.utf8 { h.combine(b) }; h.combine(0xFF as UInt8) }
+        for s in segments {
+            // Equality is by UTF-8 bytes, so the hash is too: in bulk from the string's contiguous storage.
+            let done: Void? = s.utf8.withContiguousStorageIfAvailable { h.combine(bytes: UnsafeRawBufferPointer($0)) }
+            if done == nil { for b in s.utf8 { h.combine(b) } }
+            h.combine(0xFF as UInt8)
+        }
     }
 
     public func appending(_ id: String) -> ResourcePath { ResourcePath(segments: segments + [id]) }

@@ -50,10 +50,17 @@ import Testing
 
     @Test func unchangedCommitPublishesNoMutation() throws {
         let h = try EngineHarness()
-        _ = h.commit([set("c/a", m(["x": 1]))])
-        _ = h.commit([set("c/a", m(["x": 2])), set("c/a", m(["x": 1]))])   // changed and changed back
+        let t1 = try h.commit([set("c/a", m(["x": 1]))]).get().results[0].updateTime
+        h.now += 10
+        let back = try h.commit([set("c/a", m(["x": 2])), set("c/a", m(["x": 1]))]).get()   // changed and changed back
         #expect(h.published.count == 2)
         #expect(h.published[1].mutations.isEmpty)
+        #expect(back.results.map(\.updateTime) == [t1, t1])
+        // Beside a real change, each write reports its own document's time.
+        h.now += 10
+        let mixed = try h.commit([set("c/a", m(["x": 3])), set("c/b", m(["y": 1])), set("c/a", m(["x": 1]))]).get()
+        #expect(mixed.results.map(\.updateTime) == [t1, mixed.commitTime, t1])
+        #expect(h.published[2].mutations.map(\.path) == [path("c/b")])
     }
 
     @Test func preconditionUpdateTime() throws {
