@@ -21,8 +21,9 @@ public enum Limits {
     public static let maxDepth = 20
     /// Most writes in one commit. Firestore allows 500; Hearth allows 10,000 so that a fan-out (a post
     /// written into every follower's feed) stays one atomic commit for authors with thousands of followers.
-    /// A commit is applied on the loop thread, so this also bounds how long one commit can hold it (~10 ms
-    /// for 1,000 small writes, see docs/benchmarks.md).
+    /// A commit is applied on the loop thread, so this also bounds how long one commit can hold it: other
+    /// connections waited up to 6-16 ms behind a commit of 1,000 small writes and 0.1-0.17 s behind one of
+    /// 10,000 (docs/benchmarks.md, "Large commits").
     public static let maxWritesPerCommit = 10_000
 }
 
