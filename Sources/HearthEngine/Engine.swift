@@ -82,6 +82,13 @@ public final class Engine {
         try store.get(path)
     }
 
+    /// True when the store holds exactly the published state (`lastDurableSeq`): no batch in flight has
+    /// landed in it yet. A read made of several store reads that started after publication and finds this
+    /// true afterwards saw only that state, so its result is exact at `lastDurableSeq`.
+    public func storeIsAtPublishedSeq() throws(HearthError) -> Bool {
+        try store.lastSeq() == lastDurableSeq
+    }
+
     /// Decodes a stored document's fields.
     public func fields(of doc: StoredDocument) throws(HearthError) -> MapValue {
         try codec.decode(doc.data)

@@ -9,9 +9,14 @@ struct Command: Sendable {
         case meta
         /// Reads durable data: waits behind the connection's own pending writes.
         case read
-        /// Reads durable data at one exact seq (queries, listeners): also waits while a commit batch is
-        /// being made durable, so the store is exactly at the last published seq.
+        /// Reads durable data at one exact seq over several store reads (queries): waits behind the
+        /// connection's own pending writes, and runs at once even while a commit batch is being made
+        /// durable; if that batch lands in the store while it runs, its reply is dropped and it runs again
+        /// once the batch is published (so its result is exactly at the last published seq).
         case snapshot
+        /// Registers a listener at the last published seq: also waits while a commit batch is being made
+        /// durable, so the initial snapshot and the publication of that batch line up.
+        case subscription
         /// Commits: pipelines; answered once durable.
         case write
     }
@@ -60,7 +65,7 @@ enum CommandTable {
         Command(name: "index", synopsis: "{op:\"index\",action:\"create\"|\"list\"|\"drop\",collection,scope,fields:[[f,asc|desc|array-contains]],indexId} manages composite indexes",
                 fields: ["action", "collection", "scope", "fields", "indexId"], access: .meta, run: IndexHandlers.index),
         Command(name: "listen", synopsis: "{op:\"listen\",path|query:{...}[,resumeAfter:N][,heartbeatMs:ms]} subscribes: {sub}, then pushed snapshots",
-                fields: ["path", "query", "resumeAfter", "heartbeatMs"], access: .snapshot, run: ListenHandlers.listen),
+                fields: ["path", "query", "resumeAfter", "heartbeatMs"], access: .subscription, run: ListenHandlers.listen),
         Command(name: "unlisten", synopsis: "{op:\"unlisten\",sub} ends a subscription; nothing for it follows the response",
                 fields: ["sub"], access: .meta, run: ListenHandlers.unlisten),
         Command(name: "hello", synopsis: "{op:\"hello\"[,heartbeatMs:ms]} sets connection options: heartbeats when idle",

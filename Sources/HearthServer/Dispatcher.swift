@@ -16,6 +16,9 @@ final class Dispatcher {
     var eventCacheKey: UInt64?
     var eventCacheBody: [UInt8] = []
     let commands: [String: Command]
+    /// While an optimistic snapshot read runs: its ok reply stays in `writer` (`heldReply`) until confirmed.
+    private var holdingReply = false
+    private var heldReply = false
 
     init() {
         var table: [String: Command] = [:]
@@ -57,8 +60,8 @@ final class Dispatcher {
             replyError(.invalid("unknown op \"\(op)\" (try {\"op\":\"help\"})"), id: id, session: session)
             return .handled
         }
-        if command.access == .read && session.pendingWrites > 0 { return .mustWait }
-        if command.access == .snapshot && (session.pendingWrites > 0 || session.server.batchInFlight) {
+        if (command.access == .read || command.access == .snapshot) && session.pendingWrites > 0 { return .mustWait }
+        if command.access == .subscription && (session.pendingWrites > 0 || session.server.batchInFlight) {
             if session.pendingWrites == 0 { session.server.waitForBatch(session) }
             return .mustWait
         }
@@ -72,19 +75,38 @@ final class Dispatcher {
             return .handled
         }
         let request = Request(op: op, body: root, id: id)
+        // A query while a batch is being made durable runs optimistically: its reply is held until the
+        // store is known to have stayed at the published seq throughout (see `Command.Access.snapshot`).
+        let optimistic = command.access == .snapshot && session.server.batchInFlight
+        holdingReply = optimistic
+        heldReply = false
+        defer { holdingReply = false }
         do {
             try command.run(Context(dispatcher: self, session: session, server: session.server), request)
         } catch {
+            holdingReply = false
             replyError(error, id: id, session: session)
+            return .handled
+        }
+        if optimistic && heldReply {
+            let stayed: Bool
+            do { stayed = try session.server.engine.storeIsAtPublishedSeq() } catch { stayed = false }
+            guard stayed else {
+                session.server.waitForBatch(session)
+                return .mustWait
+            }
+            writer.withBytes { session.emitLine($0) }
         }
         return .handled
     }
 
     // MARK: Responses
 
-    /// Writes `{"id":..,"ok":true, <fields>}\n` and sends it (in order) on `session`.
+    /// Writes `{"id":..,"ok":true, <fields>}\n` and sends it (in order) on `session`; while `holdingReply`,
+    /// leaves it in `writer` for `dispatch` to send once the optimistic read is confirmed.
     func replyOK(_ id: [UInt8]?, session: Session, _ fields: (inout JSONWriter) -> Void) {
         writeOK(id, fields)
+        if holdingReply { heldReply = true; return }
         writer.withBytes { session.emitLine($0) }
     }
 
