@@ -34,18 +34,7 @@ import Testing
         ]
     }
 
-    struct RNG: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
-    func randomCommit(_ r: inout RNG) -> [Write] {
+    func randomCommit(_ r: inout QueryOracleTests.RNG) -> [Write] {
         var writes: [Write] = []
         var used = Set<Int>()
         for _ in 0..<(1 + Int(r.next() % 4)) {
@@ -77,7 +66,7 @@ import Testing
 
     @Test(arguments: 0..<12)
     func windowsMatchRecomputedChanges(seed: Int) throws {
-        var r = RNG(state: UInt64(seed) &* 104_729 &+ 7)
+        var r = QueryOracleTests.RNG(state: UInt64(seed) &* 104_729 &+ 7)
         let h = try EngineHarness()
         _ = h.commit((0..<30).map { set("w/d\($0)", m(["v": .int(Int64(r.next() % 100)), "k": 0])) })
         let sink = Sink()
@@ -116,7 +105,7 @@ import Testing
     /// of its own commit, not the batch's end), in seq order, converging to the fresh result.
     @Test(arguments: 0..<6)
     func batchedCommitsConverge(seed: Int) throws {
-        var r = RNG(state: UInt64(seed) &* 7_919 &+ 3)
+        var r = QueryOracleTests.RNG(state: UInt64(seed) &* 7_919 &+ 3)
         let h = try EngineHarness()
         _ = h.commit((0..<30).map { set("w/d\($0)", m(["v": .int(Int64(r.next() % 100))])) })
         let sink = Sink()
