@@ -48,6 +48,8 @@ public final class Engine {
     /// The listener registry; committed changes reach it from `finish`, the one place where they leave
     /// the engine.
     public private(set) lazy var listeners = ListenerHub(engine: self)
+    /// Recently read durable documents (refreshed by `finish`).
+    let cache: DocumentCache
 
     struct OverlayEntry {
         var doc: StoredDocument?
@@ -55,14 +57,23 @@ public final class Engine {
         var seq: UInt64
     }
 
-    public init(store: any DocumentStore, codec: any DocumentCodec,
+    /// `cacheBytes` bounds the cache of recently read documents (0: none).
+    public init(store: any DocumentStore, codec: any DocumentCodec, cacheBytes: Int = Engine.defaultCacheBytes,
                 clock: @escaping () -> Int64 = Engine.wallClockMicros) throws(HearthError) {
         self.store = store
         self.codec = codec
         self.clock = clock
+        self.cache = DocumentCache(capacityBytes: cacheBytes)
         let last = try store.lastSeq()
         self.lastAssignedSeq = last
         self.lastDurableSeq = last
+    }
+
+    public static let defaultCacheBytes = 64 << 20
+
+    /// Document cache hits and misses since start (for `stats`-like diagnostics and tests).
+    public var cacheCounters: (hits: Int, misses: Int, entries: Int, bytes: Int) {
+        (cache.hits, cache.misses, cache.count, cache.bytes)
     }
 
     public static func wallClockMicros() -> Int64 {
@@ -78,8 +89,12 @@ public final class Engine {
 
     // MARK: Reads (durable state)
 
+    /// A durable document: from the cache, or read from the store and cached.
     public func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
-        try store.get(path)
+        if let doc = cache.get(path) { return doc }
+        let doc = try store.get(path)
+        if let doc { cache.insert(doc) }
+        return doc
     }
 
     /// True when the store holds exactly the published state (`lastDurableSeq`): no batch in flight has
@@ -225,7 +240,7 @@ public final class Engine {
     /// The newest version of a document, durable or not (what a write must see).
     private func latest(_ path: DocumentPath) throws(HearthError) -> (doc: StoredDocument?, fields: MapValue?) {
         if let e = overlay[path] { return (e.doc, e.fields) }
-        return (try store.get(path), nil)
+        return (try get(path), nil)
     }
 
     // MARK: Group commit
@@ -268,6 +283,7 @@ public final class Engine {
         for record in batch.records {
             for m in record.mutations {
                 if let e = overlay[m.path], e.seq <= lastSeq { overlay[m.path] = nil }
+                cache.committed(m.path, m.after)
             }
         }
         lastDurableSeq = lastSeq

@@ -35,7 +35,7 @@ public final class Server {
         self.logger = logger
         self.store = store
         self.loop = try EventLoop()
-        self.engine = try Engine(store: store, codec: JSONDocumentCodec())
+        self.engine = try Engine(store: store, codec: JSONDocumentCodec(), cacheBytes: config.cacheBytes)
         self.dispatcher = Dispatcher()
         self.indexFile = IndexCatalogFile(dataDir: config.dataDir)
         let catalog = try indexFile.load()

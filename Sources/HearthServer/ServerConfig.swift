@@ -16,6 +16,8 @@ public struct ServerConfig: Sendable {
     /// Change-log retention for listeners resuming from an older seq.
     public var retentionSeconds: Int64 = 24 * 3600
     public var retentionBytes: Int64 = 256 << 20
+    /// Bytes of recently read documents kept in memory (0: none).
+    public var cacheBytes = 64 << 20
 
     public init() {}
 }

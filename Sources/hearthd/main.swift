@@ -19,6 +19,7 @@ options:
   --output-high-water N    bytes of unsent output at which a connection's reading pauses (default 4194304)
   --retention-seconds N    change-log retention by age, for resuming listeners (default 86400)
   --retention-bytes N      change-log retention by size (default 268435456)
+  --cache-mb N             memory for recently read documents, in MiB (default 64; 0 disables)
   --subscriber-budget N    unsent bytes above which a subscriber's listeners coalesce (default 1048576)
   --slow-subscriber-timeout-ms N
                            how long a subscriber may stay over budget before it is closed (default 30000)
@@ -66,6 +67,10 @@ while let arg = args.popFirst() {
     case "--output-high-water": config.outputHighWater = intValue("--output-high-water", value(), min: 4096)
     case "--retention-seconds": config.retentionSeconds = Int64(intValue("--retention-seconds", value()))
     case "--retention-bytes": config.retentionBytes = Int64(intValue("--retention-bytes", value()))
+    case "--cache-mb":
+        let mb = intValue("--cache-mb", value())
+        guard mb <= 1 << 20 else { fail("--cache-mb must be at most 1048576") }
+        config.cacheBytes = mb << 20
     case "--subscriber-budget": config.subscriberBudget = intValue("--subscriber-budget", value(), min: 1024)
     case "--slow-subscriber-timeout-ms": config.slowSubscriberTimeoutMs = UInt64(intValue("--slow-subscriber-timeout-ms", value(), min: 1))
     case "--shutdown-grace-ms": config.shutdownGraceMs = UInt64(intValue("--shutdown-grace-ms", value()))

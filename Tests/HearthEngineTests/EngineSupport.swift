@@ -31,8 +31,8 @@ final class EngineHarness {
     var engine: Engine!
     var published: [CommitRecord] = []
 
-    init() throws {
-        engine = try Engine(store: store, codec: codec, clock: { [unowned self] in self.now })
+    init(cacheBytes: Int = Engine.defaultCacheBytes) throws {
+        engine = try Engine(store: store, codec: codec, cacheBytes: cacheBytes, clock: { [unowned self] in self.now })
         engine.onCommitted = { [unowned self] in self.published += $0 }
     }
 
