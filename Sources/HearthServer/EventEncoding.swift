@@ -1,20 +1,33 @@
 import HearthEngine
+import HearthLoop
 import HearthModel
 import HearthProtocol
 
 extension Dispatcher {
-    /// A pushed line: `{"sub":S,"type":"snapshot",...}` or `{"sub":S,"type":"error","error":{...}}`.
-    func eventLine(_ event: ListenerEvent, sub: String?, shareKey: UInt64? = nil) -> [UInt8] {
+    /// Sends a pushed line on `conn`, encoded straight into its output buffer (no per-line array).
+    func sendEvent(_ event: ListenerEvent, sub: String?, shareKey: UInt64? = nil, on conn: TCPConnection) {
         if let shareKey, shareKey == eventCacheKey, let sub {
             // The same change set for another listener: only the subscription id differs.
             writer.reset()
             writer.beginObject()
             writer.key("sub"); writer.string(sub)
-            var line = writer.bytes          // {"sub":"…"
-            line.append(44)                  // ,
-            line.append(contentsOf: eventCacheBody)
-            return line
+            writer.withBytes { conn.send($0) }                  // {"sub":"…"
+            eventCacheBody.withUnsafeBytes { conn.send($0) }    // ,"type":…}\n
+            return
         }
+        encodeEvent(event, sub: sub, shareKey: shareKey)
+        writer.withBytes { conn.send($0) }
+    }
+
+    /// A pushed line: `{"sub":S,"type":"snapshot",...}` or `{"sub":S,"type":"error","error":{...}}`.
+    func eventLine(_ event: ListenerEvent, sub: String?) -> [UInt8] {
+        encodeEvent(event, sub: sub, shareKey: nil)
+        return writer.bytes
+    }
+
+    /// Encodes an event into `writer`; with a `shareKey`, keeps the bytes after the subscription id for the
+    /// next listener of the same change set.
+    private func encodeEvent(_ event: ListenerEvent, sub: String?, shareKey: UInt64?) {
         writer.reset()
         writer.beginObject()
         if let sub { writer.key("sub"); writer.string(sub) }
@@ -48,11 +61,9 @@ extension Dispatcher {
         }
         writer.endObject()
         writer.newline()
-        let line = writer.bytes
         if let shareKey, sub != nil {
             eventCacheKey = shareKey
-            eventCacheBody = Array(line[(bodyStart + 1)...])   // after the comma that follows "sub"
+            eventCacheBody = Array(writer.bytes[bodyStart...])   // from the comma that follows "sub"
         }
-        return line
     }
 }

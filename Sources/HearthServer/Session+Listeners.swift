@@ -14,9 +14,8 @@ extension Session: ListenerSink {
         guard !closed else { return }
         if heldEvents != nil { heldEvents!.append(event); return }
         if case .error = event { subscriptions[listener.tag] = nil }
-        let line = server.dispatcher.eventLine(event, sub: listener.tag, shareKey: server.engine.listeners.sharedDeliveryKey)
+        server.dispatcher.sendEvent(event, sub: listener.tag, shareKey: server.engine.listeners.sharedDeliveryKey, on: conn)
         sentSinceTick = true
-        conn.send(line)
         if !canAcceptEvents { startSlowDeadline() }
     }
 
@@ -69,8 +68,10 @@ extension Session: ListenerSink {
 
     private func startSlowDeadline() {
         guard slowDeadline == nil, !closingSlow else { return }
-        slowDeadline = server.loop.timer(after: server.config.slowSubscriberTimeoutMs) { [weak self] in
-            guard let self, !self.closed else { return }
+        // Unowned (not weak, which would give the session a side table): the timer is cancelled when the
+        // connection closes (`endSubscriptions`), before the session can go away.
+        slowDeadline = server.loop.timer(after: server.config.slowSubscriberTimeoutMs) { [unowned self] in
+            guard !self.closed else { return }
             self.slowDeadline = nil
             if self.conn.pendingOutputBytes <= self.server.config.subscriberBudget
                 && self.server.engine.listeners.isCaughtUp(self) { return }
@@ -90,7 +91,7 @@ extension Session: ListenerSink {
         heartbeatTimer?.cancel()
         heartbeatTimer = nil
         guard ms > 0 else { return }
-        heartbeatTimer = server.loop.timer(after: ms, repeat: ms) { [weak self] in self?.heartbeatTick() }
+        heartbeatTimer = server.loop.timer(after: ms, repeat: ms) { [unowned self] in self.heartbeatTick() }   // cancelled at close
     }
 
     private func heartbeatTick() {

@@ -11,7 +11,9 @@ import HearthProtocol
 /// connection always reads its own writes and never sees anything not yet durable.
 final class Session {
     let conn: TCPConnection
-    unowned let server: Server
+    /// The server outlives every session (it closes them before it goes away); unowned(unsafe) skips the
+    /// reference counting that each access would otherwise do on the delivery path.
+    unowned(unsafe) let server: Server
     private var framer: LineFramer
     let responses = ResponseQueue()
     /// Writes submitted and not yet durable (or failed).

@@ -86,8 +86,11 @@ enum WriteHandlers {
         let dispatcher = ctx.dispatcher
         let id = req.id
         var slot: ResponseQueue.Slot?
-        try ctx.engine.commit(writes, nameIndexes: nameIndexes) { [weak session] result in
-            guard let session, let slot else { return }
+        // Strong: a weak reference would give every Session a side table and make each retain/release of it
+        // take the slow path (the listener fan-out retains the session once per delivery). The closure lives
+        // only until the commit is durable; a closed session ignores the response.
+        try ctx.engine.commit(writes, nameIndexes: nameIndexes) { [session] result in
+            guard let slot else { return }
             let line: [UInt8]
             switch result {
             case .success(let outcome): line = dispatcher.okLine(id) { w in fields(&w, outcome) }

@@ -32,7 +32,10 @@ public final class Listener {
     /// The subscription id the client knows (`"sub"`).
     public let tag: String
     public let target: Target
-    weak var sink: ListenerSink?
+    /// Strong, and cleared when the listener is removed from the hub (which every sink does before it goes
+    /// away): a weak reference would give each sink (a `Session`) a side table, making every retain and
+    /// release of it take the slow path during fan-out.
+    var sink: ListenerSink?
     /// The commit the current result reflects.
     public internal(set) var seq: UInt64
     /// The query result, shared by every listener with an equal query (computed once per commit).

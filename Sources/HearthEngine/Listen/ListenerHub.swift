@@ -7,7 +7,8 @@ import HearthStorage
 /// Firestore's docChanges, exact limit windows, resume from the change log, and coalescing for subscribers
 /// over their output budget. Loop thread only.
 public final class ListenerHub {
-    unowned let engine: Engine
+    /// The engine owns the hub (unowned(unsafe): no reference counting per access on the publication path).
+    unowned(unsafe) let engine: Engine
     private var nextID = 1
     private(set) var listeners: [Int: Listener] = [:]
     private var index: [ListenerIndexKey: Set<Int>] = [:]
@@ -86,6 +87,7 @@ public final class ListenerHub {
 
     public func remove(_ l: Listener) {
         guard listeners.removeValue(forKey: l.id) != nil else { return }
+        l.sink = nil
         if let v = l.view {
             v.members.removeAll { $0 === l }
             if v.members.isEmpty { views[v.query] = nil }
@@ -157,7 +159,8 @@ public final class ListenerHub {
                         shareCounter += 1
                         shareKeys[ObjectIdentifier(v)] = shareCounter
                         l.seq = record.seq
-                        if !changes!.isEmpty { emit(l, changes: changes!, shareKey: shareCounter) }
+                        // A key only when other listeners will get the same changes: sinks then keep the encoding.
+                        if !changes!.isEmpty { emit(l, changes: changes!, shareKey: v.members.count > 1 ? shareCounter : nil) }
                     } else {
                         try apply(record, to: l)
                     }
@@ -276,7 +279,8 @@ public final class ListenerHub {
     public func forget(_ sink: ListenerSink) { dirtyBySink[ObjectIdentifier(sink)] = nil }
 
     private func fail(_ l: Listener, _ error: HearthError) {
+        let sink = l.sink
         remove(l)
-        l.sink?.deliver(.error(error), for: l)
+        sink?.deliver(.error(error), for: l)
     }
 }
