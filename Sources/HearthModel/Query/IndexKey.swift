@@ -156,9 +156,22 @@ public enum IndexKey {
 
     /// Bytes with 0x00 → 0x00 0xFF, then 0x00 `terminator` (0x01 ends a string, 0x02 a path segment).
     static func appendEscaped<S: Sequence>(_ bytes: S, terminator: UInt8, into out: inout [UInt8]) where S.Element == UInt8 {
-        for b in bytes {
-            out.append(b)
-            if b == 0 { out.append(0xFF) }
+        // In bulk from contiguous storage (every native String and array): copy the runs between zero bytes.
+        let done: Void? = bytes.withContiguousStorageIfAvailable { buf in
+            out.reserveCapacity(out.count + buf.count + 2)
+            var start = 0
+            while let z = buf[start...].firstIndex(of: 0) {
+                out.append(contentsOf: buf[start...z])
+                out.append(0xFF)
+                start = z + 1
+            }
+            out.append(contentsOf: buf[start...])
+        }
+        if done == nil {
+            for b in bytes {
+                out.append(b)
+                if b == 0 { out.append(0xFF) }
+            }
         }
         out.append(0x00)
         out.append(terminator)
