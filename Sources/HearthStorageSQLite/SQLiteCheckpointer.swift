@@ -33,6 +33,7 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var requested = false
+    private var running = false
     private var stopping = false
     private var thread: pthread_t?
     /// Checkpoints run so far (for tests and diagnostics).
@@ -94,23 +95,24 @@ final class SQLiteCheckpointer: @unchecked Sendable {
             while !requested && !stopping { pthread_cond_wait(condition, mutex) }
             let stop = stopping
             requested = false
+            running = !stop
             pthread_mutex_unlock(mutex)
             if stop { return }
             // BUSY (the writer is checkpointing inline) or an I/O error: the next commit asks again, and the
             // writer's final checkpoint at close copies whatever is left.
-            if sqlite3_wal_checkpoint_v2(connection.db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK {
-                pthread_mutex_lock(mutex)
-                completed += 1
-                pthread_mutex_unlock(mutex)
-            }
+            let ok = sqlite3_wal_checkpoint_v2(connection.db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK
+            pthread_mutex_lock(mutex)
+            if ok { completed += 1 }
+            running = false
+            pthread_mutex_unlock(mutex)
         }
     }
 
-    /// Number of checkpoints completed, read under the lock.
-    var checkpoints: Int {
+    /// Number of checkpoints completed, and whether none is running or asked for, read under the lock.
+    var state: (completed: Int, idle: Bool) {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return completed
+        return (completed, !requested && !running)
     }
 
     /// Stops the thread (after a checkpoint in progress) and closes the connection. Detach the writer's
