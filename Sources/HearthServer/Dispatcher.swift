@@ -78,6 +78,11 @@ final class Dispatcher {
         // A query while a batch is being made durable runs optimistically: its reply is held until the
         // store is known to have stayed at the published seq throughout (see `Command.Access.snapshot`).
         let optimistic = command.access == .snapshot && session.server.batchInFlight
+        if optimistic && !((try? session.server.engine.storeIsAtPublishedSeq()) ?? false) {
+            // The batch has already landed and waits for the loop to publish it: running now would be wasted.
+            session.server.waitForBatch(session)
+            return .mustWait
+        }
         holdingReply = optimistic
         heldReply = false
         defer { holdingReply = false }
