@@ -14,8 +14,9 @@ struct Command: Sendable {
         /// durable; if that batch lands in the store while it runs, its reply is dropped and it runs again
         /// once the batch is published (so its result is exactly at the last published seq).
         case snapshot
-        /// Registers a listener at the last published seq: also waits while a commit batch is being made
-        /// durable, so the initial snapshot and the publication of that batch line up.
+        /// Registers a listener at the last published seq: waits behind the connection's own pending writes
+        /// and otherwise runs at once; if the batch being made durable had already landed in the store while
+        /// its first snapshot was read, it registers nothing and runs again once that batch is published.
         case subscription
         /// Commits: pipelines; answered once durable.
         case write

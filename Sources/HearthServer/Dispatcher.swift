@@ -19,6 +19,8 @@ final class Dispatcher {
     /// While an optimistic snapshot read runs: its ok reply stays in `writer` (`heldReply`) until confirmed.
     private var holdingReply = false
     private var heldReply = false
+    /// Set by a handler (through `Context.waitForBatch`) that sent nothing and must run again later.
+    fileprivate(set) var mustWaitForBatch = false
 
     init() {
         var table: [String: Command] = [:]
@@ -60,11 +62,7 @@ final class Dispatcher {
             replyError(.invalid("unknown op \"\(op)\" (try {\"op\":\"help\"})"), id: id, session: session)
             return .handled
         }
-        if (command.access == .read || command.access == .snapshot) && session.pendingWrites > 0 { return .mustWait }
-        if command.access == .subscription && (session.pendingWrites > 0 || session.server.batchInFlight) {
-            if session.pendingWrites == 0 { session.server.waitForBatch(session) }
-            return .mustWait
-        }
+        if command.access != .meta && command.access != .write && session.pendingWrites > 0 { return .mustWait }
         var unknown: String?
         root.forEachMember { key, _ in
             if unknown == nil, key != "op", key != "id", !command.fields.contains(key) { unknown = key }
@@ -85,6 +83,7 @@ final class Dispatcher {
         }
         holdingReply = optimistic
         heldReply = false
+        mustWaitForBatch = false
         defer { holdingReply = false }
         do {
             try command.run(Context(dispatcher: self, session: session, server: session.server), request)
@@ -92,6 +91,12 @@ final class Dispatcher {
             holdingReply = false
             replyError(error, id: id, session: session)
             return .handled
+        }
+        if mustWaitForBatch {
+            // The handler read state the batch in flight had already changed, and sent nothing: run it again
+            // once that batch is published.
+            session.server.waitForBatch(session)
+            return .mustWait
         }
         if optimistic && heldReply {
             let stayed: Bool
@@ -171,4 +176,7 @@ struct Context {
     func reply(_ request: Request, _ fields: (inout JSONWriter) -> Void) {
         dispatcher.replyOK(request.id, session: session, fields)
     }
+
+    /// The handler sent nothing and must run again once the batch being made durable is published.
+    func waitForBatch() { dispatcher.mustWaitForBatch = true }
 }

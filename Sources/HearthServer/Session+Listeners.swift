@@ -19,16 +19,21 @@ extension Session: ListenerSink {
         if !canAcceptEvents { startSlowDeadline() }
     }
 
-    /// Registers a listener; its first snapshot goes out right after the `listen` response.
-    func subscribe(_ target: Listener.Target, resumeAfter: UInt64?, id: [UInt8]?) throws(HearthError) {
+    /// Registers a listener; its first snapshot goes out right after the `listen` response. False (nothing
+    /// registered or sent) when it must be tried again once the batch being made durable is published.
+    func subscribe(_ target: Listener.Target, resumeAfter: UInt64?, id: [UInt8]?) throws(HearthError) -> Bool {
         let tag = String(nextSubscription)
         heldEvents = []
-        let listener: Listener
+        let added: Listener?
         do {
-            listener = try server.engine.listeners.add(target, tag: tag, sink: self, resumeAfter: resumeAfter)
+            added = try server.engine.listeners.add(target, tag: tag, sink: self, resumeAfter: resumeAfter)
         } catch {
             heldEvents = nil
             throw error
+        }
+        guard let listener = added else {
+            heldEvents = nil
+            return false
         }
         nextSubscription += 1
         subscriptions[tag] = listener
@@ -36,6 +41,7 @@ extension Session: ListenerSink {
         heldEvents = nil
         server.dispatcher.replyOK(id, session: self) { w in w.key("sub"); w.string(tag) }
         for e in held { deliver(e, for: listener) }
+        return true
     }
 
     func unsubscribe(_ tag: String) -> Bool {

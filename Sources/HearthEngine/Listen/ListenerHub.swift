@@ -34,36 +34,50 @@ public final class ListenerHub {
 
     // MARK: Registration
 
-    /// Registers a listener at the engine's current durable seq and delivers its first snapshot: the full
-    /// result (`initial`), or with `resumeAfter` the net changes since that seq (`initial:false`), or a
-    /// reset when the change log no longer reaches back that far. The caller must ensure no commit batch is
-    /// being made durable (so the store is exactly at `lastDurableSeq`).
-    public func add(_ target: Listener.Target, tag: String, sink: ListenerSink, resumeAfter: UInt64?) throws(HearthError) -> Listener {
+    /// Registers a listener at the engine's published seq (`lastDurableSeq`) and delivers its first
+    /// snapshot: the full result (`initial`), or with `resumeAfter` the net changes since that seq
+    /// (`initial:false`), or a reset when the change log no longer reaches back that far.
+    ///
+    /// It may run while a commit batch is being made durable: the batch's publication then reaches the new
+    /// listener like any other. If that batch had already landed in the store while the first snapshot was
+    /// read (so the snapshot might include it), nothing is registered or delivered and the result is nil:
+    /// call again once the batch is published.
+    public func add(_ target: Listener.Target, tag: String, sink: ListenerSink, resumeAfter: UInt64?) throws(HearthError) -> Listener? {
         let seq = engine.lastDurableSeq
         let l = Listener(id: nextID, tag: tag, target: target, sink: sink, seq: seq)
+        let first: ListenerEvent
+        var newView: SharedView?
         switch target {
         case .document(let path):
             l.currentDocument = try engine.get(path)
             l.sentDocument = l.currentDocument
-            sink.deliver(.document(seq: seq, initial: resumeAfter == nil, document: l.currentDocument), for: l)
+            first = .document(seq: seq, initial: resumeAfter == nil, document: l.currentDocument)
         case .query(let q):
             if q.offset > 0 { throw .invalid("listen: offset is not supported by listeners (use cursors)") }
             if let shared = views[q] {
-                l.view = shared
+                l.view = shared                       // in memory, at `seq`
             } else {
-                let shared = SharedView(query: q, rows: try engine.runQuery(q).documents, seq: seq)
-                views[q] = shared
-                l.view = shared
+                let fresh = SharedView(query: q, rows: try engine.runQuery(q).documents, seq: seq)
+                newView = fresh
+                l.view = fresh
             }
-            l.view!.members.append(l)
-            var first: ListenerEvent = .query(seq: seq, initial: true, reset: false, size: l.current.count,
-                                              changes: QueryView.changes(from: [], to: l.current, query: q))
             if let n = resumeAfter {
                 first = try resumeEvent(l, q, after: n, seq: seq)
+            } else {
+                first = .query(seq: seq, initial: true, reset: false, size: l.current.count,
+                               changes: QueryView.changes(from: [], to: l.current, query: q))
             }
-            l.sent = []
-            sink.deliver(first, for: l)
         }
+        // What was read from the store must be exactly the published state.
+        if engine.isBatchInFlight, try !engine.storeIsAtPublishedSeq() {
+            l.view = nil
+            l.sink = nil
+            return nil
+        }
+        if let newView { views[newView.query] = newView }
+        l.view?.members.append(l)
+        l.sent = []
+        sink.deliver(first, for: l)
         nextID += 1
         listeners[l.id] = l
         register(l)
