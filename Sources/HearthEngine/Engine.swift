@@ -71,7 +71,7 @@ public final class Engine {
 
     public static let defaultCacheBytes = 64 << 20
 
-    /// Document cache hits and misses since start (for `stats`-like diagnostics and tests).
+    /// The document cache's hits, misses, entries and bytes since start (for tests and diagnostics).
     public var cacheCounters: (hits: Int, misses: Int, entries: Int, bytes: Int) {
         (cache.hits, cache.misses, cache.count, cache.bytes)
     }
