@@ -45,6 +45,7 @@ let package = Package(
         .testTarget(name: "HearthStorageTests", dependencies: ["HearthStorage", "HearthStorageSQLite", "HearthTesting", "HearthModel"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "HearthStorage", "HearthModel"]),
         .testTarget(name: "HearthLoopTests", dependencies: ["HearthLoop"]),
-        .testTarget(name: "HearthServerTests", dependencies: ["HearthTesting", "HearthProtocol", "HearthModel"]),
+        .testTarget(name: "HearthServerTests",
+                    dependencies: ["HearthTesting", "HearthServer", "HearthEngine", "HearthStorage", "HearthLoop", "HearthProtocol", "HearthModel"]),
     ]
 )

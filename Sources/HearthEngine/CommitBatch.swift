@@ -9,10 +9,18 @@ public final class CommitBatch: @unchecked Sendable {
     /// Loop-thread only: completions, in the same order as `records`.
     let pending: [PendingCommit]
 
+    /// Set on the writer thread once the store holds the batch (read by the snapshot gate on the loop).
+    private let landed = Locked(false)
+
     init(pending: [PendingCommit]) {
         self.pending = pending
         self.records = pending.map(\.record)
     }
+
+    /// True once the store has committed the batch (it may not be published yet).
+    var hasLanded: Bool { landed.withLock { $0 } }
+
+    func markLanded() { landed.withLock { $0 = true } }
 }
 
 /// What a client gets back for a durable commit.

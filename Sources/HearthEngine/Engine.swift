@@ -7,8 +7,8 @@ import HearthModel
 import HearthStorage
 
 /// The database's meaning: reads, atomic commits with preconditions and transforms, sequence numbers, and
-/// group commit. Single-threaded: every method is called on the loop thread, except that the `CommitBatch`
-/// returned by `takeBatch()` is applied to the store on a writer thread by the caller.
+/// group commit. Single-threaded: every method is called on the loop thread (checked in debug builds), except
+/// that the `CommitBatch` returned by `takeBatch()` is applied to the store on a writer thread by the caller.
 ///
 /// Visibility: reads return durable state only. A commit is applied in memory at `commit` (so later commits
 /// see it and are serialized after it), given the next seq and a commit time, and acknowledged through its
@@ -50,6 +50,12 @@ public final class Engine {
     public private(set) lazy var listeners = ListenerHub(engine: self)
     /// Recently read durable documents (refreshed by `finish`).
     let cache: DocumentCache
+    /// The loop thread, which owns the engine, its listener hub and its gate.
+    package private(set) var thread = ThreadOwner()
+    /// When a read may run, and the readers waiting for a publication (see `SnapshotGate`).
+    public private(set) lazy var gate = SnapshotGate(
+        storeSeq: { [unowned(unsafe) self] () throws(HearthError) in try self.store.lastSeq() },
+        publishedSeq: { [unowned(unsafe) self] in self.lastDurableSeq })
 
     struct OverlayEntry {
         var doc: StoredDocument?
@@ -70,6 +76,13 @@ public final class Engine {
     }
 
     public static let defaultCacheBytes = 64 << 20
+
+    /// Hands the engine to the calling thread (the daemon builds it, then runs its loop on this thread).
+    public func adoptCurrentThread() {
+        precondition(inFlight == nil && queued.isEmpty, "the engine changes threads only while idle")
+        thread.adopt()
+        gate.adoptCurrentThread()
+    }
 
     /// The document cache's hits, misses, entries and bytes since start (for tests and diagnostics).
     public var cacheCounters: (hits: Int, misses: Int, entries: Int, bytes: Int) {
@@ -92,19 +105,22 @@ public final class Engine {
 
     // MARK: Reads (durable state)
 
-    /// A durable document: from the cache, or read from the store and cached.
+    /// A durable document: from the cache, or read from the store (a read the gate confirms) and cached when
+    /// it is the published version.
     public func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
+        thread.check("Engine.get")
         if let doc = cache.get(path) { return doc }
-        let doc = try store.get(path)
-        if let doc { cache.insert(doc) }
+        let doc = try readStore.get(path)
+        // A version newer than the published seq is from a batch that landed but is not yet published: the
+        // cache holds published versions only (the gate sends the read itself round again).
+        if let doc, doc.seq <= lastDurableSeq { cache.insert(doc) }
         return doc
     }
 
-    /// True when the store holds exactly the published state (`lastDurableSeq`): no batch in flight has
-    /// landed in it yet. A read made of several store reads that started after publication and finds this
-    /// true afterwards saw only that state, so its result is exact at `lastDurableSeq`.
-    public func storeIsAtPublishedSeq() throws(HearthError) -> Bool {
-        try store.lastSeq() == lastDurableSeq
+    /// The store, for a read that the snapshot gate must confirm (counted).
+    var readStore: any DocumentStore {
+        gate.noteStoreRead()
+        return store
     }
 
     /// Decodes a stored document's fields.
@@ -121,6 +137,7 @@ public final class Engine {
     @discardableResult
     public func commit(_ writes: [Write], nameIndexes: Bool? = nil,
                        completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) throws(HearthError) -> UInt64 {
+        thread.check("Engine.commit")
         let prefixIndexes = nameIndexes ?? (writes.count > 1)
         guard !writes.isEmpty else { throw .invalid("a commit needs at least one write") }
         guard writes.count <= Limits.maxWritesPerCommit else {
@@ -251,10 +268,12 @@ public final class Engine {
     /// The queued commits as one batch to make durable, or nil when nothing is queued or a batch is
     /// already in flight (one batch at a time keeps seq order on disk).
     public func takeBatch() -> CommitBatch? {
+        thread.check("Engine.takeBatch")
         guard inFlight == nil, !queued.isEmpty else { return nil }
         let batch = CommitBatch(pending: queued)
         queued.removeAll(keepingCapacity: true)
         inFlight = batch
+        gate.batchTaken(batch)
         return batch
     }
 
@@ -262,16 +281,22 @@ public final class Engine {
     public static func makeDurable(_ batch: CommitBatch, in store: any DocumentStore) -> HearthError? {
         do {
             try store.apply(batch.records)
+            batch.markLanded()
             return nil
         } catch {
             return error
         }
     }
 
-    /// Completes a batch on the loop thread: acknowledges its commits (or fails them and everything queued
-    /// behind them), drops their overlay entries, and publishes them.
+    /// Completes a batch on the loop thread, in an order nothing can observe half-done (docs/architecture.md,
+    /// "Publication order"): the engine moves to the batch's last seq (overlay, cache), every listener and
+    /// shared view applies the batch, each commit's completion fills its response (completions must not run
+    /// requests), and last the snapshot gate wakes the reads that waited for this publication. A failed batch
+    /// fails its commits and every commit queued behind it, and changes nothing else.
     public func finish(_ batch: CommitBatch, error: HearthError?) {
+        thread.check("Engine.finish")
         precondition(inFlight === batch, "finish called with a batch that is not in flight")
+        gate.publicationStarted()
         inFlight = nil
         if let error {
             let failed = batch.pending + queued
@@ -280,20 +305,21 @@ public final class Engine {
             let e = HearthError(error.code == .internal ? .internal : .unavailable,
                                 "commit not durable: \(error.message)")
             for p in failed { p.completion(.failure(e)) }
-            return
-        }
-        let lastSeq = batch.records.last?.seq ?? lastDurableSeq
-        for record in batch.records {
-            for m in record.mutations {
-                if let e = overlay[m.path], e.seq <= lastSeq { overlay[m.path] = nil }
-                cache.committed(m.path, m.after)
+        } else {
+            let lastSeq = batch.records.last?.seq ?? lastDurableSeq
+            for record in batch.records {
+                for m in record.mutations {
+                    if let e = overlay[m.path], e.seq <= lastSeq { overlay[m.path] = nil }
+                    cache.committed(m.path, m.after)
+                }
             }
+            lastDurableSeq = lastSeq
+            listeners.publish(batch.records)
+            for p in batch.pending {
+                p.completion(.success(CommitOutcome(seq: p.record.seq, commitTime: p.record.commitTime, results: p.results)))
+            }
+            onCommitted?(batch.records)
         }
-        lastDurableSeq = lastSeq
-        for p in batch.pending {
-            p.completion(.success(CommitOutcome(seq: p.record.seq, commitTime: p.record.commitTime, results: p.results)))
-        }
-        listeners.publish(batch.records)
-        onCommitted?(batch.records)
+        gate.publicationFinished()
     }
 }

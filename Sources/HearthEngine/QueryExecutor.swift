@@ -35,10 +35,12 @@ extension Engine {
     /// `runQuery` over durable state with some documents replaced: `rollback[path]` is the version to use
     /// instead of the stored one (nil: absent). Listeners use it to see the state as of an earlier seq.
     func runQuery(_ query: ValidQuery, rollback: [DocumentPath: StoredDocument?], needFields: Bool = true) throws(HearthError) -> QueryResult {
+        thread.check("Engine.runQuery")
+        let store = readStore
         let (q, reverseResults) = query.execution
         let plan = try QueryPlanner.plan(q, indexes: indexes)
         if !needFields, rollback.isEmpty, plan.branches.count == 1, plan.branches[0].exact, plan.branches[0].ranges.count <= 1 {
-            return try runExact(plan, q, reverseResults: reverseResults)
+            return try runExact(plan, q, store: store, reverseResults: reverseResults)
         }
         let need = q.limit.map { $0 + q.offset + rollback.count }
         var found: [DocumentPath: ResultDocument] = [:]
@@ -87,7 +89,7 @@ extension Engine {
     }
 
     /// An exact single-range plan: the index yields exactly the results, in order; nothing to decode.
-    private func runExact(_ plan: QueryPlan, _ q: ValidQuery, reverseResults: Bool) throws(HearthError) -> QueryResult {
+    private func runExact(_ plan: QueryPlan, _ q: ValidQuery, store: any DocumentStore, reverseResults: Bool) throws(HearthError) -> QueryResult {
         let branch = plan.branches[0]
         var rows: [ResultDocument] = []
         var examined = 0

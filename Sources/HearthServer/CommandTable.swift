@@ -5,19 +5,13 @@ import HearthProtocol
 /// docs/protocol.md lists), the fields it accepts besides `op` and `id`, how it touches data, and its handler.
 struct Command: Sendable {
     enum Access: Sendable {
-        /// Touches no documents (help, ping).
+        /// Touches no documents (help, ping, unlisten, hello, index management).
         case meta
-        /// Reads durable data: waits behind the connection's own pending writes.
+        /// Reads exactly the published state (gets, queries, aggregations, a listen's first snapshot): waits
+        /// behind the connection's own pending writes, then runs when the snapshot gate admits it (at once,
+        /// unless a batch is between landing in the store and the end of its publication); its reply leaves
+        /// once the gate confirms the read, else it runs again after the publication (`SnapshotGate`).
         case read
-        /// Reads durable data at one exact seq over several store reads (queries): waits behind the
-        /// connection's own pending writes, and runs at once even while a commit batch is being made
-        /// durable; if that batch lands in the store while it runs, its reply is dropped and it runs again
-        /// once the batch is published (so its result is exactly at the last published seq).
-        case snapshot
-        /// Registers a listener at the last published seq: waits behind the connection's own pending writes
-        /// and otherwise runs at once; if the batch being made durable had already landed in the store while
-        /// its first snapshot was read, it registers nothing and runs again once that batch is published.
-        case subscription
         /// Commits: pipelines; answered once durable.
         case write
     }
@@ -56,17 +50,17 @@ enum CommandTable {
         Command(name: "commit", synopsis: "{op:\"commit\",writes:[{op:set|create|update|delete|verify,...}]} applies writes atomically",
                 fields: ["writes"], access: .write, run: WriteHandlers.commit),
         Command(name: "query", synopsis: "{op:\"query\",collection|collectionGroup,where,orderBy,limit,limitToLast,offset,startAt,startAfter,endAt,endBefore,select}: {docs:[...],seq}",
-                fields: QueryDecoding.fields, access: .snapshot, run: QueryHandlers.query),
+                fields: QueryDecoding.fields, access: .read, run: QueryHandlers.query),
         Command(name: "count", synopsis: "{op:\"count\",<query fields>} counts the query's results: {count,seq}",
-                fields: QueryDecoding.fields, access: .snapshot, run: QueryHandlers.count),
+                fields: QueryDecoding.fields, access: .read, run: QueryHandlers.count),
         Command(name: "aggregate", synopsis: "{op:\"aggregate\",query:{...},aggregations:{alias:{count:{}}|{sum:\"f\"}|{avg:\"f\"}}}: {result:{alias:value},seq}",
-                fields: ["query", "aggregations"], access: .snapshot, run: QueryHandlers.aggregate),
+                fields: ["query", "aggregations"], access: .read, run: QueryHandlers.aggregate),
         Command(name: "explain", synopsis: "{op:\"explain\",<query fields>} runs the query and returns its plan: index, ranges, entries examined, documents returned",
-                fields: QueryDecoding.fields, access: .snapshot, run: QueryHandlers.explain),
+                fields: QueryDecoding.fields, access: .read, run: QueryHandlers.explain),
         Command(name: "index", synopsis: "{op:\"index\",action:\"create\"|\"list\"|\"drop\",collection,scope,fields:[[f,asc|desc|array-contains]],indexId} manages composite indexes",
                 fields: ["action", "collection", "scope", "fields", "indexId"], access: .meta, run: IndexHandlers.index),
         Command(name: "listen", synopsis: "{op:\"listen\",path|query:{...}[,resumeAfter:N][,heartbeatMs:ms]} subscribes: {sub}, then pushed snapshots",
-                fields: ["path", "query", "resumeAfter", "heartbeatMs"], access: .subscription, run: ListenHandlers.listen),
+                fields: ["path", "query", "resumeAfter", "heartbeatMs"], access: .read, run: ListenHandlers.listen),
         Command(name: "unlisten", synopsis: "{op:\"unlisten\",sub} ends a subscription; nothing for it follows the response",
                 fields: ["sub"], access: .meta, run: ListenHandlers.unlisten),
         Command(name: "hello", synopsis: "{op:\"hello\"[,heartbeatMs:ms]} sets connection options: heartbeats when idle",

@@ -4,8 +4,9 @@ import HearthProtocol
 import HearthStorage
 
 /// Turns one request line into one response: parses it, checks the generic rules (an object, a known op, a
-/// valid id, only known fields), applies the read barrier, and runs the command's handler. Holds the parser
-/// and the response writer, reused for every request (loop thread only).
+/// valid id, only known fields), decides whether a read may run now (behind the connection's own writes, and
+/// through the snapshot gate), and runs the command's handler. Holds the parser and the response writer,
+/// reused for every request (loop thread only).
 final class Dispatcher {
     enum Outcome { case handled, mustWait }
 
@@ -16,11 +17,13 @@ final class Dispatcher {
     var eventCacheKey: UInt64?
     var eventCacheBody: [UInt8] = []
     let commands: [String: Command]
-    /// While an optimistic snapshot read runs: its ok reply stays in `writer` (`heldReply`) until confirmed.
-    private var holdingReply = false
+    /// While a read runs that the gate has not confirmed yet: its ok reply stays in `writer` (`heldReply`).
+    fileprivate var holdingReply = false
     private var heldReply = false
-    /// Set by a handler (through `Context.waitForBatch`) that sent nothing and must run again later.
-    fileprivate(set) var mustWaitForBatch = false
+    /// The running read's admission (see `SnapshotGate`).
+    fileprivate var ticket: SnapshotGate.Ticket?
+    /// Set by a handler (through `Context.waitForPublication`) that sent nothing and must run again later.
+    fileprivate var mustWaitForPublication = false
 
     init() {
         var table: [String: Command] = [:]
@@ -62,7 +65,8 @@ final class Dispatcher {
             replyError(.invalid("unknown op \"\(op)\" (try {\"op\":\"help\"})"), id: id, session: session)
             return .handled
         }
-        if command.access != .meta && command.access != .write && session.pendingWrites > 0 { return .mustWait }
+        // A read runs behind the connection's own writes: the session is woken once they are published.
+        if command.access == .read && session.pendingWrites > 0 { return .mustWait }
         var unknown: String?
         root.forEachMember { key, _ in
             if unknown == nil, key != "op", key != "id", !command.fields.contains(key) { unknown = key }
@@ -73,36 +77,40 @@ final class Dispatcher {
             return .handled
         }
         let request = Request(op: op, body: root, id: id)
-        // A query while a batch is being made durable runs optimistically: its reply is held until the
-        // store is known to have stayed at the published seq throughout (see `Command.Access.snapshot`).
-        let optimistic = command.access == .snapshot && session.server.batchInFlight
-        if optimistic && !((try? session.server.engine.storeIsAtPublishedSeq()) ?? false) {
-            // The batch has already landed and waits for the loop to publish it: running now would be wasted.
-            session.server.waitForBatch(session)
-            return .mustWait
+        let gate = session.server.engine.gate
+        ticket = nil
+        if command.access == .read {
+            switch gate.admit() {
+            case .wait:
+                gate.wait(session)
+                return .mustWait
+            case .run(let t):
+                ticket = t
+            }
         }
-        holdingReply = optimistic
+        // A read's reply is held until the gate confirms that what it read is exactly the published state
+        // (or the handler confirms it itself before its side effects: `Context.confirmSnapshot`).
+        holdingReply = ticket != nil
         heldReply = false
-        mustWaitForBatch = false
-        defer { holdingReply = false }
+        mustWaitForPublication = false
+        defer { holdingReply = false; ticket = nil }
         do {
             try command.run(Context(dispatcher: self, session: session, server: session.server), request)
         } catch {
+            // An error reply depends on nothing read from a moving store: decoding and validation errors,
+            // or a store failure that the client may retry.
             holdingReply = false
             replyError(error, id: id, session: session)
             return .handled
         }
-        if mustWaitForBatch {
-            // The handler read state the batch in flight had already changed, and sent nothing: run it again
-            // once that batch is published.
-            session.server.waitForBatch(session)
+        if mustWaitForPublication {
+            // The handler found its read torn and sent nothing: run it again after the publication.
+            gate.wait(session)
             return .mustWait
         }
-        if optimistic && heldReply {
-            let stayed: Bool
-            do { stayed = try session.server.engine.storeIsAtPublishedSeq() } catch { stayed = false }
-            guard stayed else {
-                session.server.waitForBatch(session)
+        if holdingReply && heldReply {
+            guard gate.confirm(ticket!) else {
+                gate.wait(session)
                 return .mustWait
             }
             writer.withBytes { session.emitLine($0) }
@@ -177,6 +185,19 @@ struct Context {
         dispatcher.replyOK(request.id, session: session, fields)
     }
 
-    /// The handler sent nothing and must run again once the batch being made durable is published.
-    func waitForBatch() { dispatcher.mustWaitForBatch = true }
+    /// The running read's admission: a handler with side effects confirms it before them.
+    var ticket: SnapshotGate.Ticket? { dispatcher.ticket }
+
+    /// For a read with side effects (a listen): true when what it read so far is exactly the published state;
+    /// its reply then goes out at once. False: undo nothing (there must be nothing to undo yet), call
+    /// `waitForPublication()` and return.
+    func confirmSnapshot() -> Bool {
+        guard let t = dispatcher.ticket else { return true }
+        guard engine.gate.confirm(t) else { return false }
+        dispatcher.holdingReply = false
+        return true
+    }
+
+    /// The handler sent nothing and must run again once the current publication has finished.
+    func waitForPublication() { dispatcher.mustWaitForPublication = true }
 }

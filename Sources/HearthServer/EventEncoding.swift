@@ -5,7 +5,7 @@ import HearthProtocol
 
 extension Dispatcher {
     /// Sends a pushed line on `conn`, encoded straight into its output buffer (no per-line array).
-    func sendEvent(_ event: ListenerEvent, sub: String?, shareKey: UInt64? = nil, on conn: TCPConnection) {
+    func sendEvent(_ event: ListenerEvent, sub: String?, shareKey: UInt64? = nil, on conn: ClientConnection) {
         if let shareKey, shareKey == eventCacheKey, let sub {
             // The same change set for another listener: only the subscription id differs.
             writer.reset()

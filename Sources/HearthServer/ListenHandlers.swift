@@ -19,7 +19,7 @@ enum ListenHandlers {
         }
         let resume = try req.optionalInt("resumeAfter", min: 0).map { UInt64($0) }
         if let hb = try req.optionalInt("heartbeatMs", min: 0, max: maxHeartbeatMs) { ctx.session.setHeartbeat(UInt64(hb)) }
-        if try !ctx.session.subscribe(target, resumeAfter: resume, id: req.id) { ctx.waitForBatch() }
+        if try !ctx.session.subscribe(target, resumeAfter: resume, id: req.id, ctx: ctx) { ctx.waitForPublication() }
     }
 
     static func unlisten(_ ctx: Context, _ req: Request) throws(HearthError) {

@@ -20,9 +20,6 @@ public final class Server {
     private var sessions: [ObjectIdentifier: Session] = [:]
     private var hooks: [LoopHook] = []
     private var signals: [SignalWatcher] = []
-    private(set) var batchInFlight = false
-    /// Sessions with a snapshot read parked until the batch in flight is published.
-    private var batchWaiters: [ObjectIdentifier: Session] = [:]
     private(set) var shuttingDown = false
     private var shutdownTimer: LoopTimer?
     private var closingSessions = false
@@ -57,6 +54,7 @@ public final class Server {
 
     /// Listens, serves until SIGTERM/SIGINT, then shuts down gracefully. Returns when the loop has ended.
     public func run() throws {
+        engine.adoptCurrentThread()
         let listener = try loop.listen(host: config.host, port: config.port) { [unowned self] conn in
             self.accept(conn)
         }
@@ -76,7 +74,7 @@ public final class Server {
 
     // MARK: Connections
 
-    private func accept(_ conn: TCPConnection) {
+    func accept(_ conn: ClientConnection) {
         guard !shuttingDown else { conn.abort(); return }
         let session = Session(conn: conn, server: self)
         sessions[ObjectIdentifier(session)] = session
@@ -85,33 +83,31 @@ public final class Server {
 
     func sessionClosed(_ session: Session) {
         sessions[ObjectIdentifier(session)] = nil
-        batchWaiters[ObjectIdentifier(session)] = nil
+        engine.gate.forget(session)
         if closingSessions && sessions.isEmpty { stopLoop() }
     }
-
-    func waitForBatch(_ session: Session) { batchWaiters[ObjectIdentifier(session)] = session }
 
     // MARK: Group commit
 
     /// Once per loop turn: if no batch is being made durable, hand every commit queued since the last one
     /// to the writer thread as one transaction.
-    private func startGroupCommit() {
-        guard !batchInFlight, let batch = engine.takeBatch() else { return }
-        batchInFlight = true
+    func startGroupCommit() {
+        guard let batch = engine.takeBatch() else { return }
         let store = self.store
         let outcome = BatchOutcome()
         loop.submit({
             outcome.error = Engine.makeDurable(batch, in: store)
         }, done: { [unowned self] in
-            self.batchInFlight = false
-            if let e = outcome.error { self.logger.info("commit of seq \(batch.records.first?.seq ?? 0)...\(batch.records.last?.seq ?? 0) failed: \(e)") }
-            self.engine.finish(batch, error: outcome.error)
-            // The store is now exactly at the published seq: run snapshot reads that waited for it.
-            let waiters = self.batchWaiters.values
-            self.batchWaiters.removeAll()
-            for s in waiters { s.wake() }
-            if self.shuttingDown { self.maybeFinishShutdown() }
+            self.batchLanded(batch, error: outcome.error)
         })
+    }
+
+    /// Back on the loop thread with a batch the writer made durable (or failed): the engine publishes it,
+    /// acknowledges its commits and wakes the reads that waited for it (`Engine.finish`).
+    func batchLanded(_ batch: CommitBatch, error: HearthError?) {
+        if let error { logger.info("commit of seq \(batch.records.first?.seq ?? 0)...\(batch.records.last?.seq ?? 0) failed: \(error)") }
+        engine.finish(batch, error: error)
+        if shuttingDown { maybeFinishShutdown() }
     }
 
     /// One page of index backfill or purge per loop turn, so building an index never blocks writes.
@@ -144,7 +140,7 @@ public final class Server {
     }
 
     private func maybeFinishShutdown() {
-        guard engine.isIdle, !batchInFlight else { return }
+        guard engine.isIdle else { return }
         finishShutdown()
     }
 

@@ -20,13 +20,15 @@ extension Session: ListenerSink {
     }
 
     /// Registers a listener; its first snapshot goes out right after the `listen` response. False (nothing
-    /// registered or sent) when it must be tried again once the batch being made durable is published.
-    func subscribe(_ target: Listener.Target, resumeAfter: UInt64?, id: [UInt8]?) throws(HearthError) -> Bool {
+    /// registered or sent) when its first snapshot was torn by a batch landing: run it again after the
+    /// publication.
+    func subscribe(_ target: Listener.Target, resumeAfter: UInt64?, id: [UInt8]?, ctx: Context) throws(HearthError) -> Bool {
         let tag = String(nextSubscription)
         heldEvents = []
         let added: Listener?
         do {
-            added = try server.engine.listeners.add(target, tag: tag, sink: self, resumeAfter: resumeAfter)
+            added = try server.engine.listeners.add(target, tag: tag, sink: self, resumeAfter: resumeAfter,
+                                                    confirm: { ctx.confirmSnapshot() })
         } catch {
             heldEvents = nil
             throw error

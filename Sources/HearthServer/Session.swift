@@ -3,14 +3,18 @@ import HearthLoop
 import HearthModel
 import HearthProtocol
 
-/// One client connection: framing, in-order responses, the read barrier behind its own pending writes, and
-/// backpressure.
+/// One client connection: framing, in-order responses, parked lines, and backpressure.
 ///
 /// Ordering contract: responses leave in request order. Writes pipeline (many may wait for durability at
-/// once), but a read that follows a write on the same connection waits until that write is durable, so a
-/// connection always reads its own writes and never sees anything not yet durable.
-final class Session {
-    let conn: TCPConnection
+/// once), but a read that follows a write on the same connection waits until that write is durable and
+/// published, so a connection always reads its own writes and never sees anything not yet durable.
+///
+/// Parking: a line that cannot run yet (a read behind the connection's own pending writes, or a read the
+/// snapshot gate holds back) is parked, with every line after it, and reading pauses. The session is woken by
+/// the gate only (`snapshotGateOpened`), after a publication has finished: when its last pending write
+/// completes during a publication it asks the gate to wake it, and a read the gate held back parked it there.
+final class Session: SnapshotWaiter {
+    let conn: ClientConnection
     /// The server outlives every session (it closes them before it goes away); unowned(unsafe) skips the
     /// reference counting that each access would otherwise do on the delivery path.
     unowned(unsafe) let server: Server
@@ -42,7 +46,7 @@ final class Session {
     /// The subscriber missed its drain deadline: its final error line is queued and the connection closing.
     var closingSlow = false
 
-    init(conn: TCPConnection, server: Server) {
+    init(conn: ClientConnection, server: Server) {
         self.conn = conn
         self.server = server
         self.framer = LineFramer(maxLineBytes: server.config.maxLineBytes)
@@ -68,6 +72,7 @@ final class Session {
     private var isParked: Bool { parkedHead < parked.count }
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
+        server.engine.thread.check("Session.received")
         framer.feed(bytes) { event in
             switch event {
             case .line(let line):
@@ -83,7 +88,7 @@ final class Session {
         updateReading()
     }
 
-    /// Runs parked lines once the barrier lifts, until one must wait again.
+    /// Runs parked lines, until one must wait again.
     private func runParked() {
         drain: while parkedHead < parked.count {
             switch parked[parkedHead] {
@@ -103,9 +108,10 @@ final class Session {
         updateReading()
     }
 
-    /// Runs lines parked behind a commit batch once it is published.
-    func wake() {
-        guard !closed, isParked, pendingWrites == 0 else { return }
+    /// The publication this session waited for has finished: run its parked lines.
+    func snapshotGateOpened() {
+        server.engine.thread.check("Session.snapshotGateOpened")
+        guard !closed, isParked else { return }
         runParked()
     }
 
@@ -152,12 +158,15 @@ final class Session {
         return responses.reserve()
     }
 
-    /// Delivers a write's response and lifts the read barrier when it was the last pending write.
+    /// Delivers a write's response (a commit's completion, during a publication). When it was the last
+    /// pending write and lines are parked behind it, they run once the publication has finished: a
+    /// completion only fills its response slot, it never runs requests.
     func endWrite(_ slot: ResponseQueue.Slot, response: [UInt8]) {
+        server.engine.thread.check("Session.endWrite")
         pendingWrites -= 1
         guard !closed else { return }
         sentSinceTick = true
         responses.fill(slot, with: response) { conn.send($0) }
-        if pendingWrites == 0 && isParked { runParked() } else { updateReading() }
+        if pendingWrites == 0 && isParked { server.engine.gate.wait(self) } else { updateReading() }
     }
 }

@@ -28,7 +28,14 @@ public final class ListenerHub {
     /// The most commits a resume replays before falling back to a reset.
     public var maxResumeCommits = 100_000
 
-    init(engine: Engine) { self.engine = engine }
+    /// The last commit applied to the listeners (every view has applied every commit up to it that
+    /// affects it).
+    public private(set) var publishedSeq: UInt64
+
+    init(engine: Engine) {
+        self.engine = engine
+        self.publishedSeq = engine.lastDurableSeq
+    }
 
     public var count: Int { listeners.count }
 
@@ -39,10 +46,20 @@ public final class ListenerHub {
     /// (`initial:false`), or a reset when the change log no longer reaches back that far.
     ///
     /// It may run while a commit batch is being made durable: the batch's publication then reaches the new
-    /// listener like any other. If that batch had already landed in the store while the first snapshot was
-    /// read (so the snapshot might include it), nothing is registered or delivered and the result is nil:
-    /// call again once the batch is published.
-    public func add(_ target: Listener.Target, tag: String, sink: ListenerSink, resumeAfter: UInt64?) throws(HearthError) -> Listener? {
+    /// listener like any other. Before anything is registered or delivered, `confirm` asks the snapshot gate
+    /// whether the first snapshot is exactly the published state (by default with a ticket of its own); when
+    /// it is not (the batch landed while it was read), nothing is registered and the result is nil: call
+    /// again once the publication has finished.
+    public func add(_ target: Listener.Target, tag: String, sink: ListenerSink, resumeAfter: UInt64?,
+                    confirm: (() -> Bool)? = nil) throws(HearthError) -> Listener? {
+        engine.thread.check("ListenerHub.add")
+        let ticket: SnapshotGate.Ticket?
+        if confirm == nil {
+            guard case .run(let t) = engine.gate.admit() else { return nil }
+            ticket = t
+        } else {
+            ticket = nil
+        }
         let seq = engine.lastDurableSeq
         let l = Listener(id: nextID, tag: tag, target: target, sink: sink, seq: seq)
         let first: ListenerEvent
@@ -55,7 +72,10 @@ public final class ListenerHub {
         case .query(let q):
             if q.offset > 0 { throw .invalid("listen: offset is not supported by listeners (use cursors)") }
             if let shared = views[q] {
-                l.view = shared                       // in memory, at `seq`
+                // In memory: every shared view has applied every published commit (publication is never
+                // re-entered, so nothing registers between the engine's move to a seq and its publication).
+                assert(publishedSeq == seq && shared.seq <= seq, "a listener joins a shared view at seq \(shared.seq), hub at \(publishedSeq), published \(seq)")
+                l.view = shared
             } else {
                 let fresh = SharedView(query: q, rows: try engine.runQuery(q).documents, seq: seq)
                 newView = fresh
@@ -68,8 +88,9 @@ public final class ListenerHub {
                                changes: QueryView.changes(from: [], to: l.current, query: q))
             }
         }
-        // What was read from the store must be exactly the published state.
-        if engine.isBatchInFlight, try !engine.storeIsAtPublishedSeq() {
+        // What was read must be exactly the published state.
+        let exact = confirm?() ?? engine.gate.confirm(ticket!)
+        guard exact else {
             l.view = nil
             l.sink = nil
             return nil
@@ -88,7 +109,7 @@ public final class ListenerHub {
         let reset = ListenerEvent.query(seq: seq, initial: false, reset: true, size: l.current.count,
                                         changes: QueryView.changes(from: [], to: l.current, query: q))
         if n >= seq { return n == seq ? .query(seq: seq, initial: false, reset: false, size: l.current.count, changes: []) : reset }
-        guard let commits = try engine.store.changes(after: n, limit: maxResumeCommits), commits.count < maxResumeCommits,
+        guard let commits = try engine.readStore.changes(after: n, limit: maxResumeCommits), commits.count < maxResumeCommits,
               commits.first.map({ $0.seq > n }) ?? true else { return reset }
         var rollback: [DocumentPath: StoredDocument?] = [:]
         for c in commits where c.seq <= seq {
@@ -100,6 +121,7 @@ public final class ListenerHub {
     }
 
     public func remove(_ l: Listener) {
+        engine.thread.check("ListenerHub.remove")
         guard listeners.removeValue(forKey: l.id) != nil else { return }
         l.sink = nil
         if let v = l.view {
@@ -143,6 +165,8 @@ public final class ListenerHub {
     /// Applies durable commits (ascending seq) to every listener they can affect: one snapshot per commit
     /// that changes a listener's result.
     func publish(_ records: [CommitRecord]) {
+        engine.thread.check("ListenerHub.publish")
+        if let last = records.last { publishedSeq = last.seq }
         guard !listeners.isEmpty else { return }
         defer { shareKeys.removeAll(keepingCapacity: true) }
         for (i, record) in records.enumerated() where !record.mutations.isEmpty {
@@ -275,6 +299,7 @@ public final class ListenerHub {
     /// The subscriber behind `sink` has drained: send each of its coalesced listeners one snapshot with the
     /// net changes since what it was last sent, in seq order.
     public func drained(_ sink: ListenerSink) {
+        engine.thread.check("ListenerHub.drained")
         let key = ObjectIdentifier(sink)
         guard let pending = dirtyBySink[key] else { return }
         var remaining: [Listener] = []

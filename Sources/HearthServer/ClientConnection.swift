@@ -1,0 +1,26 @@
+import HearthLoop
+
+/// What a `Session` needs of its connection: a byte stream with callbacks, output buffering and read
+/// pausing. `TCPConnection` is the real one; tests drive sessions through a fake one, without sockets.
+///
+/// Contract (as `TCPConnection`'s): callbacks run on the loop thread; `send` copies the bytes and never calls
+/// back synchronously; after `close()` or `abort()` sends are ignored and `onClose` runs exactly once.
+protocol ClientConnection: AnyObject {
+    var peer: String { get }
+    var onRead: ((UnsafeRawBufferPointer) -> Void)? { get set }
+    var onDrain: (() -> Void)? { get set }
+    var onClose: ((LoopError?) -> Void)? { get set }
+    /// Output bytes not yet accepted by the peer's kernel.
+    var pendingOutputBytes: Int { get }
+    func startReading()
+    func pauseReading()
+    func resumeReading()
+    func send(_ bytes: UnsafeRawBufferPointer)
+    func send(_ bytes: [UInt8])
+    /// Flushes what is buffered, then closes.
+    func close()
+    /// Closes at once, dropping unsent output.
+    func abort()
+}
+
+extension TCPConnection: ClientConnection {}

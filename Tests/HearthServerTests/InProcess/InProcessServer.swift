@@ -1,0 +1,109 @@
+import Foundation
+@testable import HearthEngine
+import HearthLoop
+import HearthModel
+@testable import HearthServer
+import HearthStorage
+
+/// A connection without a socket: what the session sends is collected, what the test writes is fed to the
+/// session as one read, and the output can be made to look unsent (a slow subscriber).
+final class FakeConnection: ClientConnection {
+    let peer: String
+    var onRead: ((UnsafeRawBufferPointer) -> Void)?
+    var onDrain: (() -> Void)?
+    var onClose: ((LoopError?) -> Void)?
+    var pendingOutputBytes = 0
+    private(set) var reading = false
+    private(set) var closed = false
+    private var output: [UInt8] = []
+    private var cursor = 0
+
+    init(peer: String) { self.peer = peer }
+
+    func startReading() { reading = true }
+    func pauseReading() { reading = false }
+    func resumeReading() { reading = true }
+    func send(_ bytes: UnsafeRawBufferPointer) { if !closed { output.append(contentsOf: bytes) } }
+    func send(_ bytes: [UInt8]) { if !closed { output.append(contentsOf: bytes) } }
+    func close() { finish() }
+    func abort() { finish() }
+
+    private func finish() {
+        guard !closed else { return }
+        closed = true
+        let cb = onClose
+        cb?(nil)
+    }
+
+    /// Feeds `lines` to the session as one read (each gets a newline): requests pipelined in one write.
+    func write(_ lines: [String]) {
+        let bytes = Array(lines.map { $0 + "\n" }.joined().utf8)
+        bytes.withUnsafeBytes { onRead?($0) }
+    }
+
+    /// The lines sent since the last call, parsed.
+    func take() -> [[String: Any]] {
+        var out: [[String: Any]] = []
+        while let nl = output[cursor...].firstIndex(of: 10) {
+            let line = Data(output[cursor..<nl])
+            cursor = nl + 1
+            let obj = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any]
+            out.append(obj ?? ["unparsable": String(decoding: line, as: UTF8.self)])
+        }
+        return out
+    }
+}
+
+/// The server's sessions, dispatcher, engine and listener hub in this process, over a MemoryStore, with the
+/// group commit driven by the test one step at a time: take a batch, land it in the store, publish it.
+final class InProcessServer {
+    let server: Server
+    let store = MemoryStore()
+    private let dataDir: String
+    private var connections = 0
+
+    init(configure: (inout ServerConfig) -> Void = { _ in }) throws {
+        dataDir = NSTemporaryDirectory() + "hearth-inprocess-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
+        var config = ServerConfig()
+        config.dataDir = dataDir
+        configure(&config)
+        server = try Server(config: config, store: store, logger: Logger(enabled: false))
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: dataDir) }
+
+    var engine: Engine { server.engine }
+
+    func connect() -> FakeConnection {
+        connections += 1
+        let c = FakeConnection(peer: "fake:\(connections)")
+        server.accept(c)
+        return c
+    }
+
+    /// The queued commits as the batch in flight (what the loop does before it polls).
+    func takeBatch() -> CommitBatch? { engine.takeBatch() }
+
+    /// The writer thread's part: the batch is in the store (and flagged as landed, as `Engine.makeDurable`
+    /// does). With `flag: false` the store has it but the flag is not yet set: the instant between the
+    /// store's commit and the writer's next statement.
+    func land(_ batch: CommitBatch, flag: Bool = true) {
+        if flag {
+            precondition(Engine.makeDurable(batch, in: store) == nil)
+        } else {
+            try! store.apply(batch.records)
+        }
+    }
+
+    /// The loop's part once the writer is done: publication, acknowledgements, woken readers.
+    func publish(_ batch: CommitBatch, error: HearthError? = nil) { server.batchLanded(batch, error: error) }
+
+    /// Makes everything queued durable and published.
+    func flush() {
+        while let b = takeBatch() {
+            land(b)
+            publish(b)
+        }
+    }
+}

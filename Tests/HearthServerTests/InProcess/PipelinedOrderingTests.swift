@@ -1,0 +1,204 @@
+import Foundation
+@testable import HearthEngine
+@testable import HearthServer
+import HearthModel
+import Testing
+
+/// Session, Dispatcher, ResponseQueue and the snapshot gate without a socket: requests pipelined in one write
+/// on fake connections, the group commit stepped by hand so each window (batch queued, in flight, landed,
+/// published) is hit on purpose.
+@Suite struct PipelinedOrderingTests {
+    func changes(_ e: [String: Any]) -> [String] {
+        (e["changes"] as? [[String: Any]] ?? []).map {
+            let doc = $0["doc"] as? [String: Any] ?? [:]
+            return "\($0["type"] ?? "?") \(doc["path"] ?? "?") \($0["oldIndex"] ?? "?")>\($0["newIndex"] ?? "?")"
+        }
+    }
+
+    func responses(_ lines: [[String: Any]]) -> [[String: Any]] { lines.filter { $0["ok"] != nil } }
+    func events(_ lines: [[String: Any]], sub: String = "1") -> [[String: Any]] {
+        lines.filter { $0["ok"] == nil && ($0["sub"] as? String) == sub }
+    }
+
+    /// Connection A writes `c/x` and listens to `c` in one write; with B already listening to the same query
+    /// (a shared view) A's first snapshot used to be the state before its own write, carrying the new seq.
+    @Test(arguments: [false, true])
+    func aListenPipelinedBehindAWriteSeesTheWrite(shared: Bool) throws {
+        let s = try InProcessServer()
+        let b = s.connect()
+        if shared { b.write([#"{"op":"listen","query":{"collection":"c"},"id":"b"}"#]) }
+        let a = s.connect()
+        a.write([#"{"op":"set","path":"c/x","data":{"v":1},"id":1}"#, #"{"op":"listen","query":{"collection":"c"},"id":2}"#])
+        s.flush()
+        let lines = a.take()
+        let r = responses(lines)
+        #expect(r.map { $0["id"] as? Int } == [1, 2])
+        #expect(r.first?["seq"] as? Int == 1)
+        let first = try #require(events(lines).first)
+        #expect(first["seq"] as? Int == 1)
+        #expect(first["initial"] as? Bool == true)
+        #expect(first["size"] as? Int == 1)
+        #expect(changes(first) == ["added c/x -1>0"])
+        // The next write of c/x is a modification of the document A holds.
+        a.write([#"{"op":"set","path":"c/x","data":{"v":2},"id":3}"#])
+        s.flush()
+        let next = events(a.take())
+        #expect(next.count == 1)
+        #expect(next.first.map(changes) == ["modified c/x 0>0"])
+        if shared {
+            let bEvents = events(b.take())
+            #expect(bEvents.map(changes) == [[], ["added c/x -1>0"], ["modified c/x 0>0"]])
+        }
+    }
+
+    /// A delete then a listen in one write: the deleted document is not in the first snapshot.
+    @Test(arguments: [false, true])
+    func aListenPipelinedBehindADeleteDoesNotSeeTheDocument(shared: Bool) throws {
+        let s = try InProcessServer()
+        let setup = s.connect()
+        setup.write([#"{"op":"set","path":"c/x","data":{"v":1}}"#, #"{"op":"set","path":"c/y","data":{"v":2}}"#])
+        s.flush()
+        let b = s.connect()
+        if shared { b.write([#"{"op":"listen","query":{"collection":"c"}}"#]) }
+        let a = s.connect()
+        a.write([#"{"op":"delete","path":"c/x","id":1}"#, #"{"op":"listen","query":{"collection":"c"},"id":2}"#])
+        s.flush()
+        let first = try #require(events(a.take()).first)
+        #expect(first["seq"] as? Int == 3)
+        #expect(changes(first) == ["added c/y -1>0"])
+        if shared { #expect(events(b.take()).map(changes) == [["added c/x -1>0", "added c/y -1>1"], ["removed c/x 0>-1"]]) }
+    }
+
+    /// A listen and its unlisten in one write (the subscription id is predictable): nothing for it follows
+    /// the unlisten's response, and a shared view's other member carries on.
+    @Test(arguments: [false, true])
+    func aListenAndItsUnlistenInOneWrite(shared: Bool) throws {
+        let s = try InProcessServer()
+        let b = s.connect()
+        if shared { b.write([#"{"op":"listen","query":{"collection":"c"}}"#]) }
+        let a = s.connect()
+        a.write([#"{"op":"set","path":"c/x","data":{"v":1},"id":1}"#,
+                 #"{"op":"listen","query":{"collection":"c"},"id":2}"#,
+                 #"{"op":"unlisten","sub":"1","id":3}"#,
+                 #"{"op":"set","path":"c/y","data":{"v":1},"id":4}"#])
+        s.flush()
+        s.flush()
+        let lines = a.take()
+        #expect(responses(lines).map { $0["id"] as? Int } == [1, 2, 3, 4])
+        let unlistenAt = try #require(lines.firstIndex { $0["id"] as? Int == 3 })
+        let eventAt = lines.indices.filter { lines[$0]["ok"] == nil }
+        #expect(eventAt.count == 1 && eventAt.allSatisfy { $0 < unlistenAt })
+        #expect(s.engine.listeners.count == (shared ? 1 : 0))
+        if shared { #expect(events(b.take()).map(changes) == [[], ["added c/x -1>0"], ["added c/y -1>1"]]) }
+    }
+
+    /// Reads and writes pipelined on one connection answer in request order, each read seeing every write
+    /// before it.
+    @Test func responsesLeaveInRequestOrderAndReadsSeeEarlierWrites() throws {
+        let s = try InProcessServer()
+        let a = s.connect()
+        a.write([#"{"op":"set","path":"c/x","data":{"v":1},"id":1}"#,
+                 #"{"op":"get","path":"c/x","id":2}"#,
+                 #"{"op":"set","path":"c/x","data":{"v":2},"id":3}"#,
+                 #"{"op":"ping","id":4}"#,
+                 #"{"op":"query","collection":"c","id":5}"#,
+                 #"{"op":"count","collection":"c","id":6}"#])
+        #expect(a.take().isEmpty)           // nothing can be answered before the first write is durable
+        #expect(!a.reading)                 // reading pauses while lines are parked
+        s.flush()
+        s.flush()
+        let r = a.take()
+        #expect(r.map { $0["id"] as? Int } == [1, 2, 3, 4, 5, 6])
+        let got = (r[1]["doc"] as? [String: Any])?["data"] as? [String: Any]
+        #expect(got?["v"] as? Int == 1)
+        let docs = r[4]["docs"] as? [[String: Any]] ?? []
+        #expect((docs.first?["data"] as? [String: Any])?["v"] as? Int == 2)
+        #expect(r[4]["seq"] as? Int == 2)
+        #expect(a.reading)
+    }
+
+    /// While a batch is in flight and not landed, reads run at once at the published seq; once it has landed
+    /// (flag seen) they wait for its publication and then see it.
+    @Test func readsRunDuringAnFsyncAndWaitOnceTheBatchHasLanded() throws {
+        let s = try InProcessServer()
+        let w = s.connect(), r = s.connect()
+        w.write([#"{"op":"set","path":"c/x","data":{"v":1}}"#])
+        s.flush()
+        w.write([#"{"op":"set","path":"c/x","data":{"v":2}}"#])
+        let batch = try #require(s.takeBatch())
+        r.write([#"{"op":"query","collection":"c","id":"q1"}"#, #"{"op":"get","path":"c/x","id":"g1"}"#])
+        let during = r.take()
+        #expect(during.map { $0["id"] as? String } == ["q1", "g1"])
+        #expect(during.first?["seq"] as? Int == 1)
+        s.land(batch)
+        r.write([#"{"op":"query","collection":"c","id":"q2"}"#, #"{"op":"listen","path":"c/x","id":"l"}"#])
+        #expect(r.take().isEmpty)
+        #expect(s.engine.gate.waiterCount == 1)
+        s.publish(batch)
+        let after = r.take()
+        #expect(after.compactMap { $0["id"] as? String } == ["q2", "l"])
+        #expect(after.first?["seq"] as? Int == 2)
+        let snapshot = try #require(after.last)
+        #expect(snapshot["seq"] as? Int == 2)
+        #expect(((snapshot["doc"] as? [String: Any])?["data"] as? [String: Any])?["v"] as? Int == 2)
+    }
+
+    /// A read that ran while the batch reached the store (before the writer flagged it) is found torn by
+    /// the gate: its reply is dropped, and it runs again after the publication.
+    @Test func aReadTornByALandingBatchRunsAgainAfterThePublication() throws {
+        let s = try InProcessServer()
+        let w = s.connect(), r = s.connect(), l = s.connect()
+        w.write([#"{"op":"set","path":"c/x","data":{"v":1}}"#])
+        s.flush()
+        l.write([#"{"op":"listen","query":{"collection":"c","where":[["v",">",0]]}}"#])
+        _ = l.take()
+        w.write([#"{"op":"delete","path":"c/x"}"#, #"{"op":"set","path":"c/y","data":{"v":3}}"#])
+        let batch = try #require(s.takeBatch())
+        s.land(batch, flag: false)
+        let retriesBefore = s.engine.gate.retries
+        r.write([#"{"op":"query","collection":"c","id":"q"}"#,
+                 #"{"op":"listen","query":{"collection":"c"},"id":"l"}"#])
+        #expect(r.take().isEmpty)
+        #expect(s.engine.gate.retries == retriesBefore + 1)
+        #expect(s.engine.listeners.count == 1)
+        batch.markLanded()
+        s.publish(batch)
+        let lines = r.take()
+        #expect(lines.compactMap { $0["id"] as? String } == ["q", "l"])
+        #expect(lines[0]["seq"] as? Int == 3)
+        #expect((lines[0]["docs"] as? [[String: Any]])?.map { $0["path"] as? String } == ["c/y"])
+        #expect(lines.last?["seq"] as? Int == 3)
+        #expect(changes(lines.last!) == ["added c/y -1>0"])
+        #expect(events(l.take()).map(changes) == [["removed c/x 0>-1"], ["added c/y -1>0"]])
+    }
+
+    /// A failed batch fails its commits and everything queued behind it; reads parked behind those writes
+    /// run afterwards and see the state before them.
+    @Test func readsParkedBehindAFailedBatchRunAfterIt() throws {
+        let s = try InProcessServer()
+        let a = s.connect()
+        a.write([#"{"op":"set","path":"c/x","data":{"v":1},"id":1}"#, #"{"op":"get","path":"c/x","id":2}"#])
+        let batch = try #require(s.takeBatch())
+        s.publish(batch, error: .init(.unavailable, "disk gone"))
+        let r = a.take()
+        #expect(r.map { $0["id"] as? Int } == [1, 2])
+        #expect(r.first?["ok"] as? Bool == false)
+        #expect(r.last?["ok"] as? Bool == true)
+        #expect(r.last?["doc"] is NSNull)
+    }
+
+    /// A connection that closes while parked is forgotten by the gate.
+    @Test func aClosedConnectionIsForgottenByTheGate() throws {
+        let s = try InProcessServer()
+        let w = s.connect(), r = s.connect()
+        w.write([#"{"op":"set","path":"c/x","data":{"v":1}}"#])
+        let batch = try #require(s.takeBatch())
+        s.land(batch)
+        r.write([#"{"op":"get","path":"c/x","id":1}"#])
+        #expect(s.engine.gate.waiterCount == 1)
+        r.close()
+        #expect(s.engine.gate.waiterCount == 0)
+        s.publish(batch)
+        #expect(r.take().isEmpty)
+    }
+}
