@@ -23,6 +23,8 @@ public final class Engine {
     public private(set) var lastAssignedSeq: UInt64
     /// Highest seq durable and published.
     public private(set) var lastDurableSeq: UInt64
+    /// The store's history (`DocumentStore.historyID`): a seq is a position in this history only.
+    public let historyID: UInt64
     private var lastCommitMicros: Int64 = 0
 
     /// Documents changed by commits not yet durable: the newest version of each, with its seq.
@@ -73,6 +75,7 @@ public final class Engine {
         let last = try store.lastSeq()
         self.lastAssignedSeq = last
         self.lastDurableSeq = last
+        self.historyID = try store.historyID()
     }
 
     public static let defaultCacheBytes = 64 << 20

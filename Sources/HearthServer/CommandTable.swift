@@ -59,11 +59,11 @@ enum CommandTable {
                 fields: QueryDecoding.fields, access: .read, run: QueryHandlers.explain),
         Command(name: "index", synopsis: "{op:\"index\",action:\"create\"|\"list\"|\"drop\",collection,scope,fields:[[f,asc|desc|array-contains]],indexId} manages composite indexes",
                 fields: ["action", "collection", "scope", "fields", "indexId"], access: .meta, run: IndexHandlers.index),
-        Command(name: "listen", synopsis: "{op:\"listen\",path|query:{...}[,resumeAfter:N][,heartbeatMs:ms]} subscribes: {sub}, then pushed snapshots",
-                fields: ["path", "query", "resumeAfter", "heartbeatMs"], access: .read, run: ListenHandlers.listen),
+        Command(name: "listen", synopsis: "{op:\"listen\",path|query:{...}[,resumeAfter:N[,history:H]][,heartbeatMs:ms]} subscribes: {sub,history}, then pushed snapshots",
+                fields: ["path", "query", "resumeAfter", "history", "heartbeatMs"], access: .read, run: ListenHandlers.listen),
         Command(name: "unlisten", synopsis: "{op:\"unlisten\",sub} ends a subscription; nothing for it follows the response",
                 fields: ["sub"], access: .meta, run: ListenHandlers.unlisten),
-        Command(name: "hello", synopsis: "{op:\"hello\"[,heartbeatMs:ms]} sets connection options: heartbeats when idle",
+        Command(name: "hello", synopsis: "{op:\"hello\"[,heartbeatMs:ms]} sets connection options (heartbeats when idle): {version,seq,history}",
                 fields: ["heartbeatMs"], access: .meta, run: ListenHandlers.hello),
     ]
 }

@@ -50,10 +50,11 @@ extension Dispatcher {
                 writer.endObject()
             }
             writer.endArray()
-        case .document(let seq, let initial, let doc):
+        case .document(let seq, let initial, let reset, let doc):
             writer.key("type"); writer.string("snapshot")
             writer.key("seq"); writer.uint(seq)
             writer.key("initial"); writer.bool(initial)
+            if reset { writer.key("reset"); writer.bool(true) }
             writer.key("doc"); DocumentJSON.write(doc, into: &writer)
         case .error(let e):
             writer.key("type"); writer.string("error")

@@ -18,8 +18,16 @@ enum ListenHandlers {
         default: throw .invalid("listen: give either \"path\" or \"query\", not both")
         }
         let resume = try req.optionalInt("resumeAfter", min: 0).map { UInt64($0) }
+        var history: UInt64?
+        if let h = req.field("history") {
+            guard resume != nil else { throw .invalid("listen: field \"history\" goes with \"resumeAfter\" (the history the seq belongs to)") }
+            guard h.kind == .string, let id = HistoryToken.decode(h.string!) else {
+                throw .invalid("listen: field \"history\" must be the 16 hex digits a listen or hello response gave")
+            }
+            history = id
+        }
         if let hb = try req.optionalInt("heartbeatMs", min: 0, max: maxHeartbeatMs) { ctx.session.setHeartbeat(UInt64(hb)) }
-        if try !ctx.session.subscribe(target, resumeAfter: resume, id: req.id, ctx: ctx) { ctx.waitForPublication() }
+        if try !ctx.session.subscribe(target, resumeAfter: resume, history: history, id: req.id, ctx: ctx) { ctx.waitForPublication() }
     }
 
     static func unlisten(_ ctx: Context, _ req: Request) throws(HearthError) {
@@ -34,6 +42,7 @@ enum ListenHandlers {
         ctx.reply(req) { w in
             w.key("version"); w.string(HearthVersion.string)
             w.key("seq"); w.uint(seq)
+            w.key("history"); w.string(HistoryToken.encode(ctx.engine.historyID))
         }
     }
 }

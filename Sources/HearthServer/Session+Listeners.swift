@@ -22,12 +22,12 @@ extension Session: ListenerSink {
     /// Registers a listener; its first snapshot goes out right after the `listen` response. False (nothing
     /// registered or sent) when its first snapshot was torn by a batch landing: run it again after the
     /// publication.
-    func subscribe(_ target: Listener.Target, resumeAfter: UInt64?, id: [UInt8]?, ctx: Context) throws(HearthError) -> Bool {
+    func subscribe(_ target: Listener.Target, resumeAfter: UInt64?, history: UInt64?, id: [UInt8]?, ctx: Context) throws(HearthError) -> Bool {
         let tag = String(nextSubscription)
         heldEvents = []
         let added: Listener?
         do {
-            added = try server.engine.listeners.add(target, tag: tag, sink: self, resumeAfter: resumeAfter,
+            added = try server.engine.listeners.add(target, tag: tag, sink: self, resumeAfter: resumeAfter, history: history,
                                                     confirm: { ctx.confirmSnapshot() })
         } catch {
             heldEvents = nil
@@ -41,7 +41,11 @@ extension Session: ListenerSink {
         subscriptions[tag] = listener
         let held = heldEvents ?? []
         heldEvents = nil
-        server.dispatcher.replyOK(id, session: self) { w in w.key("sub"); w.string(tag) }
+        let historyToken = HistoryToken.encode(server.engine.historyID)
+        server.dispatcher.replyOK(id, session: self) { w in
+            w.key("sub"); w.string(tag)
+            w.key("history"); w.string(historyToken)
+        }
         for e in held { deliver(e, for: listener) }
         return true
     }

@@ -169,6 +169,11 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// It is the highest seq pruned so far (0 when nothing was), and never decreases.
     func oldestResumableSeq() throws(HearthError) -> UInt64
 
+    /// The identity of this store's history: a random positive number created with the store and never
+    /// changed (a copy of the files keeps it). Two stores with the same ID hold the same commits up to the
+    /// lower of their `lastSeq()`s; a resume token (a seq) means something only within its history.
+    func historyID() throws(HearthError) -> UInt64
+
     /// Flushes and closes, waiting for a running `apply`. Idempotent; any other call that follows throws
     /// UNAVAILABLE.
     func close()

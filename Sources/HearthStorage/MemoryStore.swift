@@ -48,6 +48,11 @@ public final class MemoryStore: DocumentStore {
         try read { $0.prunedThrough }
     }
 
+    /// Random per instance: every MemoryStore is a history of its own.
+    private let history = UInt64.random(in: 1...UInt64(Int64.max))
+
+    public func historyID() throws(HearthError) -> UInt64 { history }
+
     public func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
         try read { s in Self.document(at: path, in: s) }
     }

@@ -4,7 +4,7 @@ import HearthModel
 package enum SQLiteSchema {
     /// Bumped whenever the layout changes; a store written by a newer version refuses to open, an older one is
     /// migrated in place at open (`migrations`).
-    package static let version: Int64 = 2
+    package static let version: Int64 = 3
 
     /// `PRAGMA application_id`: "Hrth", so tools (and `open`) can tell a Hearth store from other SQLite files.
     static let applicationID: Int64 = 0x4872_7468
@@ -63,7 +63,8 @@ package enum SQLiteSchema {
             ('schema_version', \(version)),
             ('last_seq', 0),          -- highest seq applied; never decreases
             ('pruned_through', 0),    -- highest seq pruned from the log (0: none)
-            ('log_bytes', 0);         -- sum of commits.bytes
+            ('log_bytes', 0),         -- sum of commits.bytes
+            ('history_id', \(newHistoryID));  -- this store's history, created with it (never changes)
         PRAGMA application_id = \(applicationID);
         """
 
@@ -71,7 +72,12 @@ package enum SQLiteSchema {
     /// migration changes nothing). Each step ends by recording its new version in `meta`.
     static let migrations: [Int64: String] = [
         1: indexTable + "\nUPDATE meta SET value = 2 WHERE key = 'schema_version';",
+        // A history for an existing store: resume tokens given out before the upgrade carry none.
+        2: "INSERT INTO meta (key, value) VALUES ('history_id', \(newHistoryID));\nUPDATE meta SET value = 3 WHERE key = 'schema_version';",
     ]
+
+    /// SQL for a new, random, positive history ID (SQLite's `random()` draws from the OS's randomness).
+    static let newHistoryID = "(random() & 9223372036854775807) | 1"
 
     /// Settings of the writer connection (the reasons are in docs/storage.md).
     static let writerPragmas = """

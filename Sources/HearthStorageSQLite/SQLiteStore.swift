@@ -60,6 +60,10 @@ public final class SQLiteStore: DocumentStore {
         try read { r throws(HearthError) in try r.meta("pruned_through") }
     }
 
+    public func historyID() throws(HearthError) -> UInt64 {
+        try read { r throws(HearthError) in try r.meta("history_id") }
+    }
+
     public func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
         try read { r throws(HearthError) in try r.get(path) }
     }

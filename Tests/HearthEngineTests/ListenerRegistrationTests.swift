@@ -36,7 +36,7 @@ import Testing
         #expect(paths(mine[0]) == ["added c/a"])
         #expect(paths(mine[1]) == ["added c/b"])
         let docEvents = sink.events.filter { $0.tag == "doc" }.map(\.event)
-        guard docEvents.count == 2, case .document(_, true, nil) = docEvents[0], case .document(_, false, let d?) = docEvents[1] else {
+        guard docEvents.count == 2, case .document(_, true, false, nil) = docEvents[0], case .document(_, false, false, let d?) = docEvents[1] else {
             Issue.record("document listener: \(docEvents)"); return
         }
         #expect(d.path == path("c/b"))

@@ -4,6 +4,27 @@ import Testing
 
 /// The change log and its retention, for every backend.
 @Suite struct ChangeLogConformanceTests {
+    /// A store has a history of its own from the start: positive, the same on every call and after commits
+    /// (and, for durable backends, after reopening), different from another new store's.
+    @Test(arguments: Backend.allCases)
+    func eachStoreHasAHistoryOfItsOwn(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.finish() }
+        let g = try StoreFixture(backend)
+        defer { g.finish() }
+        let id = try f.store.historyID()
+        #expect(id > 0 && id <= UInt64(Int64.max))
+        #expect(try g.store.historyID() != id)
+        var h = History()
+        try f.store.apply([h.commit([("c/a", Array("1".utf8))])])
+        #expect(try f.store.historyID() == id)
+        if backend != .memory {
+            try f.reopen()
+            #expect(try f.store.historyID() == id)
+            #expect(try f.openSecond().historyID() == id)
+        }
+    }
+
     /// Creates, updates, deletes, a multi-document commit, an index-only commit (no mutations), and index
     /// changes alongside mutations. The log returns each without its index changes (`CommitRecord.logged`).
     static func sampleHistory() -> [CommitRecord] {

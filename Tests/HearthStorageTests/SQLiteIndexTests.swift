@@ -130,7 +130,8 @@ import Testing
         let store = try SQLiteStore(directory: dir)
         defer { store.close() }
         #expect(try store.get(SchemaV1Fixture.document.path) == SchemaV1Fixture.document)
-        #expect(try db.queryInt("SELECT value FROM meta WHERE key = 'schema_version'") == 2)
+        #expect(try db.queryInt("SELECT value FROM meta WHERE key = 'schema_version'") == SQLiteSchema.version)
+        #expect(try store.historyID() > 0)
     }
 
     @Test func refusesAnUnknownOlderSchemaVersion() throws {

@@ -15,7 +15,9 @@ public protocol ListenerSink: AnyObject {
 /// What a listener sends.
 public enum ListenerEvent: Sendable {
     case query(seq: UInt64, initial: Bool, reset: Bool, size: Int, changes: [ViewChange])
-    case document(seq: UInt64, initial: Bool, document: StoredDocument?)
+    /// `reset`: a resume the server could not honour (another history, or a seq it never reached); the
+    /// document is complete anyway.
+    case document(seq: UInt64, initial: Bool, reset: Bool = false, document: StoredDocument?)
     /// Ends the listener; nothing follows for it.
     case error(HearthError)
 }

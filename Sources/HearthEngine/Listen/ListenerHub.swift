@@ -43,14 +43,16 @@ public final class ListenerHub {
 
     /// Registers a listener at the engine's published seq (`lastDurableSeq`) and delivers its first
     /// snapshot: the full result (`initial`), or with `resumeAfter` the net changes since that seq
-    /// (`initial:false`), or a reset when the change log no longer reaches back that far.
+    /// (`initial:false`), or a reset (the full result, `reset`) when the resume cannot be honoured: the seq
+    /// is from another history (`history` given and not the engine's), or beyond the published seq (a
+    /// database restored or replaced since), or older than the change log reaches.
     ///
     /// It may run while a commit batch is being made durable: the batch's publication then reaches the new
     /// listener like any other. Before anything is registered or delivered, `confirm` asks the snapshot gate
     /// whether the first snapshot is exactly the published state (by default with a ticket of its own); when
     /// it is not (the batch landed while it was read), nothing is registered and the result is nil: call
     /// again once the publication has finished.
-    public func add(_ target: Listener.Target, tag: String, sink: ListenerSink, resumeAfter: UInt64?,
+    public func add(_ target: Listener.Target, tag: String, sink: ListenerSink, resumeAfter: UInt64?, history: UInt64? = nil,
                     confirm: (() -> Bool)? = nil) throws(HearthError) -> Listener? {
         engine.thread.check("ListenerHub.add")
         let ticket: SnapshotGate.Ticket?
@@ -61,6 +63,8 @@ public final class ListenerHub {
             ticket = nil
         }
         let seq = engine.lastDurableSeq
+        // A resume point that is not a past seq of this history cannot be diffed from: reset.
+        let foreign = resumeAfter.map { $0 > seq || (history != nil && history != engine.historyID) } ?? false
         let l = Listener(id: nextID, tag: tag, target: target, sink: sink, seq: seq)
         let first: ListenerEvent
         var newView: SharedView?
@@ -68,7 +72,7 @@ public final class ListenerHub {
         case .document(let path):
             l.currentDocument = try engine.get(path)
             l.sentDocument = l.currentDocument
-            first = .document(seq: seq, initial: resumeAfter == nil, document: l.currentDocument)
+            first = .document(seq: seq, initial: resumeAfter == nil, reset: foreign, document: l.currentDocument)
         case .query(let q):
             if q.offset > 0 { throw .invalid("listen: offset is not supported by listeners (use cursors)") }
             if let shared = views[q] {
@@ -82,7 +86,7 @@ public final class ListenerHub {
                 l.view = fresh
             }
             if let n = resumeAfter {
-                first = try resumeEvent(l, q, after: n, seq: seq)
+                first = try resumeEvent(l, q, after: foreign ? nil : n, seq: seq)
             } else {
                 first = .query(seq: seq, initial: true, reset: false, size: l.current.count,
                                changes: QueryView.changes(from: [], to: l.current, query: q))
@@ -105,10 +109,13 @@ public final class ListenerHub {
         return l
     }
 
-    private func resumeEvent(_ l: Listener, _ q: ValidQuery, after n: UInt64, seq: UInt64) throws(HearthError) -> ListenerEvent {
+    /// The first snapshot of a resumed query listener: the net changes since `n`, or a reset when `n` is nil
+    /// (not a seq of this history) or older than the change log reaches.
+    private func resumeEvent(_ l: Listener, _ q: ValidQuery, after n: UInt64?, seq: UInt64) throws(HearthError) -> ListenerEvent {
         let reset = ListenerEvent.query(seq: seq, initial: false, reset: true, size: l.current.count,
                                         changes: QueryView.changes(from: [], to: l.current, query: q))
-        if n >= seq { return n == seq ? .query(seq: seq, initial: false, reset: false, size: l.current.count, changes: []) : reset }
+        guard let n else { return reset }
+        if n == seq { return .query(seq: seq, initial: false, reset: false, size: l.current.count, changes: []) }
         guard let commits = try engine.readStore.changes(after: n, limit: maxResumeCommits), commits.count < maxResumeCommits,
               commits.first.map({ $0.seq > n }) ?? true else { return reset }
         var rollback: [DocumentPath: StoredDocument?] = [:]
