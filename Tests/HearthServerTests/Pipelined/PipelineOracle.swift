@@ -72,7 +72,9 @@ struct PipelineOracle {
         case set(String, Doc), create(String, Doc), delete(String), increment(String, Int)
     }
 
-    final class Connection {
+    /// What one connection sent and received; touched by one thread at a time (the driver's, then the
+    /// checker's after a join).
+    final class Connection: @unchecked Sendable {
         var sent: [Sent] = []
         var received: [[String: Any]] = []
     }
