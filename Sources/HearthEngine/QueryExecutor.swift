@@ -21,7 +21,47 @@ public struct QueryResult: Sendable {
     public var stats: QueryStats
 }
 
+/// A query planned on the loop thread (the plan needs the index catalog), ready to run against any
+/// consistent reads: the store itself on the loop thread, or a `StoreSnapshot` on a reader thread. Running it
+/// touches no engine state.
+public struct PreparedQuery: Sendable {
+    public let query: ValidQuery
+    public let plan: QueryPlan
+    /// False: the caller promises not to read `ResultDocument.fields` (an exact single-range plan then
+    /// returns stored documents without decoding them).
+    public let needFields: Bool
+
+    /// Runs against `snapshot`: the result is exact at the snapshot's seq.
+    public func run(on snapshot: any StoreSnapshot, codec: any DocumentCodec) throws(HearthError) -> QueryResult {
+        let (rows, examined) = try QueryExecution.run(self, rollback: [:], reads: snapshot, codec: codec)
+        return QueryResult(documents: rows, seq: snapshot.seq, stats: QueryStats(plan: plan, examined: examined, returned: rows.count))
+    }
+
+    /// Computes `aggregations` over the query's results at the snapshot's seq. A lone count over an exact
+    /// single-range plan reads index entries only (no document is fetched).
+    public func aggregate(_ aggregations: [Aggregation], on snapshot: any StoreSnapshot,
+                          codec: any DocumentCodec) throws(HearthError) -> (values: [Value], seq: UInt64) {
+        if let n = try QueryExecution.countFromIndex(self, aggregations, reads: snapshot) { return ([.int(Int64(n))], snapshot.seq) }
+        let r = try run(on: snapshot, codec: codec)
+        return (AggregateEvaluator.compute(aggregations, over: r.documents.map(\.fields)), r.seq)
+    }
+}
+
 extension Engine {
+    /// Plans `query` for a run off the loop thread (`PreparedQuery.run(on:codec:)`).
+    public func prepare(_ query: ValidQuery, needFields: Bool = true) throws(HearthError) -> PreparedQuery {
+        thread.check("Engine.prepare")
+        let (q, _) = query.execution
+        return PreparedQuery(query: query, plan: try QueryPlanner.plan(q, indexes: indexes), needFields: needFields)
+    }
+
+    /// Runs a prepared query on the loop thread against durable state at `lastDurableSeq` (a read the snapshot
+    /// gate confirms).
+    public func run(_ p: PreparedQuery) throws(HearthError) -> QueryResult {
+        let (rows, examined) = try QueryExecution.run(p, rollback: [:], reads: readStore, codec: codec)
+        return QueryResult(documents: rows, seq: lastDurableSeq, stats: QueryStats(plan: p.plan, examined: examined, returned: rows.count))
+    }
+
     /// Runs a validated query against durable state at `lastDurableSeq`: plans it, scans the index ranges
     /// (stopping early when the plan is exact), checks every fetched document against the whole query,
     /// sorts, and applies offset and limit (or limitToLast).
@@ -35,11 +75,29 @@ extension Engine {
     /// `runQuery` over durable state with some documents replaced: `rollback[path]` is the version to use
     /// instead of the stored one (nil: absent). Listeners use it to see the state as of an earlier seq.
     func runQuery(_ query: ValidQuery, rollback: [DocumentPath: StoredDocument?], needFields: Bool = true) throws(HearthError) -> QueryResult {
-        thread.check("Engine.runQuery")
-        let store = readStore
-        let (q, reverseResults) = query.execution
-        let plan = try QueryPlanner.plan(q, indexes: indexes)
-        if !needFields, rollback.isEmpty, plan.branches.count == 1, plan.branches[0].exact, plan.branches[0].ranges.count <= 1 {
+        let p = try prepare(query, needFields: needFields)
+        let (rows, examined) = try QueryExecution.run(p, rollback: rollback, reads: readStore, codec: codec)
+        return QueryResult(documents: rows, seq: lastDurableSeq, stats: QueryStats(plan: p.plan, examined: examined, returned: rows.count))
+    }
+
+    /// Computes aggregations over a query's results (after cursors, offset and limit).
+    public func runAggregate(_ query: ValidQuery, _ aggregations: [Aggregation]) throws(HearthError) -> (values: [Value], seq: UInt64) {
+        let p = try prepare(query)
+        if let n = try QueryExecution.countFromIndex(p, aggregations, reads: readStore) { return ([.int(Int64(n))], lastDurableSeq) }
+        let r = try runQuery(query)
+        return (AggregateEvaluator.compute(aggregations, over: r.documents.map(\.fields)), r.seq)
+    }
+}
+
+/// Executes a prepared query over `StoreReads`: scans the index ranges (stopping early when the plan is
+/// exact), checks every fetched document against the whole query, sorts, applies offset and limit (or
+/// limitToLast). Pure: any thread, any consistent reads.
+enum QueryExecution {
+    static func run(_ p: PreparedQuery, rollback: [DocumentPath: StoredDocument?], reads store: any StoreReads,
+                    codec: any DocumentCodec) throws(HearthError) -> (rows: [ResultDocument], examined: Int) {
+        let plan = p.plan
+        let (q, reverseResults) = p.query.execution
+        if !p.needFields, rollback.isEmpty, plan.branches.count == 1, plan.branches[0].exact, plan.branches[0].ranges.count <= 1 {
             return try runExact(plan, q, store: store, reverseResults: reverseResults)
         }
         let need = q.limit.map { $0 + q.offset + rollback.count }
@@ -84,12 +142,11 @@ extension Engine {
         var window = rows.dropFirst(min(q.offset, rows.count))
         if let n = q.limit { window = window.prefix(n) }
         let result = reverseResults ? Array(window.reversed()) : Array(window)
-        return QueryResult(documents: result, seq: lastDurableSeq,
-                           stats: QueryStats(plan: plan, examined: examined, returned: result.count))
+        return (result, examined)
     }
 
     /// An exact single-range plan: the index yields exactly the results, in order; nothing to decode.
-    private func runExact(_ plan: QueryPlan, _ q: ValidQuery, store: any DocumentStore, reverseResults: Bool) throws(HearthError) -> QueryResult {
+    private static func runExact(_ plan: QueryPlan, _ q: ValidQuery, store: any StoreReads, reverseResults: Bool) throws(HearthError) -> (rows: [ResultDocument], examined: Int) {
         let branch = plan.branches[0]
         var rows: [ResultDocument] = []
         var examined = 0
@@ -108,12 +165,19 @@ extension Engine {
             rows.removeFirst(min(skip, rows.count))
         }
         if reverseResults { rows.reverse() }
-        return QueryResult(documents: rows, seq: lastDurableSeq, stats: QueryStats(plan: plan, examined: examined, returned: rows.count))
+        return (rows, examined)
     }
 
-    /// Computes aggregations over a query's results (after cursors, offset and limit).
-    public func runAggregate(_ query: ValidQuery, _ aggregations: [Aggregation]) throws(HearthError) -> (values: [Value], seq: UInt64) {
-        let r = try runQuery(query)
-        return (AggregateEvaluator.compute(aggregations, over: r.documents.map(\.fields)), r.seq)
+
+    /// A lone `count` over an exact single-range plan, from index entries alone (cursors and filters are in
+    /// the range; offset and limit applied to the count); nil when the query needs its documents.
+    static func countFromIndex(_ p: PreparedQuery, _ aggregations: [Aggregation], reads: any StoreReads) throws(HearthError) -> Int? {
+        guard aggregations == [.count], p.plan.branches.count == 1, p.plan.branches[0].exact,
+              p.plan.branches[0].ranges.count == 1 else { return nil }
+        let (q, _) = p.query.execution
+        let r = p.plan.branches[0].ranges[0]
+        let total = try reads.countIndex(from: r.lower, to: r.upper)
+        let afterOffset = max(0, total - q.offset)
+        return q.limit.map { min($0, afterOffset) } ?? afterOffset
     }
 }

@@ -144,6 +144,9 @@ public final class EventLoop {
     /// A monotonic high-resolution clock in nanoseconds (`uv_hrtime`). Callable from any thread.
     public func hrtimeNanos() -> UInt64 { uv_hrtime() }
 
+    /// The same clock, from any thread.
+    public static func hrtimeNanos() -> UInt64 { uv_hrtime() }
+
     /// Refreshes ``now`` (`uv_update_time`); useful after long synchronous work inside a callback.
     public func updateTime() { if !finished { uv_update_time(uvLoop) } }
 

@@ -135,13 +135,9 @@ final class Dispatcher {
     }
 
     private func writeOK(_ id: [UInt8]?, _ fields: (inout JSONWriter) -> Void) {
-        writer.reset()
-        writer.beginObject()
-        if let id { writer.key("id"); writer.raw(id) }
-        writer.key("ok"); writer.bool(true)
+        ResponseLine.beginOK(&writer, id: id)
         fields(&writer)
-        writer.endObject()
-        writer.newline()
+        ResponseLine.end(&writer)
     }
 
     func replyError(_ error: HearthError, id: [UInt8]?, session: Session) {
@@ -155,22 +151,12 @@ final class Dispatcher {
     }
 
     private func writeError(_ error: HearthError, id: [UInt8]?) {
-        writer.reset()
-        writer.beginObject()
-        if let id { writer.key("id"); writer.raw(id) }
-        writer.key("ok"); writer.bool(false)
-        writeErrorField(error)
-        writer.endObject()
-        writer.newline()
+        ResponseLine.error(&writer, error, id: id)
     }
 
     /// `"error":{"code":...,"message":...}`, as responses and pushed error lines carry it.
     func writeErrorField(_ error: HearthError) {
-        writer.key("error")
-        writer.beginObject()
-        writer.key("code"); writer.string(error.code.rawValue)
-        writer.key("message"); writer.string(error.message)
-        writer.endObject()
+        ResponseLine.errorField(&writer, error)
     }
 }
 
@@ -200,4 +186,42 @@ struct Context {
 
     /// The handler sent nothing and must run again once the current publication has finished.
     func waitForPublication() { dispatcher.mustWaitForPublication = true }
+
+    /// Answers `request` from a reader thread: `read` runs there on a snapshot of the store and writes the
+    /// response's fields (after `"id"` and `"ok"`) into a writer of its own. The response keeps this
+    /// request's place; the connection's next lines wait until it is answered; it goes out once the
+    /// snapshot's seq is published (so it is exact at a published seq, and the connection's own writes are
+    /// in it). A read that throws is answered with its error.
+    func readOffLoop(_ request: Request,
+                     _ read: @escaping @Sendable (any StoreSnapshot, inout JSONWriter) throws(HearthError) -> Void) {
+        let store = server.store
+        let limit = server.config.maxResponseBytes
+        let id = request.id
+        let op = request.op
+        let outcome = OffLoopRead()
+        let slot = session.beginOffLoopRead()
+        let session = self.session
+        let server = self.server
+        server.offLoopReadStarted()
+        server.readers.submit({
+            var w = JSONWriter(capacity: 4096)
+            do throws(HearthError) {
+                let snapshot = try store.snapshot()
+                defer { snapshot.close() }
+                outcome.seq = snapshot.seq
+                ResponseLine.beginOK(&w, id: id)
+                try read(snapshot, &w)
+                ResponseLine.end(&w)
+                if w.count > limit {
+                    throw HearthError(.resourceExhausted, "\(op): the response would be \(w.count) bytes, over the limit of \(limit) (--max-response-bytes); page through the result with limit and a cursor (startAfter)")
+                }
+            } catch {
+                ResponseLine.error(&w, error, id: id)
+            }
+            outcome.line = w.bytes
+        }, done: {
+            server.offLoopReadReturned()
+            session.offLoopReadDone(slot, line: outcome.line, seq: outcome.seq)
+        })
+    }
 }

@@ -1,31 +1,58 @@
 import HearthEngine
+import HearthLoop
 import HearthModel
 import HearthProtocol
 
-/// `query`, `count`, `aggregate`, `explain`: reads of durable state at one seq.
+/// `query`, `count`, `aggregate`, `explain`: reads of durable state at one published seq. A query that reads
+/// few index entries (an exact plan with a small limit) runs on the loop thread; every other one, and every
+/// count and aggregation, runs on a reader thread against a snapshot (`Context.readOffLoop`), so no read holds
+/// the loop for long however large the collection.
 enum QueryHandlers {
+    /// The most index entries (limit + offset) an exact plan may read on the loop thread.
+    static let loopReadLimit = 100
+
+    /// True when the query is cheap enough to run on the loop: one exact branch reading at most
+    /// `loopReadLimit` entries.
+    static func runsOnLoop(_ p: PreparedQuery) -> Bool {
+        let q = p.query.execution.query
+        guard p.plan.branches.count == 1, p.plan.branches[0].exact, let limit = q.limit else { return false }
+        return limit + q.offset <= loopReadLimit
+    }
+
     static func query(_ ctx: Context, _ req: Request) throws(HearthError) {
         let q = try QueryDecoding.decode(req.body, context: "query")
-        let result = try ctx.engine.runQuery(q, needFields: q.select != nil)
-        ctx.reply(req) { w in
-            w.key("docs")
-            w.beginArray()
-            for d in result.documents {
-                if let select = q.select {
-                    DocumentJSON.write(d.stored, fields: QueryEvaluator.project(d.fields, select), into: &w)
-                } else {
-                    DocumentJSON.write(d.stored, into: &w)
-                }
+        let prepared = try ctx.engine.prepare(q, needFields: q.select != nil)
+        guard runsOnLoop(prepared) else {
+            let codec = ctx.engine.codec
+            ctx.readOffLoop(req) { snapshot, w throws(HearthError) in
+                writeDocs(try prepared.run(on: snapshot, codec: codec), select: q.select, into: &w)
             }
-            w.endArray()
-            w.key("seq"); w.uint(result.seq)
+            return
         }
+        let result = try ctx.engine.run(prepared)
+        ctx.reply(req) { w in writeDocs(result, select: q.select, into: &w) }
+    }
+
+    static func writeDocs(_ result: QueryResult, select: [FieldPath]?, into w: inout JSONWriter) {
+        w.key("docs")
+        w.beginArray()
+        for d in result.documents {
+            if let select {
+                DocumentJSON.write(d.stored, fields: QueryEvaluator.project(d.fields, select), into: &w)
+            } else {
+                DocumentJSON.write(d.stored, into: &w)
+            }
+        }
+        w.endArray()
+        w.key("seq"); w.uint(result.seq)
     }
 
     static func count(_ ctx: Context, _ req: Request) throws(HearthError) {
         let q = try QueryDecoding.decode(req.body, context: "count")
-        let r = try ctx.engine.runAggregate(q, [.count])
-        ctx.reply(req) { w in
+        let prepared = try ctx.engine.prepare(q)
+        let codec = ctx.engine.codec
+        ctx.readOffLoop(req) { snapshot, w throws(HearthError) in
+            let r = try prepared.aggregate([.count], on: snapshot, codec: codec)
             w.key("count"); w.value(r.values[0])
             w.key("seq"); w.uint(r.seq)
         }
@@ -55,11 +82,15 @@ enum QueryHandlers {
         }
         guard !aggregations.isEmpty else { throw .invalid("aggregate: aggregations must not be empty") }
         guard aggregations.count <= 5 else { throw .invalid("aggregate: at most 5 aggregations per request") }
-        let r = try ctx.engine.runAggregate(q, aggregations)
-        ctx.reply(req) { w in
+        let prepared = try ctx.engine.prepare(q)
+        let codec = ctx.engine.codec
+        let requested = aggregations
+        let names = aliases
+        ctx.readOffLoop(req) { snapshot, w throws(HearthError) in
+            let r = try prepared.aggregate(requested, on: snapshot, codec: codec)
             w.key("result")
             w.beginObject()
-            for (alias, v) in zip(aliases, r.values) { w.key(alias); w.value(v) }
+            for (alias, v) in zip(names, r.values) { w.key(alias); w.value(v) }
             w.endObject()
             w.key("seq"); w.uint(r.seq)
         }
@@ -67,28 +98,40 @@ enum QueryHandlers {
 
     static func explain(_ ctx: Context, _ req: Request) throws(HearthError) {
         let q = try QueryDecoding.decode(req.body, context: "explain")
-        let started = ctx.server.loop.hrtimeNanos()
-        let r = try ctx.engine.runQuery(q, needFields: q.select != nil)
-        let micros = (ctx.server.loop.hrtimeNanos() - started) / 1000
-        ctx.reply(req) { w in
-            w.key("plan")
-            w.beginObject()
-            w.key("branches")
-            w.beginArray()
-            for b in r.stats.plan.branches {
-                w.beginObject()
-                w.key("index"); w.string(b.index)
-                w.key("ranges"); w.int(Int64(b.ranges.count))
-                w.key("reverse"); w.bool(b.reverse)
-                w.key("exact"); w.bool(b.exact)
-                w.endObject()
+        let prepared = try ctx.engine.prepare(q, needFields: q.select != nil)
+        guard runsOnLoop(prepared) else {
+            let codec = ctx.engine.codec
+            ctx.readOffLoop(req) { snapshot, w throws(HearthError) in
+                let started = EventLoop.hrtimeNanos()
+                let r = try prepared.run(on: snapshot, codec: codec)
+                writePlan(r, micros: (EventLoop.hrtimeNanos() - started) / 1000, into: &w)
             }
-            w.endArray()
-            w.key("examined"); w.int(Int64(r.stats.examined))
-            w.key("returned"); w.int(Int64(r.stats.returned))
-            w.key("micros"); w.uint(micros)
-            w.endObject()
-            w.key("seq"); w.uint(r.seq)
+            return
         }
+        let started = EventLoop.hrtimeNanos()
+        let r = try ctx.engine.run(prepared)
+        let micros = (EventLoop.hrtimeNanos() - started) / 1000
+        ctx.reply(req) { w in writePlan(r, micros: micros, into: &w) }
+    }
+
+    static func writePlan(_ r: QueryResult, micros: UInt64, into w: inout JSONWriter) {
+        w.key("plan")
+        w.beginObject()
+        w.key("branches")
+        w.beginArray()
+        for b in r.stats.plan.branches {
+            w.beginObject()
+            w.key("index"); w.string(b.index)
+            w.key("ranges"); w.int(Int64(b.ranges.count))
+            w.key("reverse"); w.bool(b.reverse)
+            w.key("exact"); w.bool(b.exact)
+            w.endObject()
+        }
+        w.endArray()
+        w.key("examined"); w.int(Int64(r.stats.examined))
+        w.key("returned"); w.int(Int64(r.stats.returned))
+        w.key("micros"); w.uint(micros)
+        w.endObject()
+        w.key("seq"); w.uint(r.seq)
     }
 }

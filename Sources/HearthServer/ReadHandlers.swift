@@ -6,6 +6,8 @@ import HearthStorage
 enum ReadHandlers {
     /// Most paths one `getAll` may ask for.
     static let maxGetAll = 1000
+    /// Most paths one `getAll` reads on the loop thread (through the document cache); more go to a reader.
+    static let loopGetAll = 64
 
     static func get(_ ctx: Context, _ req: Request) throws(HearthError) {
         let path = try req.documentPath()
@@ -28,6 +30,20 @@ enum ReadHandlers {
             }
         }
         guard paths.count <= maxGetAll else { throw .invalid("getAll: at most \(maxGetAll) paths (got \(paths.count))") }
+        if paths.count > loopGetAll {
+            // Many documents: read them on a reader thread, all from one snapshot.
+            let wanted = paths
+            ctx.readOffLoop(req) { snapshot, w throws(HearthError) in
+                var docs: [StoredDocument?] = []
+                docs.reserveCapacity(wanted.count)
+                for p in wanted { docs.append(try snapshot.get(p)) }
+                w.key("docs")
+                w.beginArray()
+                for d in docs { DocumentJSON.write(d, into: &w) }
+                w.endArray()
+            }
+            return
+        }
         var docs: [StoredDocument?] = []
         docs.reserveCapacity(paths.count)
         for p in paths { docs.append(try ctx.engine.get(p)) }

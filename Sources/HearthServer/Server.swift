@@ -16,6 +16,12 @@ public final class Server {
     let engine: Engine
     let store: any DocumentStore
     let dispatcher: Dispatcher
+    /// Reader threads for large reads (`Context.readOffLoop`).
+    let readers: WorkerPool
+    /// Reads on reader threads whose response has not come back to the loop yet.
+    private(set) var readsInFlight = 0
+    func offLoopReadStarted() { readsInFlight += 1 }
+    func offLoopReadReturned() { readsInFlight -= 1 }
     private var listener: TCPListener?
     private var sessions: [ObjectIdentifier: Session] = [:]
     private var hooks: [LoopHook] = []
@@ -34,6 +40,7 @@ public final class Server {
         self.loop = try EventLoop()
         self.engine = try Engine(store: store, codec: JSONDocumentCodec(), cacheBytes: config.cacheBytes)
         self.dispatcher = Dispatcher()
+        self.readers = WorkerPool(loop: loop, threads: config.readers)
         self.indexFile = IndexCatalogFile(dataDir: config.dataDir)
         let catalog = try indexFile.load()
         engine.restoreIndexes(catalog.indexes, nextID: catalog.nextID)
@@ -155,7 +162,11 @@ public final class Server {
         if sessions.isEmpty { stopLoop() }
     }
 
+    /// Joins the reader threads (their last responses go nowhere: every session is closed by now).
+    func closeReaders() { readers.close() }
+
     private func stopLoop() {
+        closeReaders()
         shutdownTimer?.cancel()
         shutdownTimer = nil
         for h in hooks { h.cancel() }

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Everything `hearthd` can be told on its command line. Defaults are the documented ones.
 public struct ServerConfig: Sendable {
     public var host = "127.0.0.1"
@@ -18,6 +24,15 @@ public struct ServerConfig: Sendable {
     public var retentionBytes: Int64 = 256 << 20
     /// Bytes of recently read documents kept in memory (0: none).
     public var cacheBytes = 64 << 20
+    /// Reader threads for reads that may be large (queries that can return or examine many documents,
+    /// counts, aggregations, large getAll), each on its own read transaction, so none holds the loop.
+    public var readers = ServerConfig.defaultReaders
+    /// The largest response a read may produce; a larger result is refused with RESOURCE_EXHAUSTED (use
+    /// `limit` and a cursor to page through it).
+    public var maxResponseBytes = 64 << 20
+
+    /// The number of online cores, at least 2.
+    public static var defaultReaders: Int { max(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 
     public init() {}
 }

@@ -29,6 +29,10 @@ final class Session: SnapshotWaiter {
         case error(HearthError)
     }
     private var parkedHead = 0
+    /// A read running on a reader thread: the connection's next lines wait for its response.
+    private(set) var readInFlight = false
+    /// Its response, read at a seq not yet published: it goes out once that seq is.
+    private var heldRead: (slot: ResponseQueue.Slot, line: [UInt8], seq: UInt64)?
     private var readingPaused = false
     private(set) var closed = false
 
@@ -76,13 +80,13 @@ final class Session: SnapshotWaiter {
         framer.feed(bytes) { event in
             switch event {
             case .line(let line):
-                if isParked || server.dispatcher.dispatch(line, session: self) == .mustWait {
+                if isParked || readInFlight || server.dispatcher.dispatch(line, session: self) == .mustWait {
                     parked.append(.line(Array(line)))
                 }
             case .tooLong(let size):
                 let e = HearthError(.resourceExhausted,
                                     "line of \(size)+ bytes exceeds the limit of \(server.config.maxLineBytes) bytes; discarded up to the next newline")
-                if isParked { parked.append(.error(e)) } else { server.dispatcher.replyError(e, id: nil, session: self) }
+                if isParked || readInFlight { parked.append(.error(e)) } else { server.dispatcher.replyError(e, id: nil, session: self) }
             }
         }
         updateReading()
@@ -90,7 +94,7 @@ final class Session: SnapshotWaiter {
 
     /// Runs parked lines, until one must wait again.
     private func runParked() {
-        drain: while parkedHead < parked.count {
+        drain: while parkedHead < parked.count && !readInFlight {
             switch parked[parkedHead] {
             case .line(let line):
                 let r = line.withUnsafeBytes { server.dispatcher.dispatch($0, session: self) }
@@ -108,17 +112,47 @@ final class Session: SnapshotWaiter {
         updateReading()
     }
 
-    /// The publication this session waited for has finished: run its parked lines.
+    /// The publication this session waited for has finished: send a response read at its seq, and run the
+    /// parked lines.
     func snapshotGateOpened() {
         server.engine.thread.check("Session.snapshotGateOpened")
-        guard !closed, isParked else { return }
+        if let held = heldRead {
+            heldRead = nil
+            offLoopReadDone(held.slot, line: held.line, seq: held.seq)
+            return
+        }
+        guard !closed, isParked, !readInFlight else { return }
         runParked()
+    }
+
+    // MARK: Reads on reader threads
+
+    /// A read goes to a reader thread: its response takes the next slot, and the lines after it wait.
+    func beginOffLoopRead() -> ResponseQueue.Slot {
+        readInFlight = true
+        return responses.reserve()
+    }
+
+    /// A reader thread's response, read at `seq`: it goes out once `seq` is published (at once, unless a
+    /// batch landed after the read began and is not yet published), then the parked lines run.
+    func offLoopReadDone(_ slot: ResponseQueue.Slot, line: [UInt8], seq: UInt64) {
+        server.engine.thread.check("Session.offLoopReadDone")
+        guard !closed else { readInFlight = false; return }
+        if seq > server.engine.lastDurableSeq {
+            heldRead = (slot, line, seq)
+            server.engine.gate.wait(self)
+            return
+        }
+        readInFlight = false
+        sentSinceTick = true
+        responses.fill(slot, with: line) { conn.send($0) }
+        if isParked { runParked() } else { updateReading() }
     }
 
     /// Pauses reading while lines are parked or output is above the high-water mark; resumes otherwise.
     func updateReading() {
         guard !closed, !server.shuttingDown else { return }
-        let shouldPause = isParked || conn.pendingOutputBytes > server.config.outputHighWater
+        let shouldPause = isParked || readInFlight || conn.pendingOutputBytes > server.config.outputHighWater
         if shouldPause && !readingPaused {
             readingPaused = true
             conn.pauseReading()

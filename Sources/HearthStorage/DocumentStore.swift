@@ -109,17 +109,38 @@ public struct RetentionPolicy: Sendable, Equatable {
     public static let `default` = RetentionPolicy(maxAgeMicros: 24 * 3600 * 1_000_000, maxBytes: 256 << 20)
 }
 
+/// The reads a query needs: point reads and index ranges. A store answers them at its latest state (each call
+/// one consistent state); a `StoreSnapshot` answers them all at one seq.
+public protocol StoreReads: AnyObject {
+    /// The document at `path`, or nil.
+    func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument?
+    /// See `DocumentStore.scanIndex`.
+    func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit]
+    /// See `DocumentStore.countIndex`.
+    func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int
+}
+
+/// Every read of one committed state of a store, the state after commit `seq`, however many commits the
+/// store applies meanwhile (a read transaction). Used by one thread at a time, on any thread; `close()` it
+/// when done (it pins storage, e.g. keeps the WAL from being reset), exactly once.
+public protocol StoreSnapshot: StoreReads {
+    /// The last commit the snapshot holds.
+    var seq: UInt64 { get }
+    func close()
+}
+
 /// The storage protocol every backend implements (SQLite embedded, in-memory twin, PostgreSQL later), checked
 /// by one conformance suite (Tests/HearthStorageTests). docs/storage.md has the long form.
 ///
 /// Threading contract: reads (`get`, `list`, `scanIndex`, `countIndex`, `changes`, `lastSeq`, `oldestResumableSeq`)
 /// are called from one thread (the loop thread); `apply` is called from one writer thread at a time, concurrently
-/// with reads. Reads see only what `apply` has durably committed, never a partial group. Backends may allow more
-/// (MemoryStore takes any thread) but never less.
+/// with reads. Reads see only what `apply` has durably committed, never a partial group. `snapshot()` may be called
+/// from any thread, and its snapshots are used off the loop thread, concurrently with both. Backends may allow
+/// more (MemoryStore takes any thread) but never less.
 ///
 /// Errors: UNAVAILABLE when the store cannot work right now (busy, I/O error, disk full, closed); INTERNAL for
 /// a caller bug (a bad seq) or a store that is damaged. Messages name the operation.
-public protocol DocumentStore: AnyObject, Sendable {
+public protocol DocumentStore: StoreReads, Sendable {
     /// The highest seq applied (durably); 0 for a new store. Never decreases, even when retention empties the
     /// change log.
     func lastSeq() throws(HearthError) -> UInt64
@@ -168,6 +189,10 @@ public protocol DocumentStore: AnyObject, Sendable {
     /// The oldest seq the change log can resume from: `changes(after: s)` succeeds for every s >= this value.
     /// It is the highest seq pruned so far (0 when nothing was), and never decreases.
     func oldestResumableSeq() throws(HearthError) -> UInt64
+
+    /// A snapshot of the latest committed state, for reads off the loop thread. Callable from any thread;
+    /// a backend may keep a few connections for them. UNAVAILABLE once closed.
+    func snapshot() throws(HearthError) -> any StoreSnapshot
 
     /// The identity of this store's history: a random positive number created with the store and never
     /// changed (a copy of the files keeps it). Two stores with the same ID hold the same commits up to the

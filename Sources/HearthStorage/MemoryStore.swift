@@ -57,6 +57,25 @@ public final class MemoryStore: DocumentStore {
         try read { s in Self.document(at: path, in: s) }
     }
 
+    /// A copy of the state (copy-on-write: nothing is copied until the store changes).
+    public func snapshot() throws(HearthError) -> any StoreSnapshot {
+        try read { s in Snapshot(state: s) }
+    }
+
+    private final class Snapshot: StoreSnapshot {
+        let state: State
+        init(state: State) { self.state = state }
+        var seq: UInt64 { state.lastSeq }
+        func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? { MemoryStore.document(at: path, in: state) }
+        func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit] {
+            MemoryStore.scan(state, from: lower, to: upper, reverse: reverse, limit: limit)
+        }
+        func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {
+            state.index.range(from: lower, to: upper).count
+        }
+        func close() {}
+    }
+
     public func list(collection: CollectionPath, afterID: String?, limit: Int) throws(HearthError) -> [StoredDocument] {
         let after = afterID.map { Array($0.utf8) }
         return try read { s in
@@ -68,21 +87,23 @@ public final class MemoryStore: DocumentStore {
     }
 
     public func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit] {
-        try read { s in
-            guard limit > 0 else { return [] }
-            let range = s.index.range(from: lower, to: upper)
-            var hits: [IndexHit] = []
-            var i = reverse ? range.upperBound - 1 : range.lowerBound
-            while hits.count < limit && range.contains(i) {
-                // An entry whose document is missing is skipped and does not count toward the limit (as in SQL,
-                // where the join drops it before LIMIT applies).
-                if let doc = Self.document(at: s.index.paths[i], in: s) {
-                    hits.append(IndexHit(key: s.index.keys[i], document: doc))
-                }
-                i += reverse ? -1 : 1
+        try read { s in Self.scan(s, from: lower, to: upper, reverse: reverse, limit: limit) }
+    }
+
+    private static func scan(_ s: State, from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) -> [IndexHit] {
+        guard limit > 0 else { return [] }
+        let range = s.index.range(from: lower, to: upper)
+        var hits: [IndexHit] = []
+        var i = reverse ? range.upperBound - 1 : range.lowerBound
+        while hits.count < limit && range.contains(i) {
+            // An entry whose document is missing is skipped and does not count toward the limit (as in SQL,
+            // where the join drops it before LIMIT applies).
+            if let doc = Self.document(at: s.index.paths[i], in: s) {
+                hits.append(IndexHit(key: s.index.keys[i], document: doc))
             }
-            return hits
+            i += reverse ? -1 : 1
         }
+        return hits
     }
 
     public func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {

@@ -80,6 +80,23 @@ final class SQLiteReader {
         return docs
     }
 
+    /// Starts a read transaction and returns the seq it holds: every read until `endSnapshot()` sees that
+    /// one committed state (WAL), whatever the writer commits meanwhile.
+    func beginSnapshot() throws(HearthError) -> UInt64 {
+        try begin.run()
+        do {
+            return try meta("last_seq")     // the first read fixes the snapshot
+        } catch {
+            endSnapshot()
+            throw error
+        }
+    }
+
+    /// Ends the read transaction of `beginSnapshot()`.
+    func endSnapshot() {
+        if connection.inTransaction { try? end.run() }
+    }
+
     func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
         try begin.run()
         defer { if connection.inTransaction { try? end.run() } }

@@ -27,6 +27,10 @@ public final class SQLiteStore: DocumentStore {
     public let retention: RetentionPolicy
 
     private let reader: Locked<SQLiteReader?>
+    /// Idle reader connections for snapshots (opened on demand, kept up to `maxIdleSnapshotReaders`), and
+    /// whether the store is closed.
+    private let snapshotReaders = Locked<(idle: [SQLiteReader], closed: Bool)>(([], false))
+    private static let maxIdleSnapshotReaders = 8
     private let writer: Locked<SQLiteWriter?>
     private let checkpointer: SQLiteCheckpointer
 
@@ -84,6 +88,30 @@ public final class SQLiteStore: DocumentStore {
         try read { r throws(HearthError) in try r.changes(after: after, limit: limit) }
     }
 
+    /// A read transaction on a connection of its own (reused once closed).
+    public func snapshot() throws(HearthError) -> any StoreSnapshot {
+        let pooled: SQLiteReader? = try snapshotReaders.withLock { (p: inout (idle: [SQLiteReader], closed: Bool)) throws(HearthError) in
+            guard !p.closed else { throw CommitValidation.closed }
+            return p.idle.popLast()
+        }
+        let r: SQLiteReader
+        if let pooled { r = pooled } else { r = try SQLiteReader(path: databasePath) }
+        let seq: UInt64
+        do throws(HearthError) { seq = try r.beginSnapshot() } catch { r.close(); throw error }
+        return SQLiteSnapshot(reader: r, seq: seq, store: self)
+    }
+
+    /// Takes back a snapshot's connection, its transaction ended.
+    func returnReader(_ r: SQLiteReader) {
+        r.endSnapshot()
+        let keep = snapshotReaders.withLock { p in
+            guard !p.closed, p.idle.count < Self.maxIdleSnapshotReaders else { return false }
+            p.idle.append(r)
+            return true
+        }
+        if !keep { r.close() }
+    }
+
     public func apply(_ commits: [CommitRecord]) throws(HearthError) {
         try writer.withLock { (w: inout SQLiteWriter?) throws(HearthError) in
             guard let w else { throw CommitValidation.closed }
@@ -104,6 +132,12 @@ public final class SQLiteStore: DocumentStore {
             r?.close()
             r = nil
         }
+        let idle = snapshotReaders.withLock { p in
+            p.closed = true
+            defer { p.idle.removeAll() }
+            return p.idle
+        }
+        for r in idle { r.close() }
         writer.withLock { w in
             w?.close()
             w = nil

@@ -20,6 +20,8 @@ options:
   --retention-seconds N    change-log retention by age, for resuming listeners (default 86400)
   --retention-bytes N      change-log retention by size (default 268435456)
   --cache-mb N             memory for recently read documents, in MiB (default 64; 0 disables)
+  --readers N              threads for large reads: queries, counts, aggregations (default: cores, at least 2)
+  --max-response-bytes N   largest response a read may produce (default 67108864); larger: RESOURCE_EXHAUSTED
   --subscriber-budget N    unsent bytes above which a subscriber's listeners coalesce (default 1048576)
   --slow-subscriber-timeout-ms N
                            how long a subscriber may stay over budget before it is closed (default 30000)
@@ -71,6 +73,11 @@ while let arg = args.popFirst() {
         let mb = intValue("--cache-mb", value())
         guard mb <= 1 << 20 else { fail("--cache-mb must be at most 1048576") }
         config.cacheBytes = mb << 20
+    case "--readers":
+        let n = intValue("--readers", value(), min: 1)
+        guard n <= 256 else { fail("--readers must be at most 256") }
+        config.readers = n
+    case "--max-response-bytes": config.maxResponseBytes = intValue("--max-response-bytes", value(), min: 65536)
     case "--subscriber-budget": config.subscriberBudget = intValue("--subscriber-budget", value(), min: 1024)
     case "--slow-subscriber-timeout-ms": config.slowSubscriberTimeoutMs = UInt64(intValue("--slow-subscriber-timeout-ms", value(), min: 1))
     case "--shutdown-grace-ms": config.shutdownGraceMs = UInt64(intValue("--shutdown-grace-ms", value()))

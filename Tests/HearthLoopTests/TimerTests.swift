@@ -36,20 +36,22 @@ struct TimerTests {
         let loop = try EventLoop()
         defer { loop.shutdown() }
         var ticks = 0
+        var resets = 0
+        // The loop stops once both have happened, whatever the machine's load (no race between them).
+        func stopWhenDone() { if ticks == 3 && resets == 2 { loop.stop() } }
         var ticker: LoopTimer?
         ticker = loop.timer(after: 1, repeat: 2) {
             ticks += 1
             if ticks == 3 { ticker?.cancel() }
+            stopWhenDone()
         }
-        var resets = 0
         var again: LoopTimer?
         again = loop.timer(after: 1) {
             resets += 1
             if resets == 1 {
                 loop.timer(after: 5) { again?.reset(after: 1) }   // re-arm after it fired
-            } else {
-                loop.stop()
             }
+            stopWhenDone()
         }
         runBounded(loop)
         #expect(ticks == 3)

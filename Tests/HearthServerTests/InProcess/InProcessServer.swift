@@ -71,7 +71,16 @@ final class InProcessServer {
         server = try Server(config: config, store: store, logger: Logger(enabled: false))
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: dataDir) }
+    deinit {
+        server.closeReaders()
+        try? FileManager.default.removeItem(atPath: dataDir)
+    }
+
+    /// Runs the loop until every read sent to a reader thread has come back (their responses then go out,
+    /// or wait for a publication if they read a batch not yet published).
+    func settle() {
+        while server.readsInFlight > 0 { server.loop.runOnce() }
+    }
 
     var engine: Engine { server.engine }
 
@@ -101,9 +110,11 @@ final class InProcessServer {
 
     /// Makes everything queued durable and published.
     func flush() {
+        settle()
         while let b = takeBatch() {
             land(b)
             publish(b)
+            settle()
         }
     }
 }

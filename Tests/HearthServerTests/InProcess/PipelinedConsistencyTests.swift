@@ -53,7 +53,9 @@ import Testing
                 let burst = work.burst(for: c)
                 oracle.connections[c].sent += burst.map(\.0)
                 conns[c].write(burst.map(\.1))
-            case 5, 6:
+            case 5:
+                s.settle()          // responses of reads on reader threads come back
+            case 6:
                 if batch == nil { batch = s.takeBatch() }
             case 7, 8:
                 // Land the batch in flight: flagged, or not yet (the instant after the store's commit).
@@ -64,6 +66,7 @@ import Testing
             collect()
         }
         // Quiesce, then a barrier on every connection: each answers after everything before it.
+        s.settle()
         publish()
         s.flush()
         for (i, c) in conns.enumerated() {
@@ -72,6 +75,7 @@ import Testing
             c.write([line])
         }
         s.flush()
+        s.settle()
         collect()
         let failures = oracle.check()
         return (failures, oracle.counts, s.engine.gate.retries)

@@ -117,8 +117,8 @@ import Testing
         #expect(a.reading)
     }
 
-    /// While a batch is in flight and not landed, reads run at once at the published seq; once it has landed
-    /// (flag seen) they wait for its publication and then see it.
+    /// While a batch is in flight and not landed, reads on the loop (small queries, gets) run at once at the
+    /// published seq; once it has landed (flag seen) they wait for its publication and then see it.
     @Test func readsRunDuringAnFsyncAndWaitOnceTheBatchHasLanded() throws {
         let s = try InProcessServer()
         let w = s.connect(), r = s.connect()
@@ -126,12 +126,12 @@ import Testing
         s.flush()
         w.write([#"{"op":"set","path":"c/x","data":{"v":2}}"#])
         let batch = try #require(s.takeBatch())
-        r.write([#"{"op":"query","collection":"c","id":"q1"}"#, #"{"op":"get","path":"c/x","id":"g1"}"#])
+        r.write([#"{"op":"query","collection":"c","limit":10,"id":"q1"}"#, #"{"op":"get","path":"c/x","id":"g1"}"#])
         let during = r.take()
         #expect(during.map { $0["id"] as? String } == ["q1", "g1"])
         #expect(during.first?["seq"] as? Int == 1)
         s.land(batch)
-        r.write([#"{"op":"query","collection":"c","id":"q2"}"#, #"{"op":"listen","path":"c/x","id":"l"}"#])
+        r.write([#"{"op":"query","collection":"c","limit":10,"id":"q2"}"#, #"{"op":"listen","path":"c/x","id":"l"}"#])
         #expect(r.take().isEmpty)
         #expect(s.engine.gate.waiterCount == 1)
         s.publish(batch)
@@ -156,7 +156,7 @@ import Testing
         let batch = try #require(s.takeBatch())
         s.land(batch, flag: false)
         let retriesBefore = s.engine.gate.retries
-        r.write([#"{"op":"query","collection":"c","id":"q"}"#,
+        r.write([#"{"op":"query","collection":"c","limit":10,"id":"q"}"#,
                  #"{"op":"listen","query":{"collection":"c"},"id":"l"}"#])
         #expect(r.take().isEmpty)
         #expect(s.engine.gate.retries == retriesBefore + 1)

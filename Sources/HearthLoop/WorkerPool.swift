@@ -1,0 +1,148 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Threads of their own for work that must not run on the loop thread nor queue behind (or ahead of) libuv's
+/// shared pool, which carries the commit writer: large reads run here, so a burst of them never delays a
+/// group commit's fsync.
+///
+/// `submit` (loop thread) queues `work`; one of the pool's threads runs it; `done` then runs on the loop
+/// thread, through one wakeup that drains every finished item (several finishing together cost one
+/// wake). Items start in submission order; they may finish in any order. `close()` (loop thread) lets
+/// running items finish, runs nothing more, and joins the threads; `done` of an item that had not run is
+/// called anyway after its `work` runs inline, so every `done` runs exactly once.
+///
+/// Lifetimes: the pool retains its loop (through the wakeup) and every queued item until its `done` has
+/// run. Close the pool before the loop shuts down.
+public final class WorkerPool: @unchecked Sendable {
+    private struct Item {
+        let work: @Sendable () -> Void
+        let done: () -> Void
+    }
+
+    // Guarded by `mutex`: the queue, the finished list, `closing`.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var queue: [Item] = []
+    private var queueHead = 0
+    private var finished: [() -> Void] = []
+    private var closing = false
+    private var running = 0
+    // Loop thread only.
+    private var wakeup: Wakeup?
+    private var threads: [pthread_t] = []
+    public let threadCount: Int
+
+    /// Starts `threads` worker threads.
+    public init(loop: EventLoop, threads: Int) {
+        precondition(threads > 0, "a worker pool needs at least one thread")
+        threadCount = threads
+        mutex.initialize(to: pthread_mutex_t())
+        cond.initialize(to: pthread_cond_t())
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(cond, nil)
+        wakeup = loop.makeWakeup { [unowned self] in self.drainFinished() }
+        for _ in 0..<threads {
+            var t = pthread_t()
+            let ctx = Unmanaged.passRetained(self).toOpaque()
+            let rc = pthread_create(&t, nil, { raw in
+                #if canImport(Glibc)
+                let pool = Unmanaged<WorkerPool>.fromOpaque(raw!).takeRetainedValue()
+                #else
+                let pool = Unmanaged<WorkerPool>.fromOpaque(raw).takeRetainedValue()
+                #endif
+                pool.runThread()
+                return nil
+            }, ctx)
+            precondition(rc == 0, "pthread_create failed: \(rc)")
+            self.threads.append(t)
+        }
+    }
+
+    deinit {
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(mutex)
+        cond.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Items queued and not yet started, and items running.
+    public var load: (queued: Int, running: Int) {
+        locked { (queue.count - queueHead, running) }
+    }
+
+    /// Queues `work` for a pool thread; `done` runs on the loop thread afterwards. Loop thread only.
+    public func submit(_ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) {
+        let accepted: Bool = locked {
+            guard !closing else { return false }
+            queue.append(Item(work: work, done: done))
+            pthread_cond_signal(cond)
+            return true
+        }
+        if !accepted {
+            work()
+            done()
+        }
+    }
+
+    /// Finishes running items, runs no more queued ones (their `work` runs inline here, then their `done`),
+    /// joins the threads and closes the wakeup. Loop thread only; idempotent.
+    public func close() {
+        let leftovers: [Item] = locked {
+            guard !closing else { return [] }
+            closing = true
+            let rest = Array(queue[queueHead...])
+            queue.removeAll()
+            queueHead = 0
+            pthread_cond_broadcast(cond)
+            return rest
+        }
+        for t in threads { pthread_join(t, nil) }
+        threads.removeAll()
+        drainFinished()
+        for item in leftovers {
+            item.work()
+            item.done()
+        }
+        wakeup?.close()
+        wakeup = nil
+    }
+
+    private func runThread() {
+        while true {
+            let item: Item? = locked {
+                while queueHead == queue.count && !closing { pthread_cond_wait(cond, mutex) }
+                guard queueHead < queue.count else { return nil }
+                let it = queue[queueHead]
+                queueHead += 1
+                if queueHead == queue.count { queue.removeAll(keepingCapacity: true); queueHead = 0 }
+                running += 1
+                return it
+            }
+            guard let item else { return }
+            item.work()
+            locked {
+                running -= 1
+                finished.append(item.done)
+            }
+            wakeup?.signal()
+        }
+    }
+
+    private func drainFinished() {
+        let dones: [() -> Void] = locked {
+            let d = finished
+            finished.removeAll(keepingCapacity: true)
+            return d
+        }
+        for d in dones { d() }
+    }
+
+    private func locked<T>(_ body: () -> T) -> T {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body()
+    }
+}
