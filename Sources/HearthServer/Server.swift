@@ -27,6 +27,12 @@ public final class Server {
     private var hooks: [LoopHook] = []
     private var signals: [SignalWatcher] = []
     private(set) var shuttingDown = false
+    /// Connections, unfinished input and timeouts across all connections.
+    var budget: ConnectionBudget
+    private var sweepTimer: LoopTimer?
+    /// Refusals and accept failures not yet logged (logged at most once a second, with their count).
+    private var unloggedRefusals = 0
+    private var refusalLogTimer: LoopTimer?
     private var shutdownTimer: LoopTimer?
     private var closingSessions = false
 
@@ -40,6 +46,7 @@ public final class Server {
         self.loop = try EventLoop()
         self.engine = try Engine(store: store, codec: JSONDocumentCodec(), cacheBytes: config.cacheBytes)
         self.dispatcher = Dispatcher()
+        self.budget = ConnectionBudget(config.budgetLimits)
         self.readers = WorkerPool(loop: loop, threads: config.readers)
         self.indexFile = IndexCatalogFile(dataDir: config.dataDir)
         let catalog = try indexFile.load()
@@ -62,10 +69,15 @@ public final class Server {
     /// Listens, serves until SIGTERM/SIGINT, then shuts down gracefully. Returns when the loop has ended.
     public func run() throws {
         engine.adoptCurrentThread()
+        raiseFileLimit()
         let listener = try loop.listen(host: config.host, port: config.port) { [unowned self] conn in
             self.accept(conn)
         }
+        listener.onAcceptError = { [unowned self] e in self.noteRefusal("accepting a connection failed: \(e)") }
         self.listener = listener
+        if let every = budget.sweepIntervalMs {
+            sweepTimer = loop.timer(after: every, repeat: every) { [unowned self] in self.sweep(now: self.loop.now) }
+        }
         boundPort = listener.port
         hooks.append(loop.beforePoll { [unowned self] in
             self.runIndexWork()
@@ -83,6 +95,14 @@ public final class Server {
 
     func accept(_ conn: ClientConnection) {
         guard !shuttingDown else { conn.abort(); return }
+        if let refusal = budget.admit() {
+            var w = JSONWriter(capacity: 256)
+            ResponseLine.error(&w, refusal, id: nil)
+            conn.send(w.bytes)
+            conn.close()
+            noteRefusal("refused a connection from \(conn.peer): \(refusal.message)")
+            return
+        }
         let session = Session(conn: conn, server: self)
         sessions[ObjectIdentifier(session)] = session
         session.start()
@@ -90,8 +110,58 @@ public final class Server {
 
     func sessionClosed(_ session: Session) {
         sessions[ObjectIdentifier(session)] = nil
+        budget.released(unfinished: session.heldInput)
         engine.gate.forget(session)
         if closingSessions && sessions.isEmpty { stopLoop() }
+    }
+
+    /// Closes the connections whose unfinished line is too old, or that stayed idle too long.
+    func sweep(now: UInt64) {
+        var closed = 0
+        for s in Array(sessions.values) {
+            guard let e = budget.expired(now: now, lineStartedMs: s.lineStartedMs, lastActivityMs: s.lastActivityMs,
+                                         listening: !s.subscriptions.isEmpty) else { continue }
+            s.close(with: e)
+            closed += 1
+        }
+        if closed > 0 { logger.info("closed \(closed) connection\(closed == 1 ? "" : "s") (unfinished line or idle timeout)") }
+    }
+
+    /// Logs a refused or closed connection or a failed accept, at most one line a second (with how many there
+    /// were).
+    func noteRefusal(_ line: String) {
+        unloggedRefusals += 1
+        guard refusalLogTimer == nil else { return }
+        logger.info(line)
+        unloggedRefusals = 0
+        refusalLogTimer = loop.timer(after: 1000) { [unowned self] in
+            self.refusalLogTimer = nil
+            if self.unloggedRefusals > 0 {
+                self.logger.info("\(self.unloggedRefusals) more connection\(self.unloggedRefusals == 1 ? "" : "s") refused, closed over the input budget, or failed to be accepted in the last second (\(self.sessions.count) open, limit \(self.budget.limits.maxConnections))")
+                self.unloggedRefusals = 0
+            }
+        }
+    }
+
+    /// Raises the soft limit on open files to the hard limit, and logs what that allows.
+    private func raiseFileLimit() {
+        var rl = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &rl) == 0 else { return }
+        if rl.rlim_cur < rl.rlim_max {
+            var raised = rl
+            raised.rlim_cur = rl.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { rl = raised }
+        }
+        let files = Int(clamping: rl.rlim_cur)
+        // Files the daemon needs besides connections: the store's connections, readers, the WAL, logs.
+        let capacity = max(0, files - 64 - config.readers)
+        if config.maxConnections > capacity {
+            logger.info("open-file limit \(files) allows about \(capacity) connections, below --max-connections \(config.maxConnections): serving at most \(capacity)")
+            budget = ConnectionBudget(.init(maxConnections: capacity, inputBytes: config.inputBudget,
+                                            lineTimeoutMs: config.lineTimeoutMs, idleTimeoutMs: config.idleTimeoutMs))
+        } else {
+            logger.info("open-file limit \(files); serving at most \(config.maxConnections) connections, \(config.inputBudget) bytes of unfinished input")
+        }
     }
 
     // MARK: Group commit
@@ -167,6 +237,10 @@ public final class Server {
 
     private func stopLoop() {
         closeReaders()
+        sweepTimer?.cancel()
+        sweepTimer = nil
+        refusalLogTimer?.cancel()
+        refusalLogTimer = nil
         shutdownTimer?.cancel()
         shutdownTimer = nil
         for h in hooks { h.cancel() }

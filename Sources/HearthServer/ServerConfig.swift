@@ -31,6 +31,20 @@ public struct ServerConfig: Sendable {
     /// `limit` and a cursor to page through it).
     public var maxResponseBytes = 64 << 20
 
+    /// Connections served at once; more are answered with RESOURCE_EXHAUSTED and closed.
+    public var maxConnections = 10_000
+    /// Bytes of unfinished request lines held across all connections.
+    public var inputBudget = 256 << 20
+    /// How long a request line may stay unfinished before the connection is closed (0: forever).
+    public var lineTimeoutMs: UInt64 = 60_000
+    /// How long a connection without listeners may stay silent before it is closed (0: forever, the
+    /// default: pooled clients and subscribers are idle by design).
+    public var idleTimeoutMs: UInt64 = 0
+
+    var budgetLimits: ConnectionBudget.Limits {
+        .init(maxConnections: maxConnections, inputBytes: inputBudget, lineTimeoutMs: lineTimeoutMs, idleTimeoutMs: idleTimeoutMs)
+    }
+
     /// The number of online cores, at least 2.
     public static var defaultReaders: Int { max(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
 

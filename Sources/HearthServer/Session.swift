@@ -35,6 +35,11 @@ final class Session: SnapshotWaiter {
     private var heldRead: (slot: ResponseQueue.Slot, line: [UInt8], seq: UInt64)?
     private var readingPaused = false
     private(set) var closed = false
+    /// Bytes of the unfinished line this connection holds, as last counted in the server's budget.
+    private(set) var heldInput = 0
+    /// When the unfinished line began (loop clock, ms), and when the last input arrived.
+    private(set) var lineStartedMs: UInt64?
+    private(set) var lastActivityMs: UInt64
 
     // Subscriptions (see Session+Listeners.swift).
     var subscriptions: [String: Listener] = [:]
@@ -54,6 +59,7 @@ final class Session: SnapshotWaiter {
         self.conn = conn
         self.server = server
         self.framer = LineFramer(maxLineBytes: server.config.maxLineBytes)
+        self.lastActivityMs = server.loop.now
     }
 
     func start() {
@@ -77,7 +83,11 @@ final class Session: SnapshotWaiter {
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
         server.engine.thread.check("Session.received")
+        let now = server.loop.now
+        lastActivityMs = now
+        var sawLine = false
         framer.feed(bytes) { event in
+            sawLine = true
             switch event {
             case .line(let line):
                 if isParked || readInFlight || server.dispatcher.dispatch(line, session: self) == .mustWait {
@@ -89,7 +99,37 @@ final class Session: SnapshotWaiter {
                 if isParked || readInFlight { parked.append(.error(e)) } else { server.dispatcher.replyError(e, id: nil, session: self) }
             }
         }
+        guard !closed else { return }
+        accountInput(now: now, sawLine: sawLine)
+        guard !closed else { return }
         updateReading()
+    }
+
+    /// Counts the unfinished line in the server's input budget (a line being discarded as too long holds no
+    /// memory) and notes when it began; closes the connection when the budget would be exceeded.
+    private func accountInput(now: UInt64, sawLine: Bool) {
+        let unfinished = framer.unfinishedLineBytes
+        let held = framer.isDiscardingLine ? 0 : unfinished
+        if unfinished == 0 {
+            lineStartedMs = nil
+        } else if lineStartedMs == nil || sawLine {
+            lineStartedMs = now
+        }
+        let before = heldInput
+        heldInput = held
+        if let e = server.budget.inputChanged(from: before, to: held) {
+            server.noteRefusal("closed \(conn.peer): \(e.message)")
+            close(with: e)
+        }
+    }
+
+    /// Sends a connection-level error line (no id) and closes once it is flushed.
+    func close(with error: HearthError) {
+        guard !closed else { return }
+        var w = JSONWriter(capacity: 256)
+        ResponseLine.error(&w, error, id: nil)
+        conn.send(w.bytes)
+        close()
     }
 
     /// Runs parked lines, until one must wait again.

@@ -20,6 +20,11 @@ options:
   --retention-seconds N    change-log retention by age, for resuming listeners (default 86400)
   --retention-bytes N      change-log retention by size (default 268435456)
   --cache-mb N             memory for recently read documents, in MiB (default 64; 0 disables)
+  --max-connections N      connections served at once (default 10000; capped by the open-file limit)
+  --input-budget N         bytes of unfinished request lines across all connections (default 268435456)
+  --line-timeout-ms N      how long a request line may stay unfinished before its connection is closed
+                           (default 60000; 0: forever)
+  --idle-timeout-ms N      close connections without listeners that send nothing for N ms (default 0: never)
   --readers N              threads for large reads: queries, counts, aggregations (default: cores, at least 2)
   --max-response-bytes N   largest response a read may produce (default 67108864); larger: RESOURCE_EXHAUSTED
   --subscriber-budget N    unsent bytes above which a subscriber's listeners coalesce (default 1048576)
@@ -73,6 +78,10 @@ while let arg = args.popFirst() {
         let mb = intValue("--cache-mb", value())
         guard mb <= 1 << 20 else { fail("--cache-mb must be at most 1048576") }
         config.cacheBytes = mb << 20
+    case "--max-connections": config.maxConnections = intValue("--max-connections", value(), min: 1)
+    case "--input-budget": config.inputBudget = intValue("--input-budget", value(), min: 65536)
+    case "--line-timeout-ms": config.lineTimeoutMs = UInt64(intValue("--line-timeout-ms", value()))
+    case "--idle-timeout-ms": config.idleTimeoutMs = UInt64(intValue("--idle-timeout-ms", value()))
     case "--readers":
         let n = intValue("--readers", value(), min: 1)
         guard n <= 256 else { fail("--readers must be at most 256") }

@@ -41,6 +41,11 @@ final class FakeConnection: ClientConnection {
         bytes.withUnsafeBytes { onRead?($0) }
     }
 
+    /// Feeds bytes as they are (no newline added): a line may stay unfinished.
+    func writeRaw(_ text: String) {
+        Array(text.utf8).withUnsafeBytes { onRead?($0) }
+    }
+
     /// The lines sent since the last call, parsed.
     func take() -> [[String: Any]] {
         var out: [[String: Any]] = []

@@ -1,0 +1,83 @@
+import HearthModel
+
+/// The daemon-wide limits on what clients can make it hold, as a pure value the server consults (tested on
+/// its own in `ConnectionBudgetTests`): how many connections, how many bytes of unfinished request lines
+/// across all of them, and how long a line may stay unfinished or a connection idle.
+///
+/// Each connection's own limits (its longest line, its output budget) stay with the connection; these bound
+/// the sum, so a flood of connections, of partial lines or of slow senders cannot take the daemon past its
+/// memory budget while other clients keep being served.
+struct ConnectionBudget {
+    struct Limits: Sendable {
+        /// Connections served at once; the next one gets an error line and is closed.
+        var maxConnections: Int
+        /// Bytes of unfinished request lines held across all connections.
+        var inputBytes: Int
+        /// How long a request line may stay unfinished (0: forever).
+        var lineTimeoutMs: UInt64
+        /// How long a connection without listeners may send nothing (0: forever).
+        var idleTimeoutMs: UInt64
+    }
+
+    let limits: Limits
+    private(set) var connections = 0
+    private(set) var inputBytes = 0
+    /// Connections refused since start, and closed for each reason.
+    private(set) var refused = 0
+    private(set) var closedOverInput = 0
+    private(set) var closedSlowLine = 0
+    private(set) var closedIdle = 0
+
+    init(_ limits: Limits) { self.limits = limits }
+
+    /// A new connection: nil when it may be served, else the error it is sent before it is closed.
+    mutating func admit() -> HearthError? {
+        guard connections < limits.maxConnections else {
+            refused += 1
+            return HearthError(.resourceExhausted,
+                               "too many connections: the server serves at most \(limits.maxConnections) at once (--max-connections); try again later")
+        }
+        connections += 1
+        return nil
+    }
+
+    /// A served connection closed, holding `unfinished` bytes of input.
+    mutating func released(unfinished: Int) {
+        connections -= 1
+        inputBytes -= unfinished
+    }
+
+    /// A connection's unfinished line went from `before` to `after` bytes: nil while the total stays
+    /// within the budget, else the error to close that connection with (its bytes are then released).
+    mutating func inputChanged(from before: Int, to after: Int) -> HearthError? {
+        inputBytes += after - before
+        guard after > before, inputBytes > limits.inputBytes else { return nil }
+        closedOverInput += 1
+        return HearthError(.resourceExhausted,
+                           "the server holds at most \(limits.inputBytes) bytes of unfinished request lines across all connections (--input-budget); this line of \(after)+ bytes would exceed it, closing")
+    }
+
+    /// What a connection's clock says, checked by the periodic sweep: nil to keep it, else the error to
+    /// close it with. `lineStartedMs`: when its unfinished line began (nil: none); `lastActivityMs`: its last
+    /// input; `listening`: it has listeners (a subscriber is idle by design).
+    mutating func expired(now: UInt64, lineStartedMs: UInt64?, lastActivityMs: UInt64, listening: Bool) -> HearthError? {
+        if limits.lineTimeoutMs > 0, let started = lineStartedMs, now >= started + limits.lineTimeoutMs {
+            closedSlowLine += 1
+            return HearthError(.resourceExhausted,
+                               "a request line stayed unfinished for \(limits.lineTimeoutMs) ms (--line-timeout-ms); closing")
+        }
+        if limits.idleTimeoutMs > 0, !listening, lineStartedMs == nil, now >= lastActivityMs + limits.idleTimeoutMs {
+            closedIdle += 1
+            return HearthError(.unavailable,
+                               "the connection sent nothing for \(limits.idleTimeoutMs) ms and has no listener (--idle-timeout-ms); closing")
+        }
+        return nil
+    }
+
+    /// How often the sweep should look: often enough for the shortest timeout, at most once a second.
+    var sweepIntervalMs: UInt64? {
+        let timeouts = [limits.lineTimeoutMs, limits.idleTimeoutMs].filter { $0 > 0 }
+        guard let shortest = timeouts.min() else { return nil }
+        return max(10, min(1000, shortest / 4))
+    }
+}
