@@ -3,7 +3,7 @@
     python3 clients/python/bench/loop_stall.py --port 7411 --docs 200000
 
 Loads `--docs` documents into collection `big` (skipped when it already holds them), then runs each heavy
-request while another connection pings back to back, and prints the request's own time and the pings'
+request while another connection, in a process of its own, pings back to back, and prints the request's own time and the pings'
 round trips while it ran (p50 / p99 / max):
 
 - `count` of the whole collection;
@@ -13,7 +13,7 @@ round trips while it ran (p50 / p99 / max):
 
 Loopback only; it stops by itself.
 """
-import argparse, json, socket, sys, threading, time
+import argparse, json, multiprocessing, socket, sys, threading, time
 
 
 def connect(port):
@@ -46,29 +46,35 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(len(xs) * p))] if xs else 0.0
 
 
+def pinger(port, start, stop, out):
+    """In a process of its own (the heavy request's client must not hold up the pings): pings back to back
+    between `start` and `stop`, then sends the round trips."""
+    c = connect(port)
+    samples = []
+    start.wait()
+    while not stop.is_set():
+        t = time.perf_counter()
+        call(c, {"op": "ping"})
+        samples.append(time.perf_counter() - t)
+    out.send(samples)
+
+
 def measure(port, label, heavy):
-    """Runs `heavy()` while a second connection pings back to back; prints the figures."""
-    pinger = connect(port)
-    samples, state = [], {"stop": False}
-
-    def ping():
-        while not state["stop"]:
-            t = time.perf_counter()
-            call(pinger, {"op": "ping"})
-            samples.append(time.perf_counter() - t)
-
-    th = threading.Thread(target=ping)
-    th.start()
-    time.sleep(0.2)
-    samples.clear()
+    """Runs `heavy()` while another process pings back to back; prints the figures."""
+    start, stop = multiprocessing.Event(), multiprocessing.Event()
+    recv, send = multiprocessing.Pipe(duplex=False)
+    proc = multiprocessing.Process(target=pinger, args=(port, start, stop, send))
+    proc.start()
+    time.sleep(0.3)
+    start.set()
     t = time.perf_counter()
     ok = heavy()
     took = time.perf_counter() - t
-    state["stop"] = True
-    th.join()
-    ms = [x * 1000 for x in samples]
-    print(f"{label:<48} {took * 1000:9.1f} ms   pings while it ran: n={len(ms):5d} "
-          f"p50 {pct(ms, .5):6.2f}  p99 {pct(ms, .99):6.2f}  max {max(ms, default=0):7.2f} ms   ok={ok}")
+    stop.set()
+    ms = [x * 1000 for x in recv.recv()]
+    proc.join()
+    print(f"{label:<48} {took * 1000:9.1f} ms   pings while it ran: n={len(ms):6d} "
+          f"p50 {pct(ms, .5):6.2f}  p99 {pct(ms, .99):6.2f}  max {max(ms, default=0):8.2f} ms   ok={ok}")
     return ok
 
 

@@ -156,10 +156,11 @@ class Client:
 
     async def hello(self, *, heartbeat_ms: int | None = None) -> dict:
         """Sets connection options (``heartbeat_ms``: heartbeats while idle, 0 turns them off); returns the
-        server's ``version`` and ``seq``. The option lasts for this connection only."""
+        server's ``version``, ``seq`` and the database's ``history`` ID (``None`` from an older server). The
+        option lasts for this connection only."""
         fields = {} if heartbeat_ms is None else {"heartbeatMs": heartbeat_ms}
         r = await self.request("hello", **fields)
-        return {"version": r.get("version"), "seq": r.get("seq")}
+        return {"version": r.get("version"), "seq": r.get("seq"), "history": r.get("history")}
 
     async def ping(self) -> int:
         """The last durable seq."""

@@ -4,12 +4,15 @@ Contract (see docs/protocol.md for the wire side):
 - A listener yields snapshots in ``seq`` order. The first is ``initial``; each later one carries the
   changes since the previous snapshot *this listener yielded*, so applying ``changes`` in order (Firestore
   docChanges semantics, see :mod:`hearth.changes`) to the previous ``docs`` gives the new ``docs``.
-- The listener remembers the last ``seq`` it has applied (advanced by heartbeats too). When the client was
-  connected with ``reconnect=True`` and the connection drops, the listener re-subscribes on the new
-  connection with ``resumeAfter`` = that seq and folds the first snapshot (net changes since then, or a
-  full ``reset`` result that it diffs against its state) into one ordinary snapshot — or yields nothing
-  when nothing changed — so the consumer sees no gap and no duplicate. ``reset`` is true on a snapshot
-  whose changes the client computed from a full result the server re-sent.
+- The listener remembers the last ``seq`` it has applied (advanced by heartbeats too) and the database
+  ``history`` that seq belongs to (named by the listen response). When the client was connected with
+  ``reconnect=True`` and the connection drops, the listener re-subscribes on the new connection with
+  ``resumeAfter`` = that seq and ``history`` (when known) and folds the first snapshot (net changes since
+  then, or a full ``reset`` result that it diffs against its state) into one ordinary snapshot — or yields
+  nothing when nothing changed — so the consumer sees no gap and no duplicate. The server resets when the
+  change log no longer reaches back, and when the seq is not one of its history (another database, or one
+  restored from a copy). ``reset`` is true on a snapshot whose changes the client computed from a full
+  result the server re-sent (for a document listener: whose document replaced the previous one).
 - Snapshots wait in the listener until consumed. When the consumer falls behind, waiting snapshots merge
   into one (the latest ``docs`` and ``seq``, with the changes since the last snapshot yielded), so a slow
   consumer costs one result's worth of memory, never a backlog; ``pending`` counts waiting snapshots.
@@ -54,11 +57,13 @@ class QuerySnapshot:
 
 @dataclass
 class DocumentSnapshot:
-    """One document as of ``seq``: ``doc`` is ``None`` when it does not exist."""
+    """One document as of ``seq``: ``doc`` is ``None`` when it does not exist. ``reset`` is true when the
+    server could not resume the listener and re-sent the document (e.g. the database was replaced)."""
 
     doc: Document | None
     seq: int
     initial: bool = False
+    reset: bool = False
 
     @property
     def exists(self) -> bool:
@@ -78,9 +83,11 @@ class _State:
     """What the listener knows, as of ``last_seq`` (``None`` before the first snapshot)."""
 
     last_seq: int | None = None
-    synced: bool = False          # the current subscription's first snapshot has been applied
-    resuming: bool = False        # the current subscription was sent with resumeAfter
-    emitted: bool = False         # a snapshot has been yielded to the consumer
+    history: str | None = None      # the database history last_seq belongs to (None: the server named none)
+    sub_history: str | None = None  # the history the current subscription's listen response named
+    synced: bool = False            # the current subscription's first snapshot has been applied
+    resuming: bool = False          # the current subscription was sent with resumeAfter
+    emitted: bool = False           # a snapshot has been yielded to the consumer
     extra: dict = field(default_factory=dict)
 
 
@@ -115,6 +122,12 @@ class Listener:
     def last_seq(self) -> int | None:
         """The seq up to which this listener's state is complete (its resume point)."""
         return self._state.last_seq
+
+    @property
+    def history(self) -> str | None:
+        """The history ID (16 hex digits) of the database ``last_seq`` belongs to, sent with it on resume;
+        ``None`` before the first snapshot or when the server names none (an older hearthd)."""
+        return self._state.history
 
     @property
     def synced(self) -> bool:
@@ -255,8 +268,11 @@ class Listener:
             st = self._state
             st.resuming = st.last_seq is not None
             st.synced = False
+            st.sub_history = None
             if st.resuming:
                 message["resumeAfter"] = st.last_seq
+                if st.history is not None:
+                    message["history"] = st.history
             if self._heartbeat_ms is not None:
                 message["heartbeatMs"] = self._heartbeat_ms
             try:
@@ -304,6 +320,10 @@ class Listener:
             return
         self._sub = sub
         self._conn = conn
+        # The history of this subscription's seqs; it becomes the listener's with the first snapshot applied
+        # (a drop before that keeps the previous seq and history together).
+        history = response.get("history")
+        self._state.sub_history = history if isinstance(history, str) else None
         conn.register_sub(self._sub, self)
 
     async def _unlisten(self, conn: "Connection") -> None:
@@ -342,6 +362,14 @@ class Listener:
         if not isinstance(seq, int) or isinstance(seq, bool):
             raise ProtocolError(f"snapshot without an integer seq: {str(message)[:300]}")
         return seq
+
+    def _applied(self, seq: int) -> None:
+        """Notes that the state is now exact at ``seq`` of the current subscription's history."""
+        st = self._state
+        st.last_seq = seq
+        st.history = st.sub_history
+        st.synced = True
+        st.resuming = False
 
     def _emit(self, snapshot: Any) -> None:
         self._state.emitted = True
@@ -395,9 +423,7 @@ class QueryListener(Listener):
         if size is not None and size != len(new_docs):
             raise ProtocolError(f"snapshot seq {seq} says size {size}, but its changes give {len(new_docs)}")
         self._docs = new_docs
-        st.last_seq = seq
-        st.synced = True
-        st.resuming = False
+        self._applied(seq)
         if resumed and not changes:
             return
         self._emit(QuerySnapshot(docs=list(new_docs), changes=changes, seq=seq, initial=not st.emitted,
@@ -409,7 +435,7 @@ class QueryListener(Listener):
         if not changes and not waiting.initial:
             return None
         return QuerySnapshot(docs=newer.docs, changes=changes, seq=newer.seq, initial=waiting.initial,
-                             reset=waiting.reset or newer.reset)
+                             reset=(waiting.reset or newer.reset) and not waiting.initial)
 
     def _yielded(self, snapshot: QuerySnapshot) -> None:
         self._consumer_docs = snapshot.docs
@@ -429,20 +455,20 @@ class DocumentListener(Listener):
         if "doc" not in message:
             raise ProtocolError(f"document snapshot without 'doc': {str(message)[:300]}")
         doc = Document.from_wire(message["doc"])
+        reset = bool(message.get("reset"))
         resumed = not st.synced and st.resuming
         unchanged = _same_doc(doc, self._doc)
         self._doc = doc
-        st.last_seq = seq
-        st.synced = True
-        st.resuming = False
+        self._applied(seq)
         if resumed and unchanged:
             return
-        self._emit(DocumentSnapshot(doc=doc, seq=seq, initial=not st.emitted))
+        self._emit(DocumentSnapshot(doc=doc, seq=seq, initial=not st.emitted, reset=reset and st.emitted))
 
     def _merge(self, waiting: DocumentSnapshot, newer: DocumentSnapshot) -> DocumentSnapshot | None:
         if not waiting.initial and _same_doc(newer.doc, self._consumer_doc):
             return None
-        return DocumentSnapshot(doc=newer.doc, seq=newer.seq, initial=waiting.initial)
+        return DocumentSnapshot(doc=newer.doc, seq=newer.seq, initial=waiting.initial,
+                                reset=(waiting.reset or newer.reset) and not waiting.initial)
 
     def _yielded(self, snapshot: DocumentSnapshot) -> None:
         self._consumer_doc = snapshot.doc

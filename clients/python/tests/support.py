@@ -7,6 +7,7 @@ to the repository root).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -71,7 +72,17 @@ class Daemon:
             raise RuntimeError("hearthd did not start listening; log:\n" + "\n".join(self.log))
         return self
 
+    def restart(self) -> "Daemon":
+        """Stops the process and starts a new one on the same data dir (the port changes)."""
+        self._terminate()
+        self.port = 0
+        return self.start()
+
     def stop(self) -> None:
+        self._terminate()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def _terminate(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -82,7 +93,7 @@ class Daemon:
         if self.proc is not None and self.proc.stderr is not None:
             self._pump.join(5)
             self.proc.stderr.close()
-        shutil.rmtree(self.data_dir, ignore_errors=True)
+        self.proc = None
 
 
 _daemon: Daemon | None = None
@@ -141,12 +152,14 @@ async def listen_supported(port: int) -> bool:
 
 class Proxy:
     """A TCP proxy to the daemon whose connections can be cut (:meth:`drop`) and refused (:meth:`block`),
-    to test connection loss and resume."""
+    to test connection loss and resume. ``target_port`` may be changed (new connections go there), and
+    ``requests`` records every request line the clients sent through it (parsed)."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.port = 0
         self.blocked = False
+        self.requests: list[dict] = []
         self._server: asyncio.AbstractServer | None = None
         self._links: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task] = set()
@@ -167,9 +180,13 @@ class Proxy:
             return
         self._links.update((writer, up_writer))
 
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, record: bool) -> None:
+            partial = b""
             try:
                 while data := await src.read(65536):
+                    if record:
+                        *lines, partial = (partial + data).split(b"\n")
+                        self.requests.extend(json.loads(line) for line in lines if line.strip())
                     dst.write(data)
                     await dst.drain()
             except (ConnectionError, OSError):
@@ -177,7 +194,8 @@ class Proxy:
             finally:
                 dst.transport.abort()
 
-        for t in (asyncio.create_task(pipe(reader, up_writer)), asyncio.create_task(pipe(up_reader, writer))):
+        for t in (asyncio.create_task(pipe(reader, up_writer, True)),
+                  asyncio.create_task(pipe(up_reader, writer, False))):
             self._tasks.add(t)
             t.add_done_callback(self._tasks.discard)
 

@@ -143,6 +143,102 @@ class ListenerProtocolTest(unittest.IsolatedAsyncioTestCase):
         snap = await self.next(listener)
         self.assertEqual((snap.doc.data, snap.seq, snap.initial), ({"v": 3}, 8, False))
 
+    async def test_resume_carries_the_history_of_the_applied_seq(self) -> None:
+        h1, h2 = "00000000000000a1", "00000000000000b2"
+        db = await self.connect(reconnect=True, reconnect_delay=0.01)
+        listener = db.listen_query("c", order_by="v")
+        first = asyncio.ensure_future(self.next(listener))
+        link, req = await self.server.next_request("listen")
+        self.assertNotIn("history", req)
+        link.reply(req, sub="s1", history=h1)
+        link.send({"sub": "s1", "type": "snapshot", "seq": 5, "initial": True, "size": 2,
+                   "changes": [added("a", 0), added("b", 1)]})
+        initial = await first
+        self.assertEqual((listener.last_seq, listener.history), (5, h1))
+
+        link.drop()
+        link, req = await self.server.next_request("listen")
+        self.assertEqual((req["resumeAfter"], req["history"]), (5, h1))
+        # The new subscription names another history, but the link drops before any of its snapshots:
+        # the listener's state is still at seq 5 of h1, and that is what it resumes with.
+        link.reply(req, sub="s2", history=h2)
+        ping = asyncio.ensure_future(db.request("ping"))
+        link, ping_req = await self.server.next_request("ping")
+        link.reply(ping_req, seq=5)
+        await ping                                       # answered after the listen: that was handled first
+        self.assertEqual(listener.sub, "s2")
+        link.drop()
+        link, req = await self.server.next_request("listen")
+        self.assertEqual((req["resumeAfter"], req["history"]), (5, h1))
+        self.assertEqual((listener.last_seq, listener.history), (5, h1))
+
+        # Another database: a reset at a lower seq replaces the state; the consumer sees the diff.
+        link.reply(req, sub="s3", history=h2)
+        link.send({"sub": "s3", "type": "snapshot", "seq": 2, "initial": False, "reset": True, "size": 2,
+                   "changes": [added("b", 0, 3), added("d", 1)]})
+        snap = await self.next(listener)
+        self.assertEqual((snap.reset, snap.initial, snap.seq), (True, False, 2))
+        self.assertEqual([d.id for d in snap.docs], ["b", "d"])
+        self.assertEqual(listener.docs, snap.docs)
+        self.assertEqual(hearth.apply_changes(initial.docs, snap.changes), snap.docs)
+        self.assertEqual(sorted((c.type, c.doc.id) for c in snap.changes),
+                         [("added", "d"), ("modified", "b"), ("removed", "a")])
+        self.assertEqual((listener.last_seq, listener.history), (2, h2))
+        # Later changes apply to the new state, from the new history's seqs.
+        link.send({"sub": "s3", "type": "snapshot", "seq": 3, "size": 1,
+                   "changes": [{"type": "removed", "doc": wdoc("b", 3), "oldIndex": 0, "newIndex": -1}]})
+        snap = await self.next(listener)
+        self.assertEqual(([d.id for d in snap.docs], snap.reset), (["d"], False))
+
+        link.drop()
+        link, req = await self.server.next_request("listen")
+        self.assertEqual((req["resumeAfter"], req["history"]), (3, h2))
+
+    async def test_no_history_from_an_older_server_resumes_with_the_seq_alone(self) -> None:
+        db = await self.connect(reconnect=True, reconnect_delay=0.01)
+        listener = db.listen_document("c/a")
+        first = asyncio.ensure_future(self.next(listener))
+        link, req = await self.server.next_request("listen")
+        link.reply(req, sub="s1")
+        link.send({"sub": "s1", "type": "snapshot", "seq": 4, "initial": True, "doc": wdoc("a")})
+        await first
+        self.assertEqual((listener.last_seq, listener.history), (4, None))
+        link.drop()
+        link, req = await self.server.next_request("listen")
+        self.assertEqual(req["resumeAfter"], 4)
+        self.assertNotIn("history", req)
+
+    async def test_document_listener_reset(self) -> None:
+        h1, h2 = "00000000000000a1", "00000000000000b2"
+        db = await self.connect(reconnect=True, reconnect_delay=0.01)
+        listener = db.listen_document("c/a")
+        first = asyncio.ensure_future(self.next(listener))
+        link, req = await self.server.next_request("listen")
+        link.reply(req, sub="s1", history=h1)
+        link.send({"sub": "s1", "type": "snapshot", "seq": 9, "initial": True, "doc": wdoc("a", 1)})
+        self.assertEqual((await first).doc.data, {"v": 1})
+
+        # Replaced by another database where the document does not exist.
+        link.drop()
+        link, req = await self.server.next_request("listen")
+        self.assertEqual((req["resumeAfter"], req["history"]), (9, h1))
+        link.reply(req, sub="s2", history=h2)
+        link.send({"sub": "s2", "type": "snapshot", "seq": 3, "initial": False, "reset": True, "doc": None})
+        snap = await self.next(listener)
+        self.assertEqual((snap.doc, snap.exists, snap.reset, snap.initial, snap.seq), (None, False, True, False, 3))
+        self.assertEqual((listener.last_seq, listener.history), (3, h2))
+
+        # A reset to the state the consumer already has yields nothing; the next change is the next snapshot.
+        link.drop()
+        link, req = await self.server.next_request("listen")
+        self.assertEqual((req["resumeAfter"], req["history"]), (3, h2))
+        link.reply(req, sub="s3", history=h1)
+        link.send({"sub": "s3", "type": "snapshot", "seq": 12, "initial": False, "reset": True, "doc": None},
+                  {"sub": "s3", "type": "snapshot", "seq": 13, "initial": False, "doc": wdoc("a", 2)})
+        snap = await self.next(listener)
+        self.assertEqual((snap.doc.data, snap.reset, snap.seq), ({"v": 2}, False, 13))
+        self.assertEqual((listener.last_seq, listener.history), (13, h1))
+
     async def test_error_push_ends_listener(self) -> None:
         db = await self.connect()
         listener = db.listen_query("c")

@@ -306,6 +306,137 @@ class ListenerTest(HearthTestCase):
         self.assertEqual(hearth.apply_changes(initial.docs, snap.changes), snap.docs)
         await listener.close()
 
+    def listens(self, proxy: Proxy) -> list[dict]:
+        return [r for r in proxy.requests if r.get("op") == "listen"]
+
+    async def test_resume_across_a_daemon_restart_carries_the_history(self) -> None:
+        # Restarted on the same data dir, the database keeps its history: the listen that resumes names it
+        # beside the seq, and the daemon answers with the net changes, not a reset.
+        own = Daemon().start()
+        self.addCleanup(own.stop)
+        c = self.coll
+        direct = await hearth.connect(port=own.port)
+        await direct.commit(hearth.Batch().set(f"{c}/a", {"v": 1}).set(f"{c}/b", {"v": 2}))
+        history = (await direct.hello())["history"]
+        self.assertRegex(history, r"^[0-9a-f]{16}$")
+        await direct.close()
+        proxy = await Proxy(own.port).start()
+        self.addAsyncCleanup(proxy.close)
+        db = await hearth.connect(port=proxy.port, reconnect=True, reconnect_delay=0.02, max_reconnect_delay=0.1)
+        self.addAsyncCleanup(db.close)
+        listener = db.listen_query(c, order_by="v")
+        doc_listener = db.listen_document(f"{c}/a")
+        initial = await self.next(listener)
+        self.assertEqual(self.ids(initial.docs), ["a", "b"])
+        self.assertEqual((await self.next(doc_listener)).doc.data, {"v": 1})
+        self.assertEqual((listener.history, doc_listener.history), (history, history))
+        self.assertNotIn("history", self.listens(proxy)[0], "a first listen has no resume point")
+
+        proxy.block()
+        proxy.drop()
+        await self.wait_disconnected(db)
+        own.restart()
+        proxy.target_port = own.port
+        direct = await hearth.connect(port=own.port)
+        self.addAsyncCleanup(direct.close)
+        self.assertEqual((await direct.hello())["history"], history)
+        await direct.set(f"{c}/c", {"v": 3})
+        w = await direct.update(f"{c}/a", {"v": 4})
+        resume_points = (listener.last_seq, doc_listener.last_seq)
+        proxy.unblock()
+
+        snap = await self.next(listener)
+        self.assertFalse(snap.reset, "same history: the daemon resumes with net changes")
+        self.assertEqual(sorted((ch.type, ch.doc.id) for ch in snap.changes), [("added", "c"), ("modified", "a")])
+        self.assertEqual(self.ids(snap.docs), ["b", "c", "a"])
+        self.assertEqual(hearth.apply_changes(initial.docs, snap.changes), snap.docs)
+        doc_snap = await self.next(doc_listener)
+        self.assertEqual((doc_snap.doc.data, doc_snap.reset), ({"v": 4}, False))
+        self.assertGreaterEqual(doc_snap.seq, w.seq)
+        resumed = [r for r in self.listens(proxy) if "resumeAfter" in r]
+        self.assertEqual(sorted((r["resumeAfter"], r.get("history")) for r in resumed),
+                         sorted((seq, history) for seq in resume_points))
+        self.assertEqual((listener.history, doc_listener.history), (history, history))
+        await listener.close()
+        await doc_listener.close()
+
+    async def test_a_daemon_replaced_by_a_fresh_database_resets_listeners(self) -> None:
+        # The daemon behind the client's address is replaced by one on a fresh data dir (another history)
+        # whose seqs have already passed the listeners' resume points and whose result has the same size:
+        # from a seq alone it would send a diff of unrelated commits (nothing), leaving the old documents.
+        # With the history the daemon resets, and the consumer sees exactly the new state.
+        old = Daemon().start()
+        self.addCleanup(old.stop)
+        c = self.coll
+        direct = await hearth.connect(port=old.port)
+        for name, v in (("a", 1), ("b", 2), ("c", 3)):
+            await direct.set(f"{c}/{name}", {"v": v})
+        old_history = (await direct.hello())["history"]
+        await direct.close()
+        proxy = await Proxy(old.port).start()
+        self.addAsyncCleanup(proxy.close)
+        db = await hearth.connect(port=proxy.port, reconnect=True, reconnect_delay=0.02, max_reconnect_delay=0.1)
+        self.addAsyncCleanup(db.close)
+        listener = db.listen_query(c, order_by="v")
+        gone = db.listen_document(f"{c}/a")
+        changed = db.listen_document(f"{c}/b")
+        initial = await self.next(listener)
+        self.assertEqual(self.ids(initial.docs), ["a", "b", "c"])
+        self.assertEqual((await self.next(gone)).doc.data, {"v": 1})
+        self.assertEqual((await self.next(changed)).doc.data, {"v": 2})
+        resume_after = max(listener.last_seq, gone.last_seq, changed.last_seq)
+
+        fresh = Daemon().start()
+        self.addCleanup(fresh.stop)
+        direct = await hearth.connect(port=fresh.port)
+        self.addAsyncCleanup(direct.close)
+        await direct.set(f"{c}/b", {"v": 20})
+        await direct.set(f"{c}/d", {"v": 10})
+        await direct.set(f"{c}/e", {"v": 30})
+        filler = 0
+        while await direct.ping() <= resume_after:       # past the resume points, in unrelated documents
+            filler += 1
+            await direct.set(f"{c}_filler/f{filler}", {})
+        new_history = (await direct.hello())["history"]
+        self.assertNotEqual(new_history, old_history)
+
+        proxy.block()
+        proxy.drop()
+        await self.wait_disconnected(db)
+        old.stop()
+        proxy.target_port = fresh.port
+        proxy.unblock()
+
+        snap = await self.next(listener)
+        self.assertTrue(snap.reset)
+        self.assertFalse(snap.initial)
+        self.assertEqual(snap.docs, list(await direct.query(c, order_by="v")))
+        self.assertEqual([(d.id, d.data["v"]) for d in snap.docs], [("d", 10), ("b", 20), ("e", 30)])
+        self.assertEqual(sorted((ch.type, ch.doc.id) for ch in snap.changes),
+                         [("added", "d"), ("added", "e"), ("modified", "b"), ("removed", "a"), ("removed", "c")])
+        self.assertEqual(hearth.apply_changes(initial.docs, snap.changes), snap.docs)
+        self.assertEqual(listener.docs, snap.docs)
+        gone_snap = await self.next(gone)
+        self.assertEqual((gone_snap.doc, gone_snap.reset), (None, True))
+        changed_snap = await self.next(changed)
+        self.assertEqual((changed_snap.doc.data, changed_snap.reset), ({"v": 20}, True))
+        for lst in (listener, gone, changed):
+            self.assertEqual(lst.history, new_history)
+        resumed = [r for r in self.listens(proxy) if "resumeAfter" in r]
+        self.assertEqual(len(resumed), 3)
+        self.assertEqual({r["history"] for r in resumed}, {old_history})
+
+        # Live on the new database, from its seqs.
+        w = await direct.delete(f"{c}/d")
+        snap = await self.next(listener)
+        self.assertEqual((self.changes(snap), snap.reset, snap.seq), ([("removed", "d", 0, -1)], False, w.seq))
+        self.assertEqual(self.ids(snap.docs), ["b", "e"])
+        await direct.set(f"{c}/a", {"v": 5})
+        gone_snap = await self.next(gone)
+        self.assertEqual((gone_snap.doc.data, gone_snap.reset), ({"v": 5}, False))
+        for lst in (listener, gone, changed):
+            await lst.close()
+
     async def test_burst_of_writes_keeps_state_consistent(self) -> None:
         c = self.coll
         listener = self.db.listen_query(c, order_by=[("v", "desc")], limit=5)

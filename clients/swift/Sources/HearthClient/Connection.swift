@@ -8,7 +8,9 @@ import Foundation
 /// `.unavailable`; requests in flight when the connection drops are answered `.unavailable` (a write's
 /// outcome is then unknown). Listeners are kept across drops: while any exist, the connection reconnects
 /// with exponential backoff (50 ms doubling up to `HearthSettings.maxReconnectDelay`, reset once a link
-/// answers a request) and re-issues each listen with `resumeAfter`. All mutable state is confined to `queue`, hence `@unchecked Sendable`.
+/// answers a request) and re-issues each listen with `resumeAfter` and the database `history` that seq
+/// belongs to (when the server named one). All mutable state is confined to `queue`, hence
+/// `@unchecked Sendable`.
 final class Connection: @unchecked Sendable {
     typealias Handler = @Sendable (Result<[String: JSON], HearthError>) -> Void
 
@@ -245,6 +247,9 @@ final class Connection: @unchecked Sendable {
                     return
                 }
                 core.sub = sub
+                // The history this subscription's seqs belong to; it becomes the listener's once one of its
+                // snapshots is applied (a drop before that keeps the previous seq and history together).
+                core.subscriptionHistory = obj["history"]?.stringValue
                 self.subs[sub] = core
             case .failure(let error):
                 // A drop is retried on reconnect; anything else ends the listener.

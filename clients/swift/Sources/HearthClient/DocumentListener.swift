@@ -1,7 +1,9 @@
 import Foundation
 
-/// A document listener's state: the document (or its absence) at `lastSeq`. A snapshot equal to the one
-/// already delivered (as a resumed or fresh subscription may send) is not delivered again.
+/// A document listener's state: the document (or its absence) at `lastSeq`. A fresh or reset snapshot (a
+/// resume the server could not honour: another history, a seq it never reached) replaces it whole. A
+/// snapshot equal to the one already delivered (as a resumed, fresh or reset subscription may send) is not
+/// delivered again.
 final class DocumentListener: ListenerBase, ListenerCore, @unchecked Sendable {
     private let reference: DocumentReference
     private let callback: @Sendable (DocumentSnapshot?, Error?) -> Void

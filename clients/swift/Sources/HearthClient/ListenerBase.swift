@@ -5,7 +5,10 @@ protocol ListenerCore: AnyObject, Sendable {
     var localID: Int { get }
     /// The subscription ID on the current link, nil while unsubscribed.
     var sub: String? { get set }
-    /// `{"op":"listen",...}` with `resumeAfter` once the listener has a state to resume.
+    /// The history ID the current subscription's listen response named (nil: none, an older server).
+    var subscriptionHistory: String? { get set }
+    /// `{"op":"listen",...}` with `resumeAfter` (and the `history` it belongs to, when known) once the
+    /// listener has a state to resume.
     func listenRequest() -> [String: JSON]
     /// Applies a pushed snapshot and delivers it when it changed what the app sees.
     func apply(snapshot: [String: JSON]) -> ApplyOutcome
@@ -33,11 +36,17 @@ class ListenerBase: @unchecked Sendable {
 
     let localID = ListenerBase.counter.next()
     var sub: String?
+    var subscriptionHistory: String?
     let registration: Registration
     /// `{"path":..}` or `{"query":{..}}`.
     let target: [String: JSON]
     /// The seq the listener's state is exact at; sent as `resumeAfter`.
     var lastSeq: Int64?
+    /// The database history `lastSeq` belongs to (from the listen response of the subscription whose
+    /// snapshot set it); sent as `history` beside `resumeAfter`, so that a seq is never resumed against
+    /// another database (or a restored one): the server answers that with a reset. Nil with a server that
+    /// names no history.
+    var history: String?
     /// A state has been delivered (the first snapshot arrived).
     var hasState = false
     /// A snapshot arrived since the last listen (heartbeats only count after one).
@@ -53,8 +62,12 @@ class ListenerBase: @unchecked Sendable {
     func listenRequest() -> [String: JSON] {
         var r = target
         r["op"] = .string("listen")
-        if hasState, let lastSeq { r["resumeAfter"] = .int(lastSeq) }
+        if hasState, let lastSeq {
+            r["resumeAfter"] = .int(lastSeq)
+            if let history { r["history"] = .string(history) }
+        }
         caughtUp = false
+        subscriptionHistory = nil
         return r
     }
 
@@ -65,6 +78,7 @@ class ListenerBase: @unchecked Sendable {
 
     func prepareResync() {
         lastSeq = nil
+        history = nil
         failedResyncs += 1
     }
 
@@ -74,9 +88,10 @@ class ListenerBase: @unchecked Sendable {
         return seq <= last
     }
 
-    /// Records a successfully applied snapshot.
+    /// Records a successfully applied snapshot: the state is exact at `seq` of the subscription's history.
     func applied(seq: Int64) {
         lastSeq = seq
+        history = subscriptionHistory
         caughtUp = true
         hasState = true
         failedResyncs = 0

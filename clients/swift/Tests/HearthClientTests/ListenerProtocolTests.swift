@@ -138,6 +138,100 @@ import Testing
         #expect(await server.staysQuiet(for: 0.5), "no reconnect once no listener is left")
     }
 
+    /// A resume names the history of the listener's seq: the one the listen response named for the
+    /// subscription whose snapshot set that seq (not one named by a subscription that delivered nothing).
+    /// A reset from another history, even at a lower seq, replaces the state, diffed for the app.
+    @Test func resumeCarriesTheHistoryOfItsSeqAndAResetReplacesTheState() async throws {
+        let (h1, h2) = ("00000000000000a1", "00000000000000b2")
+        let server = try FakeServer()
+        let db = Hearth(port: server.port, settings: Self.settings())
+        defer { db.terminate() }
+        let rec = Recorder<QuerySnapshot>()
+        let reg = db.collection("docs").order(by: "order").addSnapshotListener(rec.callback)
+        defer { reg.remove() }
+
+        let c1 = try await server.accept()
+        let listen = try await c1.expect("listen")
+        #expect(listen["history"] == nil)
+        try c1.reply(listen, #""ok":true,"sub":"1","history":"\#(h1)""#)
+        try c1.send(Self.snapshot(sub: "1", seq: 5, initial: true, size: 2, [
+            Self.change("added", "docs/a", #"{"order":1}"#, updated: 1, old: -1, new: 0),
+            Self.change("added", "docs/b", #"{"order":2}"#, updated: 1, old: -1, new: 1),
+        ]))
+        let first = try await rec.wait(for: 1)[0]
+        c1.close()
+
+        let c2 = try await server.accept()
+        let relisten = try await c2.expect("listen")
+        #expect(relisten["resumeAfter"] as? Int == 5 && relisten["history"] as? String == h1)
+        try c2.reply(relisten, #""ok":true,"sub":"2","history":"\#(h2)""#)
+        let ping = Task { try await db.ping() }
+        let pingRequest = try await c2.expect("ping")
+        try c2.reply(pingRequest, #""ok":true,"seq":1"#)
+        _ = try await ping.value   // answered after the listen response, which the client has handled
+        c2.close()
+
+        let c3 = try await server.accept()
+        let again = try await c3.expect("listen")
+        #expect(again["resumeAfter"] as? Int == 5 && again["history"] as? String == h1, "still seq 5 of h1")
+        try c3.reply(again, #""ok":true,"sub":"3","history":"\#(h2)""#)
+        try c3.send(Self.snapshot(sub: "3", seq: 2, reset: true, size: 2, [
+            Self.change("added", "docs/b", #"{"order":2,"x":1}"#, updated: 7, old: -1, new: 0),
+            Self.change("added", "docs/d", #"{"order":3}"#, updated: 7, old: -1, new: 1),
+        ]))
+        let second = try await rec.wait(for: 2)[1]
+        #expect(second.documents.map(\.documentID) == ["b", "d"])
+        #expect(second.documents[0].get("x") as? Int == 1)
+        #expect(Self.apply(second.documentChanges, to: first.documents.map(\.reference.path)) == second.documents.map(\.reference.path))
+        #expect(Set(second.documentChanges.map(Self.describe).map { $0.split(separator: " ").prefix(2).joined(separator: " ") })
+                == ["removed a", "added d", "modified b"])
+        // Later snapshots of the new history apply to the new state (seq 3 is not a replay of seq 5's era).
+        try c3.send(Self.snapshot(sub: "3", seq: 3, size: 1, [Self.change("removed", "docs/b", "{}", updated: 7, old: 0, new: -1)]))
+        let third = try await rec.wait(for: 3)[2]
+        #expect(third.documents.map(\.documentID) == ["d"])
+        c3.close()
+
+        let c4 = try await server.accept()
+        let last = try await c4.expect("listen")
+        #expect(last["resumeAfter"] as? Int == 3 && last["history"] as? String == h2)
+    }
+
+    /// A document listener's reset (another history, here at a lower seq) delivers the new document; a reset
+    /// to the document the app already has delivers nothing.
+    @Test func documentListenerResets() async throws {
+        let (h1, h2) = ("00000000000000a1", "00000000000000b2")
+        let server = try FakeServer()
+        let db = Hearth(port: server.port, settings: Self.settings())
+        defer { db.terminate() }
+        let rec = Recorder<DocumentSnapshot>()
+        let reg = db.document("people/p1").addSnapshotListener(rec.callback)
+        defer { reg.remove() }
+
+        let c1 = try await server.accept()
+        let listen = try await c1.expect("listen")
+        try c1.reply(listen, #""ok":true,"sub":"s1","history":"\#(h1)""#)
+        try c1.send(#"{"sub":"s1","type":"snapshot","seq":9,"initial":true,"doc":\#(fakeDoc("people/p1", #"{"n":1}"#, updated: 9))}"#)
+        #expect(try await rec.wait(for: 1)[0].get("n") as? Int == 1)
+        c1.close()
+
+        let c2 = try await server.accept()
+        let relisten = try await c2.expect("listen")
+        #expect(relisten["resumeAfter"] as? Int == 9 && relisten["history"] as? String == h1)
+        try c2.reply(relisten, #""ok":true,"sub":"s2","history":"\#(h2)""#)
+        try c2.send(#"{"sub":"s2","type":"snapshot","seq":3,"initial":false,"reset":true,"doc":null}"#)
+        #expect(try await rec.wait(for: 2)[1].exists == false)
+        c2.close()
+
+        let c3 = try await server.accept()
+        let third = try await c3.expect("listen")
+        #expect(third["resumeAfter"] as? Int == 3 && third["history"] as? String == h2)
+        try c3.reply(third, #""ok":true,"sub":"s3","history":"\#(h1)""#)
+        try c3.send(#"{"sub":"s3","type":"snapshot","seq":12,"initial":false,"reset":true,"doc":null}"#)
+        try c3.send(#"{"sub":"s3","type":"snapshot","seq":13,"initial":false,"doc":\#(fakeDoc("people/p1", #"{"n":2}"#, updated: 13))}"#)
+        let snaps = try await rec.wait(for: 3)
+        #expect(snaps[2].get("n") as? Int == 2, "the reset to the same state delivered nothing")
+    }
+
     @Test func snapshotsThatDoNotFitTriggerAFreshDiffedSubscription() async throws {
         let server = try FakeServer()
         let db = Hearth(port: server.port, settings: Self.settings())
@@ -242,6 +336,7 @@ import Testing
         let c2 = try await second.accept()
         let relisten = try await c2.expect("listen")
         #expect(relisten["resumeAfter"] as? Int == 21)
+        #expect(relisten["history"] == nil, "the server named no history: none is sent")
         try c2.reply(relisten, #""ok":true,"sub":"1""#)
         let ping = Task { try await db.ping() }
         let p = try await c2.expect("ping")

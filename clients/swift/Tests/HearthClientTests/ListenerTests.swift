@@ -141,6 +141,111 @@ struct ListenerTests {
         Self.checkConsistent(rec.values)
     }
 
+    /// The listens a relay saw that resume (carry `resumeAfter`).
+    static func resumedListens(_ relay: LineRelay) -> [[String: Any]] {
+        relay.requests.filter { $0["op"] as? String == "listen" && $0["resumeAfter"] != nil }
+    }
+
+    /// The daemon restarts on the same data dir (so the same history) and takes writes before the client can
+    /// reach it again: the listens that resume name that history beside their seq, and the daemon answers
+    /// with the net changes (no reset); the app sees one snapshot with exactly those changes.
+    @Test func resumeAfterARestartNamesTheHistoryAndGetsTheNetChanges() async throws {
+        let daemon = try DaemonProcess()
+        let relay = try LineRelay(targetPort: daemon.port)
+        defer { relay.stop() }
+        let history = try daemon.connect().request(#"{"op":"hello"}"#)["history"] as? String
+        #expect(history?.count == 16)
+        let db = Hearth(port: relay.port, settings: Self.settings)
+        defer { db.terminate() }
+        let col = db.collection("h")
+        for (id, v) in [("a", 1), ("b", 2)] { try await col.document(id).setData(["v": v]) }
+        let rec = Recorder<QuerySnapshot>(), docRec = Recorder<DocumentSnapshot>()
+        let reg = col.order(by: "v").addSnapshotListener(rec.callback)
+        defer { reg.remove() }
+        let docReg = col.document("a").addSnapshotListener(docRec.callback)
+        defer { docReg.remove() }
+        #expect(try await rec.wait(for: 1)[0].documents.map(\.documentID) == ["a", "b"])
+        #expect(try await docRec.wait(for: 1)[0].get("v") as? Int == 1)
+
+        relay.targetPort = nil   // the client cannot reconnect until the writes below are in
+        daemon.stop()
+        try daemon.start()       // the same data dir, on another port
+        let w = try daemon.connect()
+        #expect(try w.request(#"{"op":"hello"}"#)["history"] as? String == history)
+        #expect(try w.request(#"{"op":"set","path":"h/c","data":{"v":3}}"#).isOK)
+        #expect(try w.request(#"{"op":"update","path":"h/a","data":{"v":4}}"#).isOK)
+        relay.targetPort = daemon.port
+
+        try await rec.wait { $0.last?.documents.map(\.documentID) == ["b", "c", "a"] }
+        try await docRec.wait { $0.last?.get("v") as? Int == 4 }
+        #expect(rec.values.count == 2 && docRec.values.count == 2, "one snapshot each for the resume")
+        #expect(Set(rec.values[1].documentChanges.map { "\($0.type) \($0.document.documentID)" }) == ["added c", "modified a"])
+        Self.checkConsistent(rec.values)
+        let resumed = Self.resumedListens(relay)
+        #expect(resumed.count == 2 && resumed.allSatisfy { $0["history"] as? String == history }, "\(resumed)")
+        #expect(!relay.responses.contains { $0["reset"] as? Bool == true }, "the daemon resumed without a reset")
+    }
+
+    /// The daemon behind the client's address is replaced by one on a fresh data dir (another history) whose
+    /// seqs have already passed the listeners' resume points and whose result has the same size: from a seq
+    /// alone it would send a diff of unrelated commits (nothing) and the app would keep the old documents.
+    /// With the history it resets: the app sees the new database's state, as changes from what it had.
+    @Test func aDaemonReplacedByAFreshDatabaseResetsListeners() async throws {
+        let old = try DaemonProcess()
+        let relay = try LineRelay(targetPort: old.port)
+        defer { relay.stop() }
+        let db = Hearth(port: relay.port, settings: Self.settings)
+        defer { db.terminate() }
+        let col = db.collection("f")
+        for (id, v) in [("a", 1), ("b", 2), ("c", 3)] { try await col.document(id).setData(["v": v]) }
+        let rec = Recorder<QuerySnapshot>(), gone = Recorder<DocumentSnapshot>(), changed = Recorder<DocumentSnapshot>()
+        let regs = [col.order(by: "v").addSnapshotListener(rec.callback),
+                    col.document("a").addSnapshotListener(gone.callback),
+                    col.document("b").addSnapshotListener(changed.callback)]
+        defer { for r in regs { r.remove() } }
+        #expect(try await rec.wait(for: 1)[0].documents.map(\.documentID) == ["a", "b", "c"])
+        #expect(try await gone.wait(for: 1)[0].exists)
+        #expect(try await changed.wait(for: 1)[0].get("v") as? Int == 2)
+        let oldInfo = try old.connect().request(#"{"op":"hello"}"#)
+        let oldSeq = try #require(oldInfo["seq"] as? Int)   // no resume point is beyond it
+
+        let fresh = try DaemonProcess()
+        let w = try fresh.connect()
+        for line in [#"{"op":"set","path":"f/b","data":{"v":20}}"#, #"{"op":"set","path":"f/d","data":{"v":10}}"#,
+                     #"{"op":"set","path":"f/e","data":{"v":30}}"#] {
+            #expect(try w.request(line).isOK)
+        }
+        var i = 0
+        while try #require(w.request(#"{"op":"ping"}"#)["seq"] as? Int) <= oldSeq {   // unrelated commits
+            #expect(try w.request(#"{"op":"set","path":"filler/f\#(i)","data":{}}"#).isOK)
+            i += 1
+        }
+        let newHistory = try #require(w.request(#"{"op":"hello"}"#)["history"] as? String)
+        #expect(newHistory != oldInfo["history"] as? String)
+        relay.targetPort = nil
+        old.stop()
+        relay.targetPort = fresh.port
+
+        let expected = ["d=10", "b=20", "e=30"]
+        let state = { (s: QuerySnapshot) in s.documents.map { "\($0.documentID)=\($0.get("v") as? Int ?? -1)" } }
+        try await rec.wait { $0.last.map(state) == expected }
+        try await gone.wait { $0.last?.exists == false }
+        try await changed.wait { $0.last?.get("v") as? Int == 20 }
+        #expect(rec.values.count == 2, "the reset is one snapshot")
+        #expect(Set(rec.values[1].documentChanges.map { "\($0.type) \($0.document.documentID)" })
+                == ["removed a", "removed c", "added d", "added e", "modified b"])
+        Self.checkConsistent(rec.values)
+        let resumed = Self.resumedListens(relay)
+        #expect(resumed.count == 3 && resumed.allSatisfy { $0["history"] as? String == oldInfo["history"] as? String }, "\(resumed)")
+        #expect(relay.responses.filter { $0["reset"] as? Bool == true }.count == 3, "the daemon reset all three")
+
+        // Live on the new database.
+        #expect(try w.request(#"{"op":"delete","path":"f/d"}"#).isOK)
+        try await rec.wait { $0.last.map(state) == ["b=20", "e=30"] }
+        #expect(rec.values.last?.documentChanges.map(Self.describe) == ["removed d 0 -"])
+        Self.checkConsistent(rec.values)
+    }
+
     /// Random writes from another connection while a limited, ordered listener runs; midway the client's
     /// connection is dropped (it resumes). Every snapshot is consistent and the last equals a fresh query.
     @Test func randomWritesConvergeThroughADrop() async throws {
