@@ -9,7 +9,7 @@ PORT      ?= 7411
 DATA_DIR  ?= ./data
 ARGS      ?=
 
-.PHONY: all deps build release run test test-swift test-python bench fmt clean
+.PHONY: all deps build release run test test-swift test-python bench fuzz fmt clean
 
 all: build
 
@@ -39,6 +39,20 @@ test-python:
 	@if [ -d clients/python/tests ]; then \
 	  HEARTHD_BIN=$(CURDIR)/.build/debug/hearthd python3 -m unittest discover -s clients/python/tests -t clients/python -v; \
 	fi
+
+# Fuzz targets (Sources/HearthFuzz) with libFuzzer, FUZZ_SECONDS each. New corpus entries go to
+# .build/fuzz-corpus/<target>, crashes to .build/fuzz-artifacts/<target>/: copy a crash into Tests/Fuzz/<target>/
+# once fixed, and `make test` replays it from then on.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= framer request value query recovery
+fuzz: deps
+	$(SWIFT) build -c release --build-path .build/fuzz -Xswiftc -sanitize=fuzzer -Xswiftc -use-ld=lld --product hearth-fuzz
+	@for t in $(FUZZ_TARGETS); do \
+	  mkdir -p .build/fuzz-corpus/$$t .build/fuzz-artifacts/$$t; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  SWIFT_BACKTRACE=enable=no .build/fuzz/release/hearth-fuzz $$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    -artifact_prefix=.build/fuzz-artifacts/$$t/ .build/fuzz-corpus/$$t Tests/Fuzz/$$t || exit 1; \
+	done
 
 bench: release
 	.build/release/hearth bench $(ARGS)

@@ -35,6 +35,12 @@ let package = Package(
         .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthStorageSQLite", "HearthStorage"]),
         .executableTarget(name: "hearth", dependencies: ["HearthProtocol", "HearthModel", "HearthLoop"]),
         .target(name: "HearthTesting"),
+        // Fuzz targets (`make fuzz`): libFuzzer when built with -sanitize=fuzzer, else a replayer of inputs.
+        .target(name: "CFuzzShim"),
+        .executableTarget(name: "hearth-fuzz",
+                          dependencies: ["CFuzzShim", "HearthServer", "HearthEngine", "HearthProtocol", "HearthModel",
+                                         "HearthStorage", "HearthStorageSQLite", "HearthLoop"],
+                          path: "Sources/HearthFuzz"),
         // The Firestore-shaped Swift client library (Foundation + POSIX sockets; builds on macOS too).
         .target(name: "HearthClient", path: "clients/swift/Sources/HearthClient"),
         .testTarget(name: "HearthClientTests", dependencies: ["HearthClient", "HearthTesting"],

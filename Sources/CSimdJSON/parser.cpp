@@ -24,7 +24,7 @@ struct hearth_json_parser {
     // Copies `len` bytes into the padded buffer, growing it (or shrinking it after a huge document).
     const uint8_t *pad(const uint8_t *bytes, size_t len) {
         bool shrink = padded_capacity > retain_capacity && len <= retain_capacity;
-        if (len > padded_capacity || shrink) {
+        if (!padded || len > padded_capacity || shrink) {
             size_t want = len > retain_capacity ? len : retain_capacity;
             uint8_t *fresh = static_cast<uint8_t *>(std::malloc(want + simdjson::SIMDJSON_PADDING));
             if (!fresh) return nullptr;

@@ -5,7 +5,7 @@ import HearthLoop
 ///
 /// Contract (as `TCPConnection`'s): callbacks run on the loop thread; `send` copies the bytes and never calls
 /// back synchronously; after `close()` or `abort()` sends are ignored and `onClose` runs exactly once.
-protocol ClientConnection: AnyObject {
+package protocol ClientConnection: AnyObject {
     var peer: String { get }
     var onRead: ((UnsafeRawBufferPointer) -> Void)? { get set }
     var onDrain: (() -> Void)? { get set }

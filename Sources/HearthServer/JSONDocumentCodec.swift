@@ -4,8 +4,9 @@ import HearthStorage
 
 /// Stores a document's fields as their canonical wire JSON, so reads splice the stored bytes into responses
 /// without decoding or re-encoding them.
-struct JSONDocumentCodec: DocumentCodec {
+package struct JSONDocumentCodec: DocumentCodec {
+    package init() {}
     let json = FieldsJSON()
-    func encode(_ fields: MapValue) -> [UInt8] { json.encodeFields(fields) }
-    func decode(_ data: [UInt8]) throws(HearthError) -> MapValue { try json.decodeFields(data) }
+    package func encode(_ fields: MapValue) -> [UInt8] { json.encodeFields(fields) }
+    package func decode(_ data: [UInt8]) throws(HearthError) -> MapValue { try json.decodeFields(data) }
 }

@@ -4,11 +4,11 @@ import HearthProtocol
 /// Builds a validated `ValidQuery` from the fields of a `query`-shaped object:
 /// `{collection | collectionGroup[, parent], where, orderBy, limit, limitToLast, offset, startAt, startAfter,
 /// endAt, endBefore, select}`. Errors are INVALID_ARGUMENT naming the field or rule.
-enum QueryDecoding {
+package enum QueryDecoding {
     static let fields: Set<String> = ["collection", "collectionGroup", "parent", "where", "orderBy", "limit", "limitToLast",
                                       "offset", "startAt", "startAfter", "endAt", "endBefore", "select"]
 
-    static func decode(_ obj: JSONRef, context: String) throws(HearthError) -> ValidQuery {
+    package static func decode(_ obj: JSONRef, context: String) throws(HearthError) -> ValidQuery {
         do {
             return try decodeUnprefixed(obj)
         } catch {

@@ -12,14 +12,14 @@ import HearthStorage
 public final class Server {
     public let config: ServerConfig
     let logger: Logger
-    let loop: EventLoop
-    let engine: Engine
+    package let loop: EventLoop
+    package let engine: Engine
     let store: any DocumentStore
     let dispatcher: Dispatcher
     /// Reader threads for large reads (`Context.readOffLoop`).
     let readers: WorkerPool
     /// Reads on reader threads whose response has not come back to the loop yet.
-    private(set) var readsInFlight = 0
+    package private(set) var readsInFlight = 0
     func offLoopReadStarted() { readsInFlight += 1 }
     func offLoopReadReturned() { readsInFlight -= 1 }
     private var listener: TCPListener?
@@ -93,7 +93,7 @@ public final class Server {
 
     // MARK: Connections
 
-    func accept(_ conn: ClientConnection) {
+    package func accept(_ conn: ClientConnection) {
         guard !shuttingDown else { conn.abort(); return }
         if let refusal = budget.admit() {
             var w = JSONWriter(capacity: 256)
@@ -181,7 +181,7 @@ public final class Server {
 
     /// Back on the loop thread with a batch the writer made durable (or failed): the engine publishes it,
     /// acknowledges its commits and wakes the reads that waited for it (`Engine.finish`).
-    func batchLanded(_ batch: CommitBatch, error: HearthError?) {
+    package func batchLanded(_ batch: CommitBatch, error: HearthError?) {
         if let error { logger.info("commit of seq \(batch.records.first?.seq ?? 0)...\(batch.records.last?.seq ?? 0) failed: \(error)") }
         engine.finish(batch, error: error)
         if shuttingDown { maybeFinishShutdown() }
@@ -233,7 +233,7 @@ public final class Server {
     }
 
     /// Joins the reader threads (their last responses go nowhere: every session is closed by now).
-    func closeReaders() { readers.close() }
+    package func closeReaders() { readers.close() }
 
     private func stopLoop() {
         closeReaders()

@@ -53,6 +53,14 @@ import Testing
         }
     }
 
+    /// Found by fuzzing: a new parser's first input empty (no padded buffer yet) crashed in the copy.
+    @Test func aNewParsersFirstInputMayBeEmpty() {
+        for input in [[UInt8](), [32]] {
+            #expect(throws: HearthError.self) { _ = try JSONParser().parse(input) }
+            #expect(throws: HearthError.self) { _ = try JSONParser(retainedCapacity: 0).parse(input) }
+        }
+    }
+
     @Test func invalidUTF8IsReportedAsSuch() {
         let p = JSONParser()
         let cases: [([UInt8], Int)] = [
