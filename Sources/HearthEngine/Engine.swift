@@ -98,9 +98,6 @@ public final class Engine {
         return Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
     }
 
-    /// True while a batch is being made durable (taken by `takeBatch`, not yet finished).
-    public var isBatchInFlight: Bool { inFlight != nil }
-
     /// True when no commit is queued or in flight.
     public var isIdle: Bool { queued.isEmpty && inFlight == nil }
     /// Commits queued or in flight.
