@@ -18,6 +18,9 @@ public struct ServerConfig: Sendable {
     public var retentionBytes: Int64 = 256 << 20
     /// Bytes of recently read documents kept in memory (0: none).
     public var cacheBytes = 64 << 20
+    /// Disk space held back in `<data-dir>/RESERVE` and released when the disk fills, so deletes can still
+    /// commit (0: no reserve).
+    public var diskReserveBytes = 8 << 20
 
     public init() {}
 }
