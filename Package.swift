@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "HearthEngine", dependencies: ["HearthStorage", "HearthModel"]),
         .target(name: "HearthLoop", dependencies: ["CLibUV"]),
         .target(name: "HearthServer", dependencies: ["HearthLoop", "HearthProtocol", "HearthEngine", "HearthStorage", "HearthModel"]),
-        .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthStorageSQLite", "HearthStorage"]),
+        .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthStorageSQLite", "HearthStorage", "HearthModel"]),
         .executableTarget(name: "hearth", dependencies: ["HearthProtocol", "HearthModel", "HearthLoop"]),
         .target(name: "HearthTesting"),
         // Fuzz targets (`make fuzz`): libFuzzer when built with -sanitize=fuzzer, else a replayer of inputs.

@@ -40,9 +40,17 @@ public final class Engine {
     public internal(set) var nextIndexID: Int64 = 1
     /// Backfills and purges still to do, oldest first.
     var indexWork: [IndexWork] = []
-    /// Called when the index catalog changes (a declaration, a drop, a backfill finished), so the server can
-    /// persist it.
-    public var onIndexesChanged: (() -> Void)?
+    /// Called when the index catalog changes (a declaration, a drop, a backfill finished), with the index that
+    /// changed and how, so the server can persist the catalog and log the change.
+    public var onIndexesChanged: ((IndexDefinition, IndexEvent) -> Void)?
+
+    /// Set while the store's disk is full (by the server, which also clears it): a commit that would store
+    /// more than it removes fails with this error at once, while one that only deletes documents (or verifies
+    /// them, or leaves them unchanged) still runs, so space can be freed through the API.
+    public var diskFull: HearthError?
+    /// Called right before a commit is refused because of `diskFull`, so the server can check whether space
+    /// came back (and clear `diskFull`, letting the commit through).
+    public var recheckDiskSpace: (() -> Void)?
 
     /// Called once per durable batch, in seq order, right after its commits are acknowledged and
     /// published to the listeners.
@@ -192,6 +200,15 @@ public final class Engine {
             resultSlot.append(k)
         }
 
+        // While the disk is full, only commits that store nothing new run: every document ends deleted, absent,
+        // or as it was.
+        if diskFull != nil, touched.contains(where: { t in
+            guard let state = t.state else { return false }
+            return t.before == nil || t.original?.fields != state.fields
+        }) {
+            try refuseForFullDisk()
+        }
+
         // Net mutation per document, in first-touch order; documents left as they were are omitted.
         var mutations: [Mutation] = []
         mutations.reserveCapacity(touched.count)
@@ -226,6 +243,12 @@ public final class Engine {
         let record = CommitRecord(seq: seq, commitTime: commitTime, mutations: mutations, indexChanges: indexChanges)
         queued.append(PendingCommit(record: record, results: results, completion: completion))
         return seq
+    }
+
+    /// Throws `diskFull` unless a last check finds that space came back.
+    func refuseForFullDisk() throws(HearthError) {
+        recheckDiskSpace?()
+        if let diskFull { throw diskFull }
     }
 
     /// Queues a commit that only changes index entries (an index backfill step); it takes a seq like any
@@ -302,8 +325,8 @@ public final class Engine {
             let failed = batch.pending + queued
             queued.removeAll()
             overlay.removeAll()
-            let e = HearthError(error.code == .internal ? .internal : .unavailable,
-                                "commit not durable: \(error.message)")
+            let code: ErrorCode = error.code == .internal || error.code == .resourceExhausted ? error.code : .unavailable
+            let e = HearthError(code, "commit not durable: \(error.message)")
             for p in failed { p.completion(.failure(e)) }
         } else {
             let lastSeq = batch.records.last?.seq ?? lastDurableSeq

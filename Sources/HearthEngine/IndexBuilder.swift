@@ -14,6 +14,7 @@ extension Engine {
         var def = IndexDefinition(id: nextIndexID, collectionID: collectionID, scope: scope, fields: fields, state: .building)
         try def.validate()
         if let existing = indexes.first(where: { $0.sameShape(as: def) }) { return existing }
+        if diskFull != nil { try refuseForFullDisk() }   // its backfill would store entries
         nextIndexID += 1
         indexes.append(def)
         // Pending documents of the collection are covered now; durable ones page by page.
@@ -25,17 +26,17 @@ extension Engine {
         if !changes.isEmpty { commitIndexChanges(changes) { _ in } }
         indexWork.append(.backfill(id: def.id, after: nil))
         def.state = .building
-        onIndexesChanged?()
+        onIndexesChanged?(def, .declared)
         return def
     }
 
     /// Drops an index: queries and writes stop using it at once; its entries are removed in the background.
     public func dropIndex(id: Int64) throws(HearthError) {
         guard let i = indexes.firstIndex(where: { $0.id == id }) else { throw HearthError(.notFound, "no index with id \(id)") }
-        indexes.remove(at: i)
+        let dropped = indexes.remove(at: i)
         indexWork.removeAll { if case .backfill(let b, _) = $0 { return b == id } else { return false } }
         indexWork.append(.purge(id: id, after: nil))
-        onIndexesChanged?()
+        onIndexesChanged?(dropped, .dropped)
     }
 
     /// Restores indexes declared earlier (from the server's index file); building ones restart their backfill.
@@ -71,7 +72,7 @@ extension Engine {
                 commitIndexChanges(changes) { [weak self] result in
                     guard let self, case .success = result, let i = self.indexes.firstIndex(where: { $0.id == id }) else { return }
                     self.indexes[i].state = .ready
-                    self.onIndexesChanged?()
+                    self.onIndexesChanged?(self.indexes[i], .ready)
                 }
             }
         case .purge(let id, let after):

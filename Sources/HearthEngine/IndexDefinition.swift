@@ -60,3 +60,13 @@ public struct IndexDefinition: Sendable, Equatable {
     /// The docKey direction in this index's entries: the direction of its last ordered field.
     var nameDescending: Bool { fields.last(where: { $0.mode != .arrayContains })?.mode == .descending }
 }
+
+/// What happened to a declared index (`Engine.onIndexesChanged`).
+public enum IndexEvent: String, Sendable {
+    /// Declared; it is being built.
+    case declared
+    /// Its backfill is durable; queries use it.
+    case ready
+    /// Dropped; its entries are being removed.
+    case dropped
+}

@@ -21,7 +21,7 @@ public enum ErrorCode: String, Sendable, CaseIterable, Codable {
         case .alreadyExists: return "The document exists (create, or a precondition exists:false)."
         case .failedPrecondition: return "A precondition (updateTime) failed, or the query needs an index that does not exist."
         case .aborted: return "The commit conflicted with a concurrent one; retry it."
-        case .resourceExhausted: return "A limit was exceeded: line or document size, output budget of a slow subscriber."
+        case .resourceExhausted: return "A limit was exceeded: line or document size, output budget of a slow subscriber, or the disk is full."
         case .permissionDenied: return "The caller may not do this."
         case .unauthenticated: return "The caller has not authenticated."
         case .unimplemented: return "The op or option is known but not available in this build."

@@ -31,7 +31,7 @@ enum CommandTable {
     static let all: [Command] = [
         Command(name: "help", synopsis: "{op:\"help\"} lists every op with its synopsis",
                 fields: [], access: .meta, run: MetaHandlers.help),
-        Command(name: "ping", synopsis: "{op:\"ping\"} answers ok with the last durable seq",
+        Command(name: "ping", synopsis: "{op:\"ping\"} answers ok with the last durable seq and whether the disk is full: {seq,diskFull}",
                 fields: [], access: .meta, run: MetaHandlers.ping),
         Command(name: "get", synopsis: "{op:\"get\",path} reads one document: {doc:<doc|null>}",
                 fields: ["path"], access: .read, run: ReadHandlers.get),

@@ -20,8 +20,10 @@ enum MetaHandlers {
 
     static func ping(_ ctx: Context, _ req: Request) throws(HearthError) {
         let seq = ctx.engine.lastDurableSeq
+        let diskFull = ctx.engine.diskFull != nil
         ctx.reply(req) { w in
             w.key("seq"); w.uint(seq)
+            w.key("diskFull"); w.bool(diskFull)
         }
     }
 }

@@ -39,39 +39,59 @@ public final class Server {
     /// The port actually bound (useful with --port 0).
     public private(set) var boundPort = 0
 
-    public init(config: ServerConfig, store: any DocumentStore, logger: Logger) throws {
+    /// `socket` is the listening socket made first (`ServerSocket`, so a start that cannot listen changes nothing
+    /// on disk); without one, `run()` listens on `config.host:config.port` itself. Reads the index catalog in
+    /// the data directory (an error names the file).
+    public init(config: ServerConfig, store: any DocumentStore, logger: Logger, socket: ServerSocket? = nil) throws {
         self.config = config
         self.logger = logger
         self.store = store
-        self.loop = try EventLoop()
+        self.socket = socket
+        self.loop = try socket?.loop ?? EventLoop()
         self.engine = try Engine(store: store, codec: JSONDocumentCodec(), cacheBytes: config.cacheBytes)
         self.dispatcher = Dispatcher()
         self.budget = ConnectionBudget(config.budgetLimits)
         self.readers = WorkerPool(loop: loop, threads: config.readers)
         self.indexFile = IndexCatalogFile(dataDir: config.dataDir)
+        self.reserve = DiskReserve(dataDir: config.dataDir, bytes: config.diskReserveBytes)
         let catalog = try indexFile.load()
         engine.restoreIndexes(catalog.indexes, nextID: catalog.nextID)
-        engine.onIndexesChanged = { [unowned self] in self.saveIndexes() }
+        engine.onIndexesChanged = { [unowned self] index, event in self.indexChanged(index, event) }
+        engine.recheckDiskSpace = { [unowned self] in self.checkDiskSpace() }
     }
 
+    private let socket: ServerSocket?
     private let indexFile: IndexCatalogFile
 
-    private func saveIndexes() {
+    /// Saves the catalog and logs the one index that changed.
+    private func indexChanged(_ index: IndexDefinition, _ event: IndexEvent) {
         do {
             try indexFile.save(engine.indexes, nextID: engine.nextIndexID)
-            let summary = engine.indexes.map { "#\($0.id) \($0.summary) \($0.state.rawValue)" }.joined(separator: "; ")
-            logger.info("indexes: \(summary.isEmpty ? "none declared" : summary)")
         } catch {
-            logger.info("could not save the index catalog: \(error)")
+            logger.warn("could not save the index catalog: \(error.message)")
         }
+        let what: String
+        switch event {
+        case .declared: what = "declared, building"
+        case .ready: what = "ready"
+        case .dropped: what = "dropped"
+        }
+        logger.info("index #\(index.id) \(index.summary): \(what)")
     }
 
-    /// Listens, serves until SIGTERM/SIGINT, then shuts down gracefully. Returns when the loop has ended.
+    /// Listens (unless a `ServerSocket` already does), serves until SIGTERM/SIGINT, then shuts down gracefully.
+    /// Returns when the loop has ended.
     public func run() throws {
         engine.adoptCurrentThread()
         raiseFileLimit()
-        let listener = try loop.listen(host: config.host, port: config.port) { [unowned self] conn in
-            self.accept(conn)
+        let listener: TCPListener
+        if let socket {
+            listener = socket.listener
+            socket.target.accept = { [unowned self] conn in self.accept(conn) }
+        } else {
+            listener = try loop.listen(host: config.host, port: config.port) { [unowned self] conn in
+                self.accept(conn)
+            }
         }
         listener.onAcceptError = { [unowned self] e in self.noteRefusal("accepting a connection failed: \(e)") }
         self.listener = listener
@@ -86,9 +106,86 @@ public final class Server {
         for sig in [SIGTERM, SIGINT] {
             signals.append(loop.onSignal(sig) { [unowned self] in self.beginShutdown(reason: sig == SIGTERM ? "SIGTERM" : "SIGINT") })
         }
+        signals.append(loop.onSignal(SIGHUP) { [unowned self] in self.reload(reason: "SIGHUP") })
+        prepareDiskReserve()
         logger.info("hearthd \(HearthVersion.string) listening on \(config.host):\(boundPort), data dir \(config.dataDir), seq \(engine.lastDurableSeq)")
         loop.run()
+        socket?.target.accept = nil
         loop.shutdown()
+    }
+
+    // MARK: Reload (SIGHUP)
+
+    private var reloadables: [(name: String, reload: () throws -> String)] = []
+
+    /// Registers something SIGHUP reloads (a rules file, say): `reload` applies the new version and returns a
+    /// few words on what is now in use, for the log line; if it throws, the daemon keeps the old version and
+    /// logs why. Loop thread.
+    public func onReload(_ name: String, _ reload: @escaping () throws -> String) {
+        reloadables.append((name, reload))
+    }
+
+    /// SIGHUP: never stops the daemon. Logs that it arrived and what each registered reloadable now uses. The
+    /// log goes to stderr, which the daemon does not own, so there is no log file to reopen.
+    func reload(reason: String) {
+        guard !reloadables.isEmpty else {
+            logger.info("\(reason): nothing to reload (the log goes to stderr; no reloadable configuration)")
+            return
+        }
+        logger.info("\(reason): reloading \(reloadables.map(\.name).joined(separator: ", "))")
+        for r in reloadables {
+            do {
+                let now = try r.reload()
+                logger.info("\(reason): reloaded \(r.name): \(now)")
+            } catch {
+                logger.warn("\(reason): could not reload \(r.name), keeping the previous one: \(error)")
+            }
+        }
+    }
+
+    // MARK: Disk full
+
+    /// Space held back for deletes once the disk is full.
+    let reserve: DiskReserve
+    /// While the disk is full: checks every second whether space came back.
+    private var diskSpaceTimer: LoopTimer?
+
+    /// At start: takes the reserve, or starts in the disk-full state when the disk has no room for it.
+    func prepareDiskReserve() {
+        guard let problem = reserve.create() else { return }
+        if let free = reserve.freeBytes(), free < reserve.bytes + (1 << 20) {
+            enterDiskFull(cause: "at start, \(problem)")
+        } else {
+            logger.warn("running without a disk reserve: \(problem)")
+        }
+    }
+
+    /// A commit failed for want of space (or the reserve could not be made at start): from now on only commits
+    /// that store nothing new run (`Engine.diskFull`), the reserve is released so they have room, and the state
+    /// is checked every second. Logged once.
+    func enterDiskFull(cause: String) {
+        guard engine.diskFull == nil else { return }
+        engine.diskFull = HearthError(.resourceExhausted, "disk full: no space left for the data directory \(config.dataDir); writes are refused until space is freed (deletes still run)")
+        let released = reserve.release()
+        let freed = released > 0 ? "released the \(mebibytes(released)) reserve \(reserve.path) so deletes can still commit" : "no reserve to release"
+        logger.error("disk full: \(cause); \(freed); other writes are refused until space is available")
+        diskSpaceTimer = loop.timer(after: 1000, repeat: 1000) { [unowned self] in self.checkDiskSpace() }
+    }
+
+    /// While the disk is full: leaves the state once the filesystem has room for the reserve and as much again,
+    /// re-creating the reserve. Runs every second, after each durable batch, and before a write is refused.
+    func checkDiskSpace() {
+        guard engine.diskFull != nil, reserve.hasRoomToRestore else { return }
+        if let problem = reserve.create() {
+            logger.debug("disk still full: \(problem)")
+            return
+        }
+        engine.diskFull = nil
+        diskSpaceTimer?.cancel()
+        diskSpaceTimer = nil
+        let free = reserve.freeBytes().map { "\(mebibytes($0)) free" } ?? "free space unknown"
+        let kept = reserve.bytes > 0 ? "re-created the \(mebibytes(reserve.bytes)) reserve; " : ""
+        logger.warn("disk space available again (\(free)): \(kept)writes are accepted")
     }
 
     // MARK: Connections
@@ -105,10 +202,12 @@ public final class Server {
         }
         let session = Session(conn: conn, server: self)
         sessions[ObjectIdentifier(session)] = session
+        logger.debug("connection from \(conn.peer)")
         session.start()
     }
 
     func sessionClosed(_ session: Session) {
+        logger.debug("connection from \(session.conn.peer) closed")
         sessions[ObjectIdentifier(session)] = nil
         budget.released(unfinished: session.heldInput)
         engine.gate.forget(session)
@@ -182,15 +281,27 @@ public final class Server {
     /// Back on the loop thread with a batch the writer made durable (or failed): the engine publishes it,
     /// acknowledges its commits and wakes the reads that waited for it (`Engine.finish`).
     package func batchLanded(_ batch: CommitBatch, error: HearthError?) {
-        if let error { logger.info("commit of seq \(batch.records.first?.seq ?? 0)...\(batch.records.last?.seq ?? 0) failed: \(error)") }
+        if let error {
+            let first = batch.records.first?.seq ?? 0, last = batch.records.last?.seq ?? 0
+            let what = "commit of seq \(first)\(last == first ? "" : "...\(last)") failed"
+            if !error.isDiskFull {
+                logger.error("\(what): \(error)")
+            } else if engine.diskFull == nil {
+                enterDiskFull(cause: "\(what): \(error.message)")
+            } else {
+                logger.debug("\(what), the disk is still full: \(error.message)")
+            }
+        }
         engine.finish(batch, error: error)
+        if error == nil && engine.diskFull != nil { checkDiskSpace() }
         if shuttingDown { maybeFinishShutdown() }
     }
 
     /// One page of index backfill or purge per loop turn, so building an index never blocks writes.
+    /// Paused while the disk is full.
     private func runIndexWork() {
-        guard engine.hasIndexWork, !shuttingDown, engine.pendingCommitCount < 64 else { return }
-        do { try engine.indexWorkStep() } catch { logger.info("index work failed, will retry: \(error)") }
+        guard engine.hasIndexWork, !shuttingDown, engine.diskFull == nil, engine.pendingCommitCount < 64 else { return }
+        do { try engine.indexWorkStep() } catch { logger.warn("index work failed, will retry: \(error)") }
         // Keep the loop turning while work remains, even when no client is active.
         if engine.hasIndexWork && indexTimer == nil {
             indexTimer = loop.timer(after: 1) { [unowned self] in self.indexTimer = nil }
@@ -205,12 +316,12 @@ public final class Server {
     func beginShutdown(reason: String) {
         guard !shuttingDown else { return }
         shuttingDown = true
-        logger.info("\(reason): shutting down (\(sessions.count) connections, \(engine.pendingCommitCount) commits pending)")
+        logger.info("\(reason): shutting down (\(counted(sessions.count, "connection")), \(counted(engine.pendingCommitCount, "commit")) pending)")
         listener?.close()
         listener = nil
         for s in sessions.values { s.stopReading() }
         shutdownTimer = loop.timer(after: config.shutdownGraceMs) { [unowned self] in
-            self.logger.info("shutdown grace period over; closing \(self.sessions.count) connections")
+            self.logger.warn("shutdown grace period over; closing \(counted(self.sessions.count, "connection"))")
             self.finishShutdown()
         }
         maybeFinishShutdown()
@@ -243,12 +354,55 @@ public final class Server {
         refusalLogTimer = nil
         shutdownTimer?.cancel()
         shutdownTimer = nil
+        diskSpaceTimer?.cancel()
+        diskSpaceTimer = nil
         for h in hooks { h.cancel() }
         for s in signals { s.stop() }
         hooks.removeAll()
         signals.removeAll()
         loop.stop()
     }
+}
+
+/// The daemon's loop and listening socket, made before anything else, so that a start that cannot listen (the
+/// port is taken, the address is wrong) fails before it creates or changes anything in the data directory.
+/// Connections that arrive before `Server.run()` wait in the kernel's backlog.
+public final class ServerSocket {
+    let loop: EventLoop
+    let listener: TCPListener
+    let target = AcceptTarget()
+
+    /// The bound port (the kernel's choice when 0 was asked for).
+    public var port: Int { listener.port }
+
+    /// Throws a message naming the address and the reason, e.g. "cannot listen on 127.0.0.1:7411: address
+    /// already in use (EADDRINUSE)".
+    public init(host: String, port: Int) throws(HearthError) {
+        do {
+            loop = try EventLoop()
+        } catch {
+            throw HearthError(.unavailable, "cannot start the event loop: \(error.message) (\(error.name))")
+        }
+        let target = self.target
+        do {
+            listener = try loop.listen(host: host, port: port) { conn in
+                if let accept = target.accept { accept(conn) } else { conn.abort() }
+            }
+        } catch {
+            loop.shutdown()
+            throw HearthError(.unavailable, "cannot listen on \(host):\(port): \(error.message) (\(error.name))")
+        }
+    }
+}
+
+/// Where a `ServerSocket` hands accepted connections (the server, once it runs).
+final class AcceptTarget {
+    var accept: ((ClientConnection) -> Void)?
+}
+
+/// "8 MiB", "1.5 MiB".
+func mebibytes(_ bytes: Int) -> String {
+    bytes % (1 << 20) == 0 ? "\(bytes >> 20) MiB" : "\(Double(bytes * 10 / (1 << 20)) / 10) MiB"
 }
 
 /// Carries the writer thread's result back to the loop thread (written before `done` runs; libuv orders it).

@@ -47,6 +47,9 @@ public struct ServerConfig: Sendable {
 
     /// The number of online cores, at least 2.
     public static var defaultReaders: Int { max(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))) }
+    /// Disk space held back in `<data-dir>/RESERVE` and released when the disk fills, so deletes can still
+    /// commit (0: no reserve).
+    public var diskReserveBytes = 8 << 20
 
     public init() {}
 }

@@ -89,7 +89,7 @@ extension Session: ListenerSink {
                 && self.server.engine.listeners.isCaughtUp(self) { return }
             let e = HearthError(.resourceExhausted,
                                 "subscriber did not drain its output within \(self.server.config.slowSubscriberTimeoutMs) ms; closing")
-            self.server.logger.info("closing slow subscriber \(self.conn.peer): \(self.conn.pendingOutputBytes) bytes unsent")
+            self.server.logger.warn("closing slow subscriber \(self.conn.peer): \(counted(self.conn.pendingOutputBytes, "byte")) unsent")
             self.closingSlow = true
             self.endSubscriptions()
             self.conn.send(self.server.dispatcher.eventLine(.error(e), sub: nil))

@@ -30,6 +30,8 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     static let inlinePages: Int32 = 16_384
 
     private let connection: SQLiteConnection
+    /// The database file; its WAL is `path-wal`.
+    private let path: String
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var requested = false
@@ -41,6 +43,7 @@ final class SQLiteCheckpointer: @unchecked Sendable {
 
     init(path: String) throws(HearthError) {
         connection = try SQLiteConnection(path: path, role: "checkpointer", create: false)
+        self.path = path
         try connection.exec("PRAGMA synchronous = FULL;", "setting pragmas")   // fsync hearth.db after copying
         mutex.initialize(to: pthread_mutex_t())
         condition.initialize(to: pthread_cond_t())
@@ -71,15 +74,24 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     /// Replaces the writer's automatic checkpoint with a signal to this thread.
     func attach(to writer: SQLiteConnection) {
         sqlite3_wal_hook(writer.db, { context, db, _, pages in
-            if pages >= SQLiteCheckpointer.inlinePages {
+            let me = Unmanaged<SQLiteCheckpointer>.fromOpaque(context!).takeUnretainedValue()
+            if pages >= SQLiteCheckpointer.inlinePages && me.hasRoomToCopy() {
                 _ = sqlite3_wal_checkpoint_v2(db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)   // BUSY: one is running
                 return SQLITE_OK
             }
-            if pages >= SQLiteCheckpointer.thresholdPages {
-                Unmanaged<SQLiteCheckpointer>.fromOpaque(context!).takeUnretainedValue().request()
-            }
+            if pages >= SQLiteCheckpointer.thresholdPages { me.request() }
             return SQLITE_OK
         }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// A checkpoint may grow hearth.db by up to the WAL's size. On a filesystem without that much room it
+    /// would take the space a full disk keeps for deletes (and fail anyway): skip it until space returns.
+    func hasRoomToCopy() -> Bool {
+        var fs = statvfs()
+        var wal = stat()
+        guard statvfs(path, &fs) == 0, stat(path + "-wal", &wal) == 0 else { return true }
+        let free = UInt64(fs.f_bavail) * UInt64(fs.f_frsize)
+        return free > UInt64(max(0, wal.st_size)) + (4 << 20)
     }
 
     private func request() {
@@ -100,6 +112,12 @@ final class SQLiteCheckpointer: @unchecked Sendable {
             if stop { return }
             // BUSY (the writer is checkpointing inline) or an I/O error: the next commit asks again, and the
             // writer's final checkpoint at close copies whatever is left.
+            guard hasRoomToCopy() else {
+                pthread_mutex_lock(mutex)
+                running = false
+                pthread_mutex_unlock(mutex)
+                continue
+            }
             let ok = sqlite3_wal_checkpoint_v2(connection.db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK
             pthread_mutex_lock(mutex)
             if ok { completed += 1 }

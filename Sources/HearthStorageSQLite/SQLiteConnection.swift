@@ -73,6 +73,9 @@ package final class SQLiteConnection {
         return values
     }
 
+    /// True when SQLite opened the main database read-only (a file it may not write, opened READWRITE).
+    var isReadOnly: Bool { sqlite3_db_readonly(db, "main") == 1 }
+
     /// True inside an explicit transaction (after BEGIN, before COMMIT/ROLLBACK or an automatic rollback).
     var inTransaction: Bool { sqlite3_get_autocommit(db) == 0 }
 

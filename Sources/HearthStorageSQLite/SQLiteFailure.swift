@@ -1,5 +1,13 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import CSQLite
 import HearthModel
+import HearthStorage
 
 /// The one funnel from SQLite result codes to `HearthError`: every call into libsqlite3 that can fail reports
 /// through here, so messages always name the operation, SQLite's own message and the extended result code.
@@ -13,23 +21,33 @@ enum SQLiteFailure {
 
     /// The error for result code `rc` returned by `operation` on connection `db`.
     ///
-    /// Transient or environmental failures (busy or locked database, I/O error, full disk, cannot open,
-    /// read-only file, out of memory, interrupted) map to UNAVAILABLE: the store may work again later. Everything
-    /// else (corruption, not a database, misuse, constraint or schema trouble) maps to INTERNAL.
+    /// A full disk (SQLITE_FULL, or an I/O error whose system error is ENOSPC) maps to RESOURCE_EXHAUSTED through
+    /// `HearthError.diskFull`, so the server can tell it from other failures. Other transient or environmental
+    /// failures (busy or locked database, I/O error, cannot open, read-only file, out of memory, interrupted) map
+    /// to UNAVAILABLE: the store may work again later. Everything else (corruption, not a database, misuse,
+    /// constraint or schema trouble) maps to INTERNAL. When the operating system reported an error (a failed
+    /// open, write or fsync), its text follows SQLite's: "unable to open database file: Is a directory".
     static func error(_ rc: Int32, _ db: OpaquePointer?, _ operation: String) -> HearthError {
         let primary = rc & 0xFF
+        // sqlite3_errmsg describes the connection's most recent failure, which is this one when `rc` came from
+        // it; sqlite3_errstr describes the code alone (used when there is no connection).
+        var detail = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
+        let systemErrno = db.map { sqlite3_system_errno($0) } ?? 0
+        let environmental = [SQLITE_CANTOPEN, SQLITE_IOERR, SQLITE_FULL, SQLITE_READONLY, SQLITE_PERM].contains(primary)
+        if environmental && systemErrno != 0 { detail += ": " + String(cString: strerror(systemErrno)) }
+        let text = "\(operation) failed: \(detail) (SQLite result code \(rc))"
+        if primary == SQLITE_FULL || (primary == SQLITE_IOERR && systemErrno == ENOSPC) {
+            return .diskFull(text)
+        }
         let code: ErrorCode
         switch primary {
         case SQLITE_BUSY, SQLITE_LOCKED, SQLITE_NOMEM, SQLITE_READONLY, SQLITE_INTERRUPT, SQLITE_IOERR,
-             SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_PROTOCOL:
+             SQLITE_CANTOPEN, SQLITE_PROTOCOL:
             code = .unavailable
         default:
             code = .internal
         }
-        // sqlite3_errmsg describes the connection's most recent failure, which is this one when `rc` came from
-        // it; sqlite3_errstr describes the code alone (used when there is no connection).
-        let detail = db.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(rc))
-        return HearthError(code, "storage: \(operation) failed: \(detail) (SQLite result code \(rc))")
+        return HearthError(code, "storage: \(text)")
     }
 
     /// A row the store wrote but cannot read back.

@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import HearthModel
 import HearthStorage
 
@@ -17,6 +24,9 @@ import HearthStorage
 /// Errors: every SQLite failure becomes a `HearthError` (UNAVAILABLE for busy/I/O/full-disk trouble, INTERNAL
 /// otherwise) naming the operation and SQLite's message; a failed `apply` is rolled back and the store stays
 /// usable. Calls after `close()` throw UNAVAILABLE.
+///
+/// One store per data directory: the store holds an exclusive lock on `<directory>/LOCK` from open to `close()`
+/// (`DataDirectoryLock`), so a second store, in this process or another, is refused with the holder's pid.
 public final class SQLiteStore: DocumentStore {
     /// The database file's name inside the data directory.
     public static let fileName = "hearth.db"
@@ -34,15 +44,30 @@ public final class SQLiteStore: DocumentStore {
     private let writer: Locked<SQLiteWriter?>
     private let checkpointer: SQLiteCheckpointer
 
-    /// Opens the store in `directory`, creating the directory and the database when missing.
+    /// Opens the store in `directory`, creating the directory and the database when missing, and locks the
+    /// directory for as long as the store is open.
     ///
     /// A store of an older schema version is migrated in place (version 1 gains `index_entries`), in the open
     /// transaction. Throws INTERNAL when the file is not a Hearth store or was written by a newer schema
-    /// version, and UNAVAILABLE when the directory or file cannot be created or opened.
-    public init(directory: String, retention: RetentionPolicy = .default) throws(HearthError) {
+    /// version, and UNAVAILABLE when the directory or file cannot be created or opened (the message says why:
+    /// not a directory, read-only, permission denied), or when another store holds the directory's lock (the
+    /// message names the holder's pid); in that last case nothing in the directory is changed.
+    public convenience init(directory: String, retention: RetentionPolicy = .default) throws(HearthError) {
+        try self.init(directory: directory, retention: retention, lockingDirectory: true)
+    }
+
+    /// `lockingDirectory: false` opens without the lock, as a second connection set on the same files (for the
+    /// storage tests that check what another process would see; never for serving).
+    package init(directory: String, retention: RetentionPolicy = .default, lockingDirectory: Bool) throws(HearthError) {
         try DataDirectory.create(directory)
+        let lock = lockingDirectory ? try DataDirectoryLock(directory: directory) : nil
         let path = DataDirectory.file(Self.fileName, in: directory)
+        try Self.createDatabaseFile(path, in: directory)
         let connection = try SQLiteConnection(path: path, role: "writer", create: true)
+        if connection.isReadOnly {
+            connection.close()
+            throw HearthError(.unavailable, "storage: \(path) is read-only (permission denied for writing)")
+        }
         try SQLiteSchema.prepare(writer: connection, path: path)
         let w = try SQLiteWriter(connection: connection, retention: retention)
         let r = try SQLiteReader(path: path)
@@ -50,8 +75,25 @@ public final class SQLiteStore: DocumentStore {
         checkpointer.attach(to: connection)
         databasePath = path
         self.retention = retention
+        self.lock = lock
         reader = Locked(r)
         writer = Locked(w)
+    }
+
+    /// The directory's lock, released by `close()`.
+    private let lock: DataDirectoryLock?
+
+    /// Creates an empty `hearth.db` with mode 0600 when there is none, so SQLite (which would create it 0644)
+    /// finds it and gives its -wal, -shm and -journal files the same mode. Names the file and the reason when
+    /// it cannot: a directory in the way, permission denied, read-only file system.
+    private static func createDatabaseFile(_ path: String, in directory: String) throws(HearthError) {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if fd >= 0 { _ = Glibc.close(fd); return }
+        let failure = errno
+        switch failure {
+        case EROFS: throw HearthError(.unavailable, "storage: the data directory \(directory) is read-only (read-only file system): cannot open \(path)")
+        default: throw HearthError(.unavailable, "storage: cannot open the database \(path): \(DataDirectory.describe(failure))")
+        }
     }
 
     deinit { close() }
@@ -142,6 +184,7 @@ public final class SQLiteStore: DocumentStore {
             w?.close()
             w = nil
         }
+        lock?.release()
     }
 
     private func read<R>(_ body: (SQLiteReader) throws(HearthError) -> R) throws(HearthError) -> R {

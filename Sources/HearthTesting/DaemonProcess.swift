@@ -5,15 +5,18 @@ import Foundation
 public final class DaemonProcess: @unchecked Sendable {
     public let dataDir: String
     public let extraArgs: [String]
+    /// Text the log shows once the daemon is ready, when not the start line (e.g. with `--quiet`, which hides
+    /// it); the port is then unknown (0).
+    public let readyText: String?
     public private(set) var port: Int = 0
     private var process: Process?
     private var stderrPipe: Pipe?
-    private let logLock = NSLock()
+    private let logCondition = NSCondition()
     private var logText = ""
     private let ownsDataDir: Bool
 
-    /// Starts the daemon and waits until it is listening.
-    public init(dataDir: String? = nil, extraArgs: [String] = []) throws {
+    /// Starts the daemon and waits until it is listening (or, with `readyText`, until its log shows that).
+    public init(dataDir: String? = nil, extraArgs: [String] = [], readyText: String? = nil) throws {
         if let dataDir {
             self.dataDir = dataDir
             ownsDataDir = false
@@ -22,6 +25,7 @@ public final class DaemonProcess: @unchecked Sendable {
             ownsDataDir = true
         }
         self.extraArgs = extraArgs
+        self.readyText = readyText
         try start()
     }
 
@@ -43,7 +47,63 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     /// Everything the daemon has logged so far.
-    public var log: String { logLock.withLock { logText } }
+    public var log: String { logCondition.withLock { logText } }
+
+    /// Waits until the log contains `text` at least `occurrences` times (a barrier on what the daemon says it
+    /// did); false if it did not within `timeout` seconds or the daemon closed its stderr first.
+    @discardableResult
+    public func waitForLog(_ text: String, occurrences: Int = 1, timeout: Double = 20) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        logCondition.lock()
+        defer { logCondition.unlock() }
+        while Self.count(text, in: logText) < occurrences {
+            if logClosed || !logCondition.wait(until: deadline) { return Self.count(text, in: logText) >= occurrences }
+        }
+        return true
+    }
+
+    /// How many times `text` occurs in the log.
+    public func logCount(_ text: String) -> Int { Self.count(text, in: log) }
+
+    private static func count(_ text: String, in log: String) -> Int { log.components(separatedBy: text).count - 1 }
+
+    private var logClosed = false
+
+    /// Runs `hearthd args...` (with `prefix` before the binary, e.g. a command that changes user) to its exit,
+    /// for starts that must fail; waits up to `timeout` seconds. Returns the exit status and what it printed on
+    /// stderr.
+    public static func runToExit(_ args: [String], prefix: [String] = [], timeout: Double = 30) throws -> (status: Int32, stderr: String) {
+        let p = Process()
+        if prefix.isEmpty {
+            p.executableURL = URL(fileURLWithPath: binaryPath())
+            p.arguments = args
+        } else {
+            p.executableURL = URL(fileURLWithPath: prefix[0])
+            p.arguments = Array(prefix.dropFirst()) + [binaryPath()] + args
+        }
+        let err = Pipe()
+        p.standardError = err
+        p.standardOutput = FileHandle.nullDevice
+        p.standardInput = FileHandle.nullDevice
+        let exited = DispatchSemaphore(value: 0)
+        p.terminationHandler = { _ in exited.signal() }
+        try p.run()
+        let output = OutputBox()
+        let read = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            output.data = err.fileHandleForReading.readDataToEndOfFile()
+            read.signal()
+        }
+        if exited.wait(timeout: .now() + timeout) == .timedOut {
+            kill(p.processIdentifier, SIGKILL)
+            p.waitUntilExit()
+            _ = read.wait(timeout: .now() + 5)
+            throw TestFailure("hearthd \(args.joined(separator: " ")) did not exit within \(timeout) s; stderr:\n\(output.text)")
+        }
+        p.waitUntilExit()
+        _ = read.wait(timeout: .now() + 10)
+        return (p.terminationStatus, output.text)
+    }
 
     /// (Re)starts the process on a new ephemeral port (the same data dir), waiting for its listening line.
     public func start() throws {
@@ -56,22 +116,35 @@ public final class DaemonProcess: @unchecked Sendable {
         let ready = DispatchSemaphore(value: 0)
         let portBox = PortBox()
         let logStart = log.utf8.count
+        let readyText = self.readyText
+        logCondition.withLock { logClosed = false }
         pipe.fileHandleForReading.readabilityHandler = { [weak self] h in
             let data = h.availableData
-            guard !data.isEmpty, let self else { h.readabilityHandler = nil; ready.signal(); return }
+            guard !data.isEmpty, let self else {
+                h.readabilityHandler = nil
+                self?.logCondition.withLock { self?.logClosed = true; self?.logCondition.broadcast() }
+                ready.signal()
+                return
+            }
             let text = String(decoding: data, as: UTF8.self)
-            let all = self.logLock.withLock { () -> String in self.logText += text; return self.logText }
+            let all = self.logCondition.withLock { () -> String in
+                self.logText += text
+                self.logCondition.broadcast()
+                return self.logText
+            }
             let fresh = String(decoding: Array(all.utf8).dropFirst(logStart), as: UTF8.self)
-            if portBox.port == 0, let r = fresh.range(of: "listening on 127.0.0.1:") {
+            if let readyText {
+                if !portBox.ready && fresh.contains(readyText) { portBox.ready = true; ready.signal() }
+            } else if portBox.port == 0, let r = fresh.range(of: "listening on 127.0.0.1:") {
                 let digits = fresh[r.upperBound...].prefix { $0.isNumber }
-                if let port = Int(digits) { portBox.port = port; ready.signal() }
+                if let port = Int(digits) { portBox.port = port; portBox.ready = true; ready.signal() }
             }
         }
         try p.run()
         process = p
         stderrPipe = pipe
-        if ready.wait(timeout: .now() + 20) == .timedOut || portBox.port == 0 {
-            throw TestFailure("hearthd did not start listening; log:\n\(log)")
+        if ready.wait(timeout: .now() + 20) == .timedOut || !portBox.ready {
+            throw TestFailure("hearthd did not start \(readyText.map { "(waiting for \"\($0)\")" } ?? "listening"); log:\n\(log)")
         }
         port = portBox.port
     }
@@ -101,7 +174,20 @@ public final class DaemonProcess: @unchecked Sendable {
     public func connect() throws -> WireClient { try WireClient(port: port) }
 }
 
-private final class PortBox: @unchecked Sendable { var port = 0 }
+private final class OutputBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var bytes = Data()
+    var data: Data {
+        get { lock.withLock { bytes } }
+        set { lock.withLock { bytes = newValue } }
+    }
+    var text: String { String(decoding: data, as: UTF8.self) }
+}
+
+private final class PortBox: @unchecked Sendable {
+    var port = 0
+    var ready = false
+}
 
 public struct TestFailure: Error, CustomStringConvertible {
     public let description: String

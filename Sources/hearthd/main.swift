@@ -2,6 +2,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import HearthModel
 import HearthServer
 import HearthStorage
 import HearthStorageSQLite
@@ -31,11 +32,16 @@ options:
   --slow-subscriber-timeout-ms N
                            how long a subscriber may stay over budget before it is closed (default 30000)
   --shutdown-grace-ms N    how long SIGTERM/SIGINT wait for in-flight commits and output (default 5000)
-  --quiet                  log nothing but errors
+  --disk-reserve-mb N      disk space held back in DIR/RESERVE so deletes still commit when the disk is
+                           full (default 8; 0 keeps none)
+  --log-level LEVEL        debug, info, warn or error: the least severe lines logged (default info)
+  --quiet                  log warnings and errors only (--log-level warn)
   --version                print the version and exit
   --help                   print this help and exit
 
 Signals: SIGTERM and SIGINT stop accepting, finish in-flight commits, flush output and close the store.
+SIGHUP logs that it arrived and reloads what can be reloaded; it never stops the daemon.
+One daemon per data directory: DIR/LOCK is locked while it runs, and a second one is refused.
 """
 
 func fail(_ message: String) -> Never {
@@ -45,7 +51,7 @@ func fail(_ message: String) -> Never {
 }
 
 var config = ServerConfig()
-var quiet = false
+var logLevel = Logger.Level.info
 var args = CommandLine.arguments.dropFirst()[...]
 
 func intValue(_ flag: String, _ text: String?, min: Int = 0) -> Int {
@@ -90,25 +96,43 @@ while let arg = args.popFirst() {
     case "--subscriber-budget": config.subscriberBudget = intValue("--subscriber-budget", value(), min: 1024)
     case "--slow-subscriber-timeout-ms": config.slowSubscriberTimeoutMs = UInt64(intValue("--slow-subscriber-timeout-ms", value(), min: 1))
     case "--shutdown-grace-ms": config.shutdownGraceMs = UInt64(intValue("--shutdown-grace-ms", value()))
-    case "--quiet", "-q": quiet = true
+    case "--disk-reserve-mb":
+        let mb = intValue("--disk-reserve-mb", value())
+        guard mb <= 1 << 20 else { fail("--disk-reserve-mb must be at most 1048576") }
+        config.diskReserveBytes = mb << 20
+    case "--log-level":
+        let v = value() ?? ""
+        guard let level = Logger.Level(name: v) else {
+            fail("--log-level must be debug, info, warn or error (got \"\(v)\")")
+        }
+        logLevel = level
+    case "--quiet", "-q": logLevel = .warn
     default: fail("unknown option \(arg) (see --help)")
     }
 }
 
 // A daemon must not inherit a blocked signal mask (a parent's worker thread may have spawned it with
-// SIGTERM blocked, which would make it unstoppable); start from an empty mask.
+// SIGTERM blocked, which would make it unstoppable); start from an empty mask. SIGHUP is ignored until the loop
+// watches it (its default action would end the daemon).
 var emptyMask = sigset_t()
 sigemptyset(&emptyMask)
 pthread_sigmask(SIG_SETMASK, &emptyMask, nil)
+signal(SIGHUP, SIG_IGN)
 
-let logger = Logger(enabled: !quiet)
+let logger = Logger(minimum: logLevel)
 let retention = RetentionPolicy(maxAgeMicros: config.retentionSeconds * 1_000_000, maxBytes: config.retentionBytes)
 do {
+    // Listen first: a start that cannot bind must not create or change anything in the data directory.
+    let socket = try ServerSocket(host: config.host, port: config.port)
+    // Then the store, which creates the directory if needed and locks it (a second daemon stops here).
     let store = try SQLiteStore(directory: config.dataDir, retention: retention)
-    let server = try Server(config: config, store: store, logger: logger)
+    let server = try Server(config: config, store: store, logger: logger, socket: socket)
     try server.run()
+    signal(SIGHUP, SIG_IGN)
     store.close()
     logger.info("stopped")
+} catch let error as HearthError {
+    fail("cannot start: \(error.message)")
 } catch {
-    fail("\(error)")
+    fail("cannot start: \(error)")
 }

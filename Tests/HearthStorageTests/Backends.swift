@@ -36,9 +36,10 @@ final class StoreFixture {
         store = try StoreFixture.open(backend, directory: directory, retention: retention)
     }
 
-    /// A second, independent store on the same data (what another process would open).
+    /// A second, independent store on the same data, for what another connection set on the same files sees.
+    /// Opened without the data directory's lock (which the first store holds: a second daemon is refused).
     func openSecond() throws -> any DocumentStore {
-        try StoreFixture.open(backend, directory: directory, retention: retention)
+        try StoreFixture.open(backend, directory: directory, retention: retention, lockingDirectory: false)
     }
 
     func finish() {
@@ -46,10 +47,11 @@ final class StoreFixture {
         StoreFixture.removeTemporaryDirectory(directory)
     }
 
-    static func open(_ backend: Backend, directory: String, retention: RetentionPolicy) throws -> any DocumentStore {
+    static func open(_ backend: Backend, directory: String, retention: RetentionPolicy,
+                     lockingDirectory: Bool = true) throws -> any DocumentStore {
         switch backend {
         case .memory: return MemoryStore(retention: retention)
-        case .sqlite: return try SQLiteStore(directory: directory, retention: retention)
+        case .sqlite: return try SQLiteStore(directory: directory, retention: retention, lockingDirectory: lockingDirectory)
         }
     }
 

@@ -21,10 +21,10 @@ import Testing
         #expect(try f.store.countIndex(from: [], to: []) == 2)
         #expect(try f.store.list(collection: collection("users"), afterID: nil, limit: 10) == before)
         #expect(try f.store.get(path("café/é"))?.data.count == 300)
-        // The data directory holds the database; a clean close checkpointed and removed the WAL.
+        // The data directory holds the database and its lock file; a clean close checkpointed and removed the WAL.
         f.store.close()
         let files = try FileManager.default.contentsOfDirectory(atPath: f.directory)
-        #expect(files == ["hearth.db"])
+        #expect(files.sorted() == ["LOCK", "hearth.db"])
     }
 
     /// Checkpoints run off the writer: once the WAL holds 1,000 pages a background checkpoint copies them into
@@ -130,8 +130,9 @@ import Testing
         var h = History()
         let commits = (0..<20).map { h.put("c/d\($0)", Array(repeating: UInt8($0), count: 300)) }
         try f.store.apply(commits)
-        // No close: the first store's WAL is not checkpointed; a new store on the same files must see it.
-        let second = try SQLiteStore(directory: f.directory)
+        // No close: the first store's WAL is not checkpointed; new connections on the same files must see it.
+        // (A second store is refused the directory's lock; its connections are what another process would open.)
+        let second = try f.openSecond()
         defer { second.close() }
         #expect(try second.lastSeq() == 20)
         #expect(try second.changes(after: 0, limit: 100) == commits)

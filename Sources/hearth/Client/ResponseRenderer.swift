@@ -25,7 +25,10 @@ enum ResponseRenderer {
         "delete": { i in writeResult(i.root, verb: "deleted") },
         "add": { i in writeResult(i.root, verb: "added") },
         "commit": { i in commitResult(i.root) },
-        "ping": { i in "pong: durable seq \(i.root["seq"].map(PrettyJSON.compact) ?? "?") (round trip \(NumberText.millis(micros: i.elapsedNanos / 1000)) ms)" },
+        "ping": { i in
+            let full = i.root["diskFull"].map(PrettyJSON.compact) == "true" ? "; disk full: only deletes are accepted" : ""
+            return "pong: durable seq \(i.root["seq"].map(PrettyJSON.compact) ?? "?") (round trip \(NumberText.millis(micros: i.elapsedNanos / 1000)) ms)\(full)"
+        },
         "query": { i in
             let docs = i.root["docs"].map { Array($0.elements) } ?? []
             let seq = i.root["seq"].map(PrettyJSON.compact) ?? "?"

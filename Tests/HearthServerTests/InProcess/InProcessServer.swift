@@ -59,6 +59,17 @@ final class FakeConnection: ClientConnection {
     }
 }
 
+/// The lines a `Logger` wrote, for tests that check what the daemon logs.
+final class LogCapture: @unchecked Sendable {
+    private let lock = NSLock()
+    private var captured: [String] = []
+
+    var sink: @Sendable (String) -> Void { { [self] line in lock.withLock { captured.append(line) } } }
+    var lines: [String] { lock.withLock { captured } }
+    /// The lines containing `text`.
+    func lines(containing text: String) -> [String] { lines.filter { $0.contains(text) } }
+}
+
 /// The server's sessions, dispatcher, engine and listener hub in this process, over a MemoryStore, with the
 /// group commit driven by the test one step at a time: take a batch, land it in the store, publish it.
 final class InProcessServer {
@@ -67,13 +78,13 @@ final class InProcessServer {
     private let dataDir: String
     private var connections = 0
 
-    init(configure: (inout ServerConfig) -> Void = { _ in }) throws {
+    init(logger: Logger = Logger(enabled: false), configure: (inout ServerConfig) -> Void = { _ in }) throws {
         dataDir = NSTemporaryDirectory() + "hearth-inprocess-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dataDir, withIntermediateDirectories: true)
         var config = ServerConfig()
         config.dataDir = dataDir
         configure(&config)
-        server = try Server(config: config, store: store, logger: Logger(enabled: false))
+        server = try Server(config: config, store: store, logger: logger)
     }
 
     deinit {
