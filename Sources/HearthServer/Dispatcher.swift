@@ -3,14 +3,15 @@ import HearthModel
 import HearthProtocol
 import HearthStorage
 
-/// Turns one request line into one response: parses it, checks the generic rules (an object, a known op, a
-/// valid id, only known fields), decides whether a read may run now (behind the connection's own writes, and
-/// through the snapshot gate), and runs the command's handler. Holds the parser and the response writer,
-/// reused for every request (loop thread only).
+/// Turns one request line into one response: parses it, checks the generic rules (an object, no key twice
+/// in any object, a known op, a valid id, only known fields), decides whether a read may run now (behind the
+/// connection's own writes, and through the snapshot gate), and runs the command's handler. Holds the parser
+/// and the response writer, reused for every request (loop thread only).
 final class Dispatcher {
     enum Outcome { case handled, mustWait }
 
-    let parser = JSONParser()
+    /// Repeated keys are reported rather than thrown, so that the error can echo the request's id.
+    let parser = JSONParser(rejectsDuplicateKeys: false)
     var writer = JSONWriter()
     /// The last shared change set encoded (see `ListenerHub.sharedDeliveryKey`): its key and the bytes after
     /// `{"sub":"…",`.
@@ -51,6 +52,11 @@ final class Dispatcher {
                 replyError(.invalid("field \"id\" must be a string or a number, not \(idRef.kind.article)"), id: nil, session: session)
                 return .handled
             }
+        }
+        if let duplicate = parser.duplicateKey {
+            // A repeated "id" has no one value to echo.
+            replyError(duplicate.error, id: duplicate.isTopLevel && duplicate.key == "id" ? nil : id, session: session)
+            return .handled
         }
         guard let opRef = root["op"] else {
             replyError(.invalid("field \"op\" is required (try {\"op\":\"help\"})"), id: id, session: session)
