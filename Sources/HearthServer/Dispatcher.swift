@@ -45,13 +45,12 @@ final class Dispatcher {
             return .handled
         }
         var id: [UInt8]?
-        if let idRef = root["id"], idRef.kind != .null {
-            switch idRef.kind {
-            case .string, .int, .double: id = idRef.rawJSON
-            default:
-                replyError(.invalid("field \"id\" must be a string or a number, not \(idRef.kind.article)"), id: nil, session: session)
+        if let idRef = root["id"] {
+            guard let echo = idRef.idEcho else {
+                replyError(.invalid("field \"id\" must be a string, a number or null, not \(idRef.kind.article)"), id: nil, session: session)
                 return .handled
             }
+            id = echo
         }
         if let duplicate = parser.duplicateKey {
             // A repeated "id" has no one value to echo.
