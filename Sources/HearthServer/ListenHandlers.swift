@@ -4,7 +4,9 @@ import HearthProtocol
 
 /// `listen`, `unlisten`, `hello`.
 enum ListenHandlers {
-    static let maxHeartbeatMs: Int64 = 3_600_000
+    /// `heartbeatMs` is 0 (no heartbeats) or within this range: a floor, so that a client cannot ask for
+    /// hundreds of lines a second, and a ceiling of an hour.
+    static let heartbeatRange: ClosedRange<Int64> = 100...3_600_000
 
     static func listen(_ ctx: Context, _ req: Request) throws(HearthError) {
         let path = req.field("path"), query = req.field("query")
@@ -26,7 +28,7 @@ enum ListenHandlers {
             }
             history = id
         }
-        if let hb = try req.optionalInt("heartbeatMs", min: 0, max: maxHeartbeatMs) { ctx.session.setHeartbeat(UInt64(hb)) }
+        if let hb = try heartbeatMs(req) { ctx.session.setHeartbeat(hb) }
         if try !ctx.session.subscribe(target, resumeAfter: resume, history: history, id: req.id, ctx: ctx) { ctx.waitForPublication() }
     }
 
@@ -37,12 +39,21 @@ enum ListenHandlers {
     }
 
     static func hello(_ ctx: Context, _ req: Request) throws(HearthError) {
-        if let hb = try req.optionalInt("heartbeatMs", min: 0, max: maxHeartbeatMs) { ctx.session.setHeartbeat(UInt64(hb)) }
+        if let hb = try heartbeatMs(req) { ctx.session.setHeartbeat(hb) }
         let seq = ctx.engine.lastDurableSeq
         ctx.reply(req) { w in
             w.key("version"); w.string(HearthVersion.string)
             w.key("seq"); w.uint(seq)
             w.key("history"); w.string(HistoryToken.encode(ctx.engine.historyID))
         }
+    }
+
+    /// The `heartbeatMs` field: 0 (off) or milliseconds within `heartbeatRange`; nil when absent.
+    static func heartbeatMs(_ req: Request) throws(HearthError) -> UInt64? {
+        guard let v = req.field("heartbeatMs") else { return nil }
+        let expected = "0 (no heartbeats) or an integer from \(heartbeatRange.lowerBound) to \(heartbeatRange.upperBound) (milliseconds)"
+        guard v.kind == .int, let ms = v.int64 else { throw req.mistyped("heartbeatMs", v, expected) }
+        guard ms == 0 || heartbeatRange.contains(ms) else { throw .invalid("\(req.op): field \"heartbeatMs\" must be \(expected), got \(ms)") }
+        return UInt64(ms)
     }
 }
