@@ -7,6 +7,9 @@ import HearthStorage
 /// in any object, a known op, a valid id, only known fields), decides whether a read may run now (behind the
 /// connection's own writes, and through the snapshot gate), and runs the command's handler. Holds the parser
 /// and the response writer, reused for every request (loop thread only).
+///
+/// Every error about a request whose op is known starts with `op: `, put there once, here: handlers and the
+/// helpers they call never name the op themselves.
 final class Dispatcher {
     enum Outcome { case handled, mustWait }
 
@@ -78,7 +81,7 @@ final class Dispatcher {
         }
         if let unknown {
             let allowed = command.fields.isEmpty ? "none" : command.fields.sorted().joined(separator: ", ")
-            replyError(.invalid("\(op): unknown field \"\(unknown)\" (allowed: \(allowed))"), id: id, session: session)
+            replyError(HearthError.invalid("unknown field \"\(unknown)\" (allowed: \(allowed))").prefixed(op), id: id, session: session)
             return .handled
         }
         let request = Request(op: op, body: root, id: id)
@@ -105,7 +108,7 @@ final class Dispatcher {
             // An error reply depends on nothing read from a moving store: decoding and validation errors,
             // or a store failure that the client may retry.
             holdingReply = false
-            replyError(error, id: id, session: session)
+            replyError(error.prefixed(op), id: id, session: session)
             return .handled
         }
         if mustWaitForPublication {

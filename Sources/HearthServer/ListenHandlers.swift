@@ -14,17 +14,17 @@ enum ListenHandlers {
         switch (path, query) {
         case (.some, nil): target = .document(try req.documentPath())
         case (nil, let q?):
-            guard q.kind == .object else { throw .invalid("listen: field \"query\" must be an object with the query op's fields") }
-            target = .query(try QueryDecoding.decode(q, context: "listen: query"))
-        case (nil, nil): throw .invalid("listen: give \"path\" (a document) or \"query\"")
-        default: throw .invalid("listen: give either \"path\" or \"query\", not both")
+            guard q.kind == .object else { throw .invalid("field \"query\" must be an object with the query op's fields") }
+            target = .query(try QueryDecoding.decode(q, context: "query"))
+        case (nil, nil): throw .invalid("give \"path\" (a document) or \"query\"")
+        default: throw .invalid("give either \"path\" or \"query\", not both")
         }
         let resume = try req.optionalInt("resumeAfter", min: 0).map { UInt64($0) }
         var history: UInt64?
         if let h = req.field("history") {
-            guard resume != nil else { throw .invalid("listen: field \"history\" goes with \"resumeAfter\" (the history the seq belongs to)") }
+            guard resume != nil else { throw .invalid("field \"history\" goes with \"resumeAfter\" (the history the seq belongs to)") }
             guard h.kind == .string, let id = HistoryToken.decode(h.string!) else {
-                throw .invalid("listen: field \"history\" must be the 16 hex digits a listen or hello response gave")
+                throw .invalid("field \"history\" must be the 16 hex digits a listen or hello response gave")
             }
             history = id
         }
@@ -34,7 +34,7 @@ enum ListenHandlers {
 
     static func unlisten(_ ctx: Context, _ req: Request) throws(HearthError) {
         let sub = try req.string("sub")
-        guard ctx.session.unsubscribe(sub) else { throw HearthError(.notFound, "unlisten: no subscription \"\(sub)\" on this connection") }
+        guard ctx.session.unsubscribe(sub) else { throw HearthError(.notFound, "no subscription \"\(sub)\" on this connection") }
         ctx.reply(req) { _ in }
     }
 
@@ -53,7 +53,7 @@ enum ListenHandlers {
         guard let v = req.field("heartbeatMs") else { return nil }
         let expected = "0 (no heartbeats) or an integer from \(heartbeatRange.lowerBound) to \(heartbeatRange.upperBound) (milliseconds)"
         guard v.kind == .int, let ms = v.int64 else { throw req.mistyped("heartbeatMs", v, expected) }
-        guard ms == 0 || heartbeatRange.contains(ms) else { throw .invalid("\(req.op): field \"heartbeatMs\" must be \(expected), got \(ms)") }
+        guard ms == 0 || heartbeatRange.contains(ms) else { throw .invalid("field \"heartbeatMs\" must be \(expected), got \(ms)") }
         return UInt64(ms)
     }
 }

@@ -4,8 +4,11 @@ import HearthProtocol
 
 /// `query`, `count`, `aggregate`, `explain`: reads of durable state at one seq.
 enum QueryHandlers {
+    /// Most aggregations one `aggregate` may ask for (Firestore's limit).
+    static let maxAggregations = 5
+
     static func query(_ ctx: Context, _ req: Request) throws(HearthError) {
-        let q = try QueryDecoding.decode(req.body, context: "query")
+        let q = try QueryDecoding.decode(req.body)
         let result = try ctx.engine.runQuery(q, needFields: q.select != nil)
         ctx.reply(req) { w in
             w.key("docs")
@@ -23,7 +26,7 @@ enum QueryHandlers {
     }
 
     static func count(_ ctx: Context, _ req: Request) throws(HearthError) {
-        let q = try QueryDecoding.decode(req.body, context: "count")
+        let q = try QueryDecoding.decode(req.body)
         let r = try ctx.engine.runAggregate(q, [.count])
         ctx.reply(req) { w in
             w.key("count"); w.value(r.values[0])
@@ -32,29 +35,31 @@ enum QueryHandlers {
     }
 
     static func aggregate(_ ctx: Context, _ req: Request) throws(HearthError) {
-        let q = try QueryDecoding.decode(try req.object("query"), context: "aggregate: query")
+        let q = try QueryDecoding.decode(try req.object("query"), context: "query")
         let spec = try req.object("aggregations")
         var aliases: [String] = []
         var aggregations: [Aggregation] = []
         for m in spec.members {
             let a = m.value
             guard a.kind == .object, a.count == 1, let kind = a.members.first(where: { _ in true }) else {
-                throw .invalid("aggregate: aggregations.\(m.key) must be {\"count\":{}}, {\"sum\":\"field\"} or {\"avg\":\"field\"}")
+                throw .invalid("aggregations.\(m.key) must be {\"count\":{}}, {\"sum\":\"field\"} or {\"avg\":\"field\"}")
             }
             switch kind.key {
             case "count": aggregations.append(.count)
             case "sum", "avg":
-                guard kind.value.kind == .string else { throw .invalid("aggregate: aggregations.\(m.key).\(kind.key) must be a field path") }
+                guard kind.value.kind == .string else { throw .invalid("aggregations.\(m.key).\(kind.key) must be a field path") }
                 let field: FieldPath
-                do { field = try FieldPath.parse(kind.value.string!) } catch { throw .invalid("aggregate: aggregations.\(m.key): \(error.message)") }
+                do { field = try FieldPath.parse(kind.value.string!) } catch { throw .invalid("aggregations.\(m.key): \(error.message)") }
                 aggregations.append(kind.key == "sum" ? .sum(field) : .avg(field))
             default:
-                throw .invalid("aggregate: aggregations.\(m.key): unknown aggregation \"\(kind.key)\" (count, sum, avg)")
+                throw .invalid("aggregations.\(m.key): unknown aggregation \"\(kind.key)\" (count, sum, avg)")
             }
             aliases.append(m.key)
         }
-        guard !aggregations.isEmpty else { throw .invalid("aggregate: aggregations must not be empty") }
-        guard aggregations.count <= 5 else { throw .invalid("aggregate: at most 5 aggregations per request") }
+        guard !aggregations.isEmpty else { throw .invalid("field \"aggregations\" must not be empty") }
+        guard aggregations.count <= maxAggregations else {
+            throw .invalid("field \"aggregations\" holds at most \(maxAggregations) aggregations (got \(aggregations.count))")
+        }
         let r = try ctx.engine.runAggregate(q, aggregations)
         ctx.reply(req) { w in
             w.key("result")
@@ -66,7 +71,7 @@ enum QueryHandlers {
     }
 
     static func explain(_ ctx: Context, _ req: Request) throws(HearthError) {
-        let q = try QueryDecoding.decode(req.body, context: "explain")
+        let q = try QueryDecoding.decode(req.body)
         let started = ctx.server.loop.hrtimeNanos()
         let r = try ctx.engine.runQuery(q, needFields: q.select != nil)
         let micros = (ctx.server.loop.hrtimeNanos() - started) / 1000
