@@ -1,6 +1,8 @@
 // The C API over simdjson's DOM parser (see include/csimdjson.h). On failure, the error path re-reads the
-// input with hearth::Validator to find the byte offset and reason simdjson does not report.
+// input with hearth::Validator to find the byte offset and reason simdjson does not report. A successful
+// parse is checked for repeated keys with hearth::DuplicateKeyFinder.
 #include "csimdjson.h"
+#include "duplicate_keys.hpp"
 #include "validator.hpp"
 
 #include <simdjson.h>
@@ -17,6 +19,7 @@ struct hearth_json_parser {
     size_t padded_capacity = 0;  // bytes usable for input (the allocation is this + simdjson::SIMDJSON_PADDING)
     size_t retain_capacity;
     std::string reason;
+    hearth::DuplicateKeyFinder duplicates;
 
     explicit hearth_json_parser(size_t retain) : retain_capacity(retain) {}
     ~hearth_json_parser() { std::free(padded); }
@@ -53,6 +56,7 @@ void succeed(hearth_json_parser *p, hearth_json_result *out) {
     out->string_buf = p->parser.doc.string_buf.get();
     out->error_offset = -1;
     out->error_reason = "";
+    out->duplicate_key = p->duplicates.find(out->tape, out->string_buf);
 }
 
 void report(hearth_json_parser *p, hearth_json_result *out, hearth_json_status status, int64_t offset,
@@ -63,6 +67,7 @@ void report(hearth_json_parser *p, hearth_json_result *out, hearth_json_status s
     out->string_buf = nullptr;
     out->error_offset = offset;
     out->error_reason = p->reason.c_str();
+    out->duplicate_key = 0;
 }
 
 // Integer literals beyond int64/uint64 are valid JSON that the DOM parser rejects: reparse with ".0"

@@ -41,15 +41,31 @@ public enum FieldTransformer {
             let v = extreme(current, operand, wantLarger: false)
             return (v, v)
         case .arrayUnion(let elements):
-            var array = current?.arrayValue ?? []
-            for e in elements where !array.contains(where: { ValueOrder.equal($0, e) }) {
-                array.append(e)
-            }
-            return (.array(array), .null)
+            return (.array(union(current?.arrayValue ?? [], elements)), .null)
         case .arrayRemove(let elements):
-            let array = (current?.arrayValue ?? []).filter { v in !elements.contains(where: { ValueOrder.equal($0, v) }) }
-            return (.array(array), .null)
+            return (.array(remove(elements, from: current?.arrayValue ?? [])), .null)
         }
+    }
+
+    /// `array` followed by each element of `elements` equal to none before it. Linear: values are compared
+    /// through their `IndexKey` encodings, which are identical exactly when `ValueOrder` calls two values
+    /// equal (3 and 3.0, -0.0 and 0.0, any two NaNs), so a hash set replaces the pairwise scan.
+    static func union(_ array: [Value], _ elements: [Value]) -> [Value] {
+        var out = array
+        var present = Set<[UInt8]>(minimumCapacity: array.count + elements.count)
+        for v in array { present.insert(IndexKey.key(v)) }
+        for e in elements where present.insert(IndexKey.key(e)).inserted {
+            out.append(e)
+        }
+        return out
+    }
+
+    /// `array` without every element equal to one of `elements` (linear, as `union`).
+    static func remove(_ elements: [Value], from array: [Value]) -> [Value] {
+        guard !elements.isEmpty && !array.isEmpty else { return array }
+        var removed = Set<[UInt8]>(minimumCapacity: elements.count)
+        for e in elements { removed.insert(IndexKey.key(e)) }
+        return array.filter { !removed.contains(IndexKey.key($0)) }
     }
 
     static func increment(_ current: Value?, by operand: Value) -> Value {

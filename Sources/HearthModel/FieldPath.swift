@@ -1,5 +1,6 @@
 /// A path to a field inside a document: `a.b.c`, with backtick-quoted segments for names that are not simple
 /// identifiers (`` `first name`.x ``, `` `a.b` ``). Inside backticks, `\` escapes the next character.
+/// Firestore's reserved characters `~ * / [ ]` may appear in a segment only inside backticks.
 public struct FieldPath: Sendable, Hashable, Comparable, CustomStringConvertible {
     public let segments: [String]
 
@@ -45,6 +46,13 @@ public struct FieldPath: Sendable, Hashable, Comparable, CustomStringConvertible
                 try finish()
             } else {
                 guard !wasQuoted else { throw .invalid("field path \"\(text)\" has text after a closing backtick") }
+                if isReserved(c) {
+                    var segment = current + [c]
+                    while let next = it.popFirst(), next != 46 { segment.append(next) }
+                    let quoted = FieldPath([String(decoding: segment, as: UTF8.self)]).description
+                    throw .invalid("field path \"\(text)\" has '\(Character(Unicode.Scalar(c)))' outside backticks: "
+                                   + "the characters ~ * / [ ] must be quoted, as in \(quoted)")
+                }
                 current.append(c)
             }
         }
@@ -68,6 +76,11 @@ public struct FieldPath: Sendable, Hashable, Comparable, CustomStringConvertible
             out.append(96)
             return String(decoding: out, as: UTF8.self)
         }.joined(separator: ".")
+    }
+
+    /// Firestore's reserved characters: `~ * / [ ]` (allowed only inside backticks).
+    static func isReserved(_ c: UInt8) -> Bool {
+        c == 126 || c == 42 || c == 47 || c == 91 || c == 93
     }
 
     static func isSimple(_ s: String) -> Bool {

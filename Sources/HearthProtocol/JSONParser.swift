@@ -8,18 +8,26 @@ import HearthModel
 ///
 /// Errors are `INVALID_ARGUMENT` with the byte offset of the problem: `invalid JSON at byte 17: <reason>`,
 /// `invalid UTF-8 at byte 3`. Integers beyond `Int64` parse as doubles.
+///
+/// Every parse checks that no object, at any depth, repeats a key (compared by bytes after unescaping):
+/// by default a repeated key is an error (`duplicate key "a" in data.x`); a parser made with
+/// `rejectsDuplicateKeys: false` returns the document and reports the key in `duplicateKey`, for a caller
+/// that wants to read something (a request's `id`) before answering with the error.
 public final class JSONParser {
     private let handle: OpaquePointer
     private var result = hearth_json_result()
+    private let rejectsDuplicateKeys: Bool
 
     /// Readable slack bytes `parse(padded:)` needs after the input.
     public static let padding: Int = Int(hearth_json_padding())
 
     /// - Parameter retainedCapacity: documents up to this size keep the parser's buffers between parses;
     ///   after a larger one, the next smaller parse releases them.
-    public init(retainedCapacity: Int = 64 * 1024) {
+    /// - Parameter rejectsDuplicateKeys: throw when an object repeats a key (else see `duplicateKey`).
+    public init(retainedCapacity: Int = 64 * 1024, rejectsDuplicateKeys: Bool = true) {
         guard let h = hearth_json_parser_create(retainedCapacity) else { fatalError("out of memory creating a JSON parser") }
         handle = h
+        self.rejectsDuplicateKeys = rejectsDuplicateKeys
     }
 
     deinit { hearth_json_parser_destroy(handle) }
@@ -59,6 +67,7 @@ public final class JSONParser {
     private func root() throws(HearthError) -> JSONRef {
         switch result.status {
         case HEARTH_JSON_OK:
+            if rejectsDuplicateKeys, let duplicate = duplicateKey { throw duplicate.error }
             return JSONRef(tape: result.tape, strings: result.string_buf, index: 1)
         case HEARTH_JSON_SYNTAX:
             throw .invalid("invalid JSON at byte \(result.error_offset): \(reason)")
@@ -69,6 +78,14 @@ public final class JSONParser {
         default:
             throw .invalid("invalid JSON: \(reason)")
         }
+    }
+
+    /// After a successful parse: the first key an object repeats (outer objects first, then document order)
+    /// and where that object is; nil when every object's keys are unique.
+    public var duplicateKey: DuplicateKey? {
+        guard result.status == HEARTH_JSON_OK, result.duplicate_key != 0 else { return nil }
+        let root = JSONRef(tape: result.tape, strings: result.string_buf, index: 1)
+        return root.duplicateKey(at: Int(result.duplicate_key))
     }
 
     private var reason: String { result.error_reason.map { String(cString: $0) } ?? "unknown error" }

@@ -69,6 +69,12 @@ public struct JSONRef {
         }
     }
 
+    /// The value of an integer literal above `Int64.max` that fits `UInt64` (its kind is `.double`), else nil.
+    @inlinable
+    public var unsignedInteger: UInt64? {
+        tag == UInt8(ascii: "u") ? tape[index + 1] : nil
+    }
+
     /// The value of any number as a `Double` (an `.int` converted), else nil.
     @inlinable
     public var number: Double? {

@@ -24,7 +24,9 @@ enum MapKeys {
     static func text(_ b: UnsafeRawBufferPointer) -> String { String(decoding: b, as: UTF8.self) }
 
     /// Calls `body` with the members of object `r` sorted by key bytes (in a temporary buffer, no copies of
-    /// keys or values), after checking every key with `problem(_:)` and rejecting duplicates.
+    /// keys or values), after checking every key with `problem(_:)` and rejecting duplicates. `JSONParser`
+    /// already refuses repeated keys at every depth (requests are checked once, there); this check stays
+    /// for documents from a lenient parser, because sorted map storage must not hold a key twice.
     static func withSortedMembers<R>(_ r: JSONRef,
                                      _ body: (UnsafeMutableBufferPointer<JSONRef.Member>) throws(DecodeFailure) -> R) throws(DecodeFailure) -> R {
         let n = r.count

@@ -3,14 +3,18 @@ import HearthModel
 import HearthProtocol
 import HearthStorage
 
-/// Turns one request line into one response: parses it, checks the generic rules (an object, a known op, a
-/// valid id, only known fields), decides whether a read may run now (behind the connection's own writes, and
-/// through the snapshot gate), and runs the command's handler. Holds the parser and the response writer,
-/// reused for every request (loop thread only).
+/// Turns one request line into one response: parses it, checks the generic rules (an object, no key twice
+/// in any object, a known op, a valid id, only known fields), decides whether a read may run now (behind the
+/// connection's own writes, and through the snapshot gate), and runs the command's handler. Holds the parser
+/// and the response writer, reused for every request (loop thread only).
+///
+/// Every error about a request whose op is known starts with `op: `, put there once, here: handlers and the
+/// helpers they call never name the op themselves.
 final class Dispatcher {
     enum Outcome { case handled, mustWait }
 
-    let parser = JSONParser()
+    /// Repeated keys are reported rather than thrown, so that the error can echo the request's id.
+    let parser = JSONParser(rejectsDuplicateKeys: false)
     var writer = JSONWriter()
     /// The last shared change set encoded (see `ListenerHub.sharedDeliveryKey`): its key and the bytes after
     /// `{"sub":"…",`.
@@ -44,13 +48,17 @@ final class Dispatcher {
             return .handled
         }
         var id: [UInt8]?
-        if let idRef = root["id"], idRef.kind != .null {
-            switch idRef.kind {
-            case .string, .int, .double: id = idRef.rawJSON
-            default:
-                replyError(.invalid("field \"id\" must be a string or a number, not \(idRef.kind.article)"), id: nil, session: session)
+        if let idRef = root["id"] {
+            guard let echo = idRef.idEcho else {
+                replyError(.invalid("field \"id\" must be a string, a number or null, not \(idRef.kind.article)"), id: nil, session: session)
                 return .handled
             }
+            id = echo
+        }
+        if let duplicate = parser.duplicateKey {
+            // A repeated "id" has no one value to echo.
+            replyError(duplicate.error, id: duplicate.isTopLevel && duplicate.key == "id" ? nil : id, session: session)
+            return .handled
         }
         guard let opRef = root["op"] else {
             replyError(.invalid("field \"op\" is required (try {\"op\":\"help\"})"), id: id, session: session)
@@ -73,7 +81,7 @@ final class Dispatcher {
         }
         if let unknown {
             let allowed = command.fields.isEmpty ? "none" : command.fields.sorted().joined(separator: ", ")
-            replyError(.invalid("\(op): unknown field \"\(unknown)\" (allowed: \(allowed))"), id: id, session: session)
+            replyError(HearthError.invalid("unknown field \"\(unknown)\" (allowed: \(allowed))").prefixed(op), id: id, session: session)
             return .handled
         }
         let request = Request(op: op, body: root, id: id)
@@ -100,7 +108,7 @@ final class Dispatcher {
             // An error reply depends on nothing read from a moving store: decoding and validation errors,
             // or a store failure that the client may retry.
             holdingReply = false
-            replyError(error, id: id, session: session)
+            replyError(error.prefixed(op), id: id, session: session)
             return .handled
         }
         if mustWaitForPublication {
@@ -213,10 +221,10 @@ struct Context {
                 try read(snapshot, &w)
                 ResponseLine.end(&w)
                 if w.count > limit {
-                    throw HearthError(.resourceExhausted, "\(op): the response would be \(w.count) bytes, over the limit of \(limit) (--max-response-bytes); page through the result with limit and a cursor (startAfter)")
+                    throw HearthError(.resourceExhausted, "the response would be \(w.count) bytes, over the limit of \(limit) (--max-response-bytes); page through the result with limit and a cursor (startAfter)")
                 }
             } catch {
-                ResponseLine.error(&w, error, id: id)
+                ResponseLine.error(&w, error.prefixed(op), id: id)   // named by its op, as the dispatcher does
             }
             outcome.line = w.bytes
         }, done: {

@@ -20,40 +20,40 @@ enum IndexHandlers {
                 w.endArray()
             }
         case "drop":
-            guard let id = try req.optionalInt("indexId", min: 1) else { throw .invalid("index drop: field \"indexId\" is required") }
+            guard let id = try req.optionalInt("indexId", min: 1) else { throw .invalid("field \"indexId\" is required to drop an index") }
             try ctx.engine.dropIndex(id: id)
             ctx.reply(req) { _ in }
         default:
-            throw .invalid("index: action must be create, list or drop (got \"\(action)\")")
+            throw .invalid("field \"action\" must be create, list or drop (got \"\(action)\")")
         }
     }
 
     /// `{"collection":"call_records","scope":"collection"|"collectionGroup","fields":[["f","asc"|"desc"|"array-contains"],...]}`
     static func definition(_ obj: JSONRef, id: Int64, state: IndexDefinition.State) throws(HearthError) -> IndexDefinition {
-        guard let c = obj["collection"], c.kind == .string else { throw .invalid("index: field \"collection\" (a collection ID) is required") }
+        guard let c = obj["collection"], c.kind == .string else { throw .invalid("field \"collection\" (a collection ID) is required") }
         var scope = IndexDefinition.Scope.collection
         if let s = obj["scope"], s.kind != .null {
             guard s.kind == .string, let v = IndexDefinition.Scope(rawValue: s.string!) else {
-                throw .invalid("index: scope must be \"collection\" or \"collectionGroup\"")
+                throw .invalid("field \"scope\" must be \"collection\" or \"collectionGroup\"")
             }
             scope = v
         }
         guard let list = obj["fields"], list.kind == .array else {
-            throw .invalid("index: field \"fields\" must be an array of [\"field\",\"asc\"|\"desc\"|\"array-contains\"]")
+            throw .invalid("field \"fields\" must be an array of [\"field\",\"asc\"|\"desc\"|\"array-contains\"]")
         }
         var fields: [IndexDefinition.Field] = []
         for (i, el) in list.elements.enumerated() {
             let items = Array(el.elements)
             guard el.kind == .array, items.count == 2, items[0].kind == .string, items[1].kind == .string,
                   let mode = IndexDefinition.Mode(rawValue: items[1].string!) else {
-                throw .invalid("index: fields[\(i)] must be [\"field\",\"asc\"|\"desc\"|\"array-contains\"]")
+                throw .invalid("fields[\(i)] must be [\"field\",\"asc\"|\"desc\"|\"array-contains\"]")
             }
             do { fields.append(IndexDefinition.Field(try FieldPath.parse(items[0].string!), mode)) } catch {
-                throw .invalid("index: fields[\(i)]: \(error.message)")
+                throw .invalid("fields[\(i)]: \(error.message)")
             }
         }
         let def = IndexDefinition(id: id, collectionID: c.string!, scope: scope, fields: fields, state: state)
-        do { try def.validate() } catch { throw error.prefixed("index") }
+        try def.validate()
         return def
     }
 

@@ -11,14 +11,18 @@ extension JSONRef {
         for e in elements { body(e) }
     }
 
-    /// A string or number re-encoded as JSON, for echoing request ids verbatim.
-    var rawJSON: [UInt8] {
+    /// A request id re-encoded as JSON to be echoed: the same string, the same integer (any that fits 64
+    /// bits, signed or not), the same double (in its shortest form that reads back to it: `1.50` gives
+    /// `1.5`), or null. Nil for the kinds an id may not be (booleans, arrays, objects).
+    var idEcho: [UInt8]? {
         var w = JSONWriter(capacity: 32)
         switch kind {
         case .string: w.string(string!)
         case .int: w.int(int64!)
-        case .double: w.double(double!)
-        default: w.null()
+        case .double:
+            if let u = unsignedInteger { w.uint(u) } else { w.double(double!) }
+        case .null: w.null()
+        case .bool, .array, .object: return nil
         }
         return w.bytes
     }

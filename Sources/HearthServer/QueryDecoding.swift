@@ -8,7 +8,10 @@ package enum QueryDecoding {
     static let fields: Set<String> = ["collection", "collectionGroup", "parent", "where", "orderBy", "limit", "limitToLast",
                                       "offset", "startAt", "startAfter", "endAt", "endBefore", "select"]
 
-    package static func decode(_ obj: JSONRef, context: String) throws(HearthError) -> ValidQuery {
+    /// `context` is the prefix errors carry when the query is a field of the request (`query`); a query
+    /// made of the request's own fields has none (the dispatcher names the op).
+    package static func decode(_ obj: JSONRef, context: String? = nil) throws(HearthError) -> ValidQuery {
+        guard let context else { return try decodeUnprefixed(obj) }
         do {
             return try decodeUnprefixed(obj)
         } catch {
@@ -119,11 +122,12 @@ package enum QueryDecoding {
         do { return Query.Order(try FieldPath.parse(name.string!), direction) } catch { throw .invalid("\(path): \(error.message)") }
     }
 
+    /// `limit`, `limitToLast`, `offset`: an integer from 0 to `QueryLimits.maxCount`.
     private static func count(_ obj: JSONRef, _ name: String) throws(HearthError) -> Int? {
         guard let v = present(obj, name) else { return nil }
-        guard v.kind == .int, let n = v.int64, n >= 0, n <= Int64(Int32.max) else {
-            throw .invalid("field \"\(name)\" must be a non-negative integer")
-        }
+        let expected = "an integer from 0 to \(QueryLimits.maxCount)"
+        guard v.kind == .int, let n = v.int64 else { throw .invalid("field \"\(name)\" must be \(expected), not \(v.kind.article)") }
+        guard n >= 0 && n <= Int64(QueryLimits.maxCount) else { throw .invalid("field \"\(name)\" must be \(expected), got \(n)") }
         return Int(n)
     }
 

@@ -8,6 +8,9 @@ import HearthProtocol
 /// count and aggregation, runs on a reader thread against a snapshot (`Context.readOffLoop`), so no read holds
 /// the loop for long however large the collection.
 enum QueryHandlers {
+    /// Most aggregations one `aggregate` may ask for (Firestore's limit).
+    static let maxAggregations = 5
+
     /// The most index entries (limit + offset) an exact plan may read on the loop thread.
     static let loopReadLimit = 100
 
@@ -20,7 +23,7 @@ enum QueryHandlers {
     }
 
     static func query(_ ctx: Context, _ req: Request) throws(HearthError) {
-        let q = try QueryDecoding.decode(req.body, context: "query")
+        let q = try QueryDecoding.decode(req.body)
         let prepared = try ctx.engine.prepare(q, needFields: q.select != nil)
         guard runsOnLoop(prepared) else {
             let codec = ctx.engine.codec
@@ -48,7 +51,7 @@ enum QueryHandlers {
     }
 
     static func count(_ ctx: Context, _ req: Request) throws(HearthError) {
-        let q = try QueryDecoding.decode(req.body, context: "count")
+        let q = try QueryDecoding.decode(req.body)
         let prepared = try ctx.engine.prepare(q)
         let codec = ctx.engine.codec
         ctx.readOffLoop(req) { snapshot, w throws(HearthError) in
@@ -59,29 +62,31 @@ enum QueryHandlers {
     }
 
     static func aggregate(_ ctx: Context, _ req: Request) throws(HearthError) {
-        let q = try QueryDecoding.decode(try req.object("query"), context: "aggregate: query")
+        let q = try QueryDecoding.decode(try req.object("query"), context: "query")
         let spec = try req.object("aggregations")
         var aliases: [String] = []
         var aggregations: [Aggregation] = []
         for m in spec.members {
             let a = m.value
             guard a.kind == .object, a.count == 1, let kind = a.members.first(where: { _ in true }) else {
-                throw .invalid("aggregate: aggregations.\(m.key) must be {\"count\":{}}, {\"sum\":\"field\"} or {\"avg\":\"field\"}")
+                throw .invalid("aggregations.\(m.key) must be {\"count\":{}}, {\"sum\":\"field\"} or {\"avg\":\"field\"}")
             }
             switch kind.key {
             case "count": aggregations.append(.count)
             case "sum", "avg":
-                guard kind.value.kind == .string else { throw .invalid("aggregate: aggregations.\(m.key).\(kind.key) must be a field path") }
+                guard kind.value.kind == .string else { throw .invalid("aggregations.\(m.key).\(kind.key) must be a field path") }
                 let field: FieldPath
-                do { field = try FieldPath.parse(kind.value.string!) } catch { throw .invalid("aggregate: aggregations.\(m.key): \(error.message)") }
+                do { field = try FieldPath.parse(kind.value.string!) } catch { throw .invalid("aggregations.\(m.key): \(error.message)") }
                 aggregations.append(kind.key == "sum" ? .sum(field) : .avg(field))
             default:
-                throw .invalid("aggregate: aggregations.\(m.key): unknown aggregation \"\(kind.key)\" (count, sum, avg)")
+                throw .invalid("aggregations.\(m.key): unknown aggregation \"\(kind.key)\" (count, sum, avg)")
             }
             aliases.append(m.key)
         }
-        guard !aggregations.isEmpty else { throw .invalid("aggregate: aggregations must not be empty") }
-        guard aggregations.count <= 5 else { throw .invalid("aggregate: at most 5 aggregations per request") }
+        guard !aggregations.isEmpty else { throw .invalid("field \"aggregations\" must not be empty") }
+        guard aggregations.count <= maxAggregations else {
+            throw .invalid("field \"aggregations\" holds at most \(maxAggregations) aggregations (got \(aggregations.count))")
+        }
         let prepared = try ctx.engine.prepare(q)
         let codec = ctx.engine.codec
         let requested = aggregations
@@ -97,7 +102,7 @@ enum QueryHandlers {
     }
 
     static func explain(_ ctx: Context, _ req: Request) throws(HearthError) {
-        let q = try QueryDecoding.decode(req.body, context: "explain")
+        let q = try QueryDecoding.decode(req.body)
         let prepared = try ctx.engine.prepare(q, needFields: q.select != nil)
         guard runsOnLoop(prepared) else {
             let codec = ctx.engine.codec

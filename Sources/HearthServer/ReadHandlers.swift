@@ -20,16 +20,18 @@ enum ReadHandlers {
 
     static func getAll(_ ctx: Context, _ req: Request) throws(HearthError) {
         let list = try req.array("paths")
+        let count = list.count
+        guard count <= maxGetAll else { throw .invalid("field \"paths\" holds at most \(maxGetAll) paths (got \(count))") }
         var paths: [DocumentPath] = []
+        paths.reserveCapacity(count)
         for (index, el) in list.elements.enumerated() {
             guard el.kind == .string else {
-                throw .invalid("getAll: paths[\(index)] must be a string, not \(el.kind.article)")
+                throw .invalid("paths[\(index)] must be a string, not \(el.kind.article)")
             }
             do { paths.append(try DocumentPath(parsing: el.string!)) } catch {
-                throw .invalid("getAll: paths[\(index)]: \(error.message)")
+                throw .invalid("paths[\(index)]: \(error.message)")
             }
         }
-        guard paths.count <= maxGetAll else { throw .invalid("getAll: at most \(maxGetAll) paths (got \(paths.count))") }
         if paths.count > loopGetAll {
             // Many documents: read them on a reader thread, all from one snapshot.
             let wanted = paths

@@ -3,6 +3,9 @@ import HearthProtocol
 
 /// A parsed request line: its op, its echoed id (pre-encoded JSON), and typed access to its fields with
 /// errors that name the field. Valid only while the line is being dispatched.
+///
+/// Messages never name the op: `Dispatcher` puts `op: ` before every error a handler throws, once, so
+/// helpers, decoders and handlers say only what is wrong (`field "path" is required`).
 struct Request {
     let op: String
     let body: JSONRef
@@ -15,7 +18,7 @@ struct Request {
     }
 
     func require(_ name: String) throws(HearthError) -> JSONRef {
-        guard let v = field(name) else { throw .invalid("\(op): field \"\(name)\" is required") }
+        guard let v = field(name) else { throw .invalid("field \"\(name)\" is required") }
         return v
     }
 
@@ -37,11 +40,12 @@ struct Request {
         return v.bool!
     }
 
+    /// An integer within `min...max`; the message of every refusal states the range.
     func optionalInt(_ name: String, min: Int64 = 0, max: Int64 = Int64.max) throws(HearthError) -> Int64? {
         guard let v = field(name) else { return nil }
-        guard v.kind == .int else { throw mistyped(name, v, "an integer") }
-        let i = v.int64!
-        guard i >= min && i <= max else { throw .invalid("\(op): field \"\(name)\" must be between \(min) and \(max), got \(i)") }
+        let expected = "an integer from \(min) to \(max)"
+        guard v.kind == .int, let i = v.int64 else { throw mistyped(name, v, expected) }
+        guard i >= min && i <= max else { throw .invalid("field \"\(name)\" must be \(expected), got \(i)") }
         return i
     }
 
@@ -58,22 +62,24 @@ struct Request {
     }
 
     func documentPath(_ name: String = "path") throws(HearthError) -> DocumentPath {
+        let text = try string(name)
         do {
-            return try DocumentPath(parsing: try string(name))
+            return try DocumentPath(parsing: text)
         } catch {
-            throw .invalid("\(op): field \"\(name)\": \(error.message)")
+            throw .invalid("field \"\(name)\": \(error.message)")
         }
     }
 
     func collectionPath(_ name: String = "collection") throws(HearthError) -> CollectionPath {
+        let text = try string(name)
         do {
-            return try CollectionPath(parsing: try string(name))
+            return try CollectionPath(parsing: text)
         } catch {
-            throw .invalid("\(op): field \"\(name)\": \(error.message)")
+            throw .invalid("field \"\(name)\": \(error.message)")
         }
     }
 
     func mistyped(_ name: String, _ v: JSONRef, _ expected: String) -> HearthError {
-        .invalid("\(op): field \"\(name)\" must be \(expected), not \(v.kind.article)")
+        .invalid("field \"\(name)\" must be \(expected), not \(v.kind.article)")
     }
 }

@@ -2,9 +2,11 @@ import HearthModel
 import HearthProtocol
 
 /// Builds `Write`s from request objects (a single-write op, or one entry of `commit.writes`). `where` is the
-/// prefix errors carry: `set` or `commit: writes[2]`.
+/// prefix errors carry inside a commit (`writes[2]`); a single-write op's errors have none (the dispatcher
+/// names the op).
 enum WriteDecoding {
-    static func decode(kind: Write.Kind, _ obj: JSONRef, where context: String) throws(HearthError) -> Write {
+    static func decode(kind: Write.Kind, _ obj: JSONRef, where context: String? = nil) throws(HearthError) -> Write {
+        guard let context else { return try decodeUnprefixed(kind: kind, obj) }
         do {
             return try decodeUnprefixed(kind: kind, obj)
         } catch {

@@ -9,7 +9,7 @@ enum WriteHandlers {
     /// `{"path","docId","updateTime","seq"[,"transformResults"]}`.
     static func single(_ kind: Write.Kind) -> @Sendable (Context, Request) throws(HearthError) -> Void {
         return { ctx, req throws(HearthError) in
-            let write = try WriteDecoding.decode(kind: kind, req.body, where: req.op)
+            let write = try WriteDecoding.decode(kind: kind, req.body)
             try submit(ctx, req, [write]) { w, outcome in
                 let r = outcome.results[0]
                 writeSingleResult(r, seq: outcome.seq, into: &w)
@@ -22,8 +22,7 @@ enum WriteHandlers {
         let collection = try req.collectionPath()
         let path = try collection.document(DocumentID.random())
         let data = try req.object("data")
-        let d: WriteData
-        do { d = try WriteDataDecoder.decode(data, mode: .set, document: path) } catch { throw error.prefixed("add") }
+        let d = try WriteDataDecoder.decode(data, mode: .set, document: path)
         let write = Write(kind: .create, path: path, operation: .update(fields: d.fields, mask: nil),
                           transforms: d.transforms, precondition: .exists(false))
         try submit(ctx, req, [write]) { w, outcome in
@@ -34,9 +33,15 @@ enum WriteHandlers {
     /// `commit`: all writes or none, one seq; the message of a failed write names its index.
     static func commit(_ ctx: Context, _ req: Request) throws(HearthError) {
         let list = try req.array("writes")
+        let count = list.count
+        if count == 0 { throw .invalid("field \"writes\" must not be empty") }
+        guard count <= Limits.maxWritesPerCommit else {
+            throw .invalid("field \"writes\" holds at most \(Limits.maxWritesPerCommit) writes (got \(count))")
+        }
         var writes: [Write] = []
+        writes.reserveCapacity(count)
         for (i, el) in list.elements.enumerated() {
-            let prefix = "commit: writes[\(i)]"
+            let prefix = "writes[\(i)]"
             guard el.kind == .object else { throw .invalid("\(prefix) must be an object") }
             guard let opRef = el["op"], opRef.kind == .string, let kind = Write.Kind(rawValue: opRef.string!) else {
                 throw .invalid("\(prefix): field \"op\" must be one of set, create, update, delete, verify")
@@ -46,7 +51,6 @@ enum WriteHandlers {
             }
             writes.append(try WriteDecoding.decode(kind: kind, el, where: prefix))
         }
-        if writes.isEmpty { throw .invalid("commit: writes must not be empty") }
         try submit(ctx, req, writes, nameIndexes: true) { w, outcome in
             w.key("seq"); w.uint(outcome.seq)
             w.key("commitTime"); w.string(outcome.commitTime.rfc3339)
@@ -85,6 +89,7 @@ enum WriteHandlers {
         let session = ctx.session
         let dispatcher = ctx.dispatcher
         let id = req.id
+        let op = req.op
         var slot: ResponseQueue.Slot?
         // Strong: a weak reference would give every Session a side table and make each retain/release of it
         // take the slow path (the listener fan-out retains the session once per delivery). The closure lives
@@ -94,7 +99,7 @@ enum WriteHandlers {
             let line: [UInt8]
             switch result {
             case .success(let outcome): line = dispatcher.okLine(id) { w in fields(&w, outcome) }
-            case .failure(let error): line = dispatcher.errorLine(error, id: id)
+            case .failure(let error): line = dispatcher.errorLine(error.prefixed(op), id: id)
             }
             session.endWrite(slot, response: line)
         }

@@ -48,6 +48,32 @@ struct FieldPathTests {
         }
     }
 
+    @Test("Firestore's reserved characters ~ * / [ ] are refused outside backticks, naming the quoted form", arguments: [
+        ("a~b", "`a~b`"), ("a*", "`a*`"), ("a/b", "`a/b`"), ("items[0]", "`items[0]`"), ("x]", "`x]`"),
+        ("ok.a/b.c", "`a/b`"), ("*", "`*`"), ("a.b~", "`b~`"),
+    ] as [(String, String)])
+    func reservedCharactersNeedBackticks(text: String, quoted: String) {
+        do {
+            let p = try FieldPath.parse(text)
+            Issue.record("\"\(text)\" parsed as \(p.segments)")
+        } catch {
+            #expect(error.code == .invalidArgument)
+            #expect(error.message.contains("\"\(text)\""), "\(error.message)")
+            #expect(error.message.contains("backticks"), "\(error.message)")
+            #expect(error.message.contains(quoted), "\(error.message) suggests \(quoted)")
+        }
+    }
+
+    @Test("reserved characters inside backticks are plain characters, and round-trip", arguments: [
+        ("`a~b`", ["a~b"]), ("`a*`.b", ["a*", "b"]), ("`a/b`", ["a/b"]), ("x.`items[0]`", ["x", "items[0]"]),
+        ("`~*/[]`", ["~*/[]"]),
+    ] as [(String, [String])])
+    func quotedReservedCharacters(text: String, segments: [String]) throws {
+        let p = try FieldPath.parse(text)
+        #expect(p.segments == segments)
+        #expect(try FieldPath.parse(p.description) == p)
+    }
+
     static let canonicalForms: [([String], String)] = [
         (["a"], "a"),
         (["a", "b", "c"], "a.b.c"),

@@ -2,9 +2,10 @@ import HearthModel
 import HearthProtocol
 import Testing
 
-/// Parses `json` and runs `body` on its root while the parser is alive.
-func withJSON<R>(_ json: String, _ body: (JSONRef) throws(HearthError) -> R) throws(HearthError) -> R {
-    let parser = JSONParser()
+/// Parses `json` and runs `body` on its root while the parser is alive. `lenient`: repeated keys are not a
+/// parse error (to reach the decoders' own check).
+func withJSON<R>(_ json: String, lenient: Bool = false, _ body: (JSONRef) throws(HearthError) -> R) throws(HearthError) -> R {
+    let parser = JSONParser(rejectsDuplicateKeys: !lenient)
     return try withExtendedLifetime(parser) { () throws(HearthError) -> R in
         try body(try parser.parse(json))
     }
@@ -28,8 +29,8 @@ func expectError(_ parts: String..., code: ErrorCode = .invalidArgument, sourceL
     }
 }
 
-func decodeValue(_ json: String, options: ValueCodec.Options = .init()) throws(HearthError) -> Value {
-    try withJSON(json) { (r) throws(HearthError) -> Value in try ValueCodec.decodeValue(r, path: "value", options: options) }
+func decodeValue(_ json: String, options: ValueCodec.Options = .init(), lenient: Bool = false) throws(HearthError) -> Value {
+    try withJSON(json, lenient: lenient) { (r) throws(HearthError) -> Value in try ValueCodec.decodeValue(r, path: "value", options: options) }
 }
 
 func decodeFields(_ json: String) throws(HearthError) -> MapValue {
@@ -46,8 +47,9 @@ func path(_ s: String) -> FieldPath { try! FieldPath.parse(s) }
 
 let testDocument = try! DocumentPath(parsing: "users/u1")
 
-func decodeWrite(_ json: String, _ mode: WriteDataDecoder.Mode, document: DocumentPath = testDocument) throws(HearthError) -> WriteData {
-    try withJSON(json) { (r) throws(HearthError) -> WriteData in try WriteDataDecoder.decode(r, mode: mode, document: document) }
+func decodeWrite(_ json: String, _ mode: WriteDataDecoder.Mode, document: DocumentPath = testDocument,
+                 lenient: Bool = false) throws(HearthError) -> WriteData {
+    try withJSON(json, lenient: lenient) { (r) throws(HearthError) -> WriteData in try WriteDataDecoder.decode(r, mode: mode, document: document) }
 }
 
 func fields(_ v: Value) -> MapValue { v.mapValue! }

@@ -82,8 +82,9 @@ import Testing
 
     @Test func dataValidation() {
         expectError("data must be an object, not array") { _ = try decodeWrite("[1]", .set) }
-        expectError("data.a: duplicate key \"x\"") { _ = try decodeWrite(#"{"a":{"x":1,"x":{"$increment":1}}}"#, .set) }
-        expectError("data: duplicate key \"a\"") { _ = try decodeWrite(#"{"a":1,"a":2}"#, .merge) }
+        expectError("duplicate key \"x\" in a") { _ = try decodeWrite(#"{"a":{"x":1,"x":{"$increment":1}}}"#, .set) }
+        expectError("data.a: duplicate key \"x\"") { _ = try decodeWrite(#"{"a":{"x":1,"x":{"$increment":1}}}"#, .set, lenient: true) }
+        expectError("data: duplicate key \"a\"") { _ = try decodeWrite(#"{"a":1,"a":2}"#, .merge, lenient: true) }
         expectError("data: map key \"__name__\" is reserved") { _ = try decodeWrite(#"{"__name__":1}"#, .set) }
         expectError("data: map key \"$a\" is not allowed") { _ = try decodeWrite(#"{"$a":1,"b":2}"#, .set) }
         expectError("data.x: unknown type \"$a\"") { _ = try decodeWrite(#"{"x":{"$a":1}}"#, .set) }

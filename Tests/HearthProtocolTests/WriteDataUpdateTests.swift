@@ -29,7 +29,8 @@ import Testing
     @Test func prefixConflicts() {
         expectError("data: fields a and a.b conflict (one is a prefix of the other)") { _ = try decodeWrite(#"{"a.b":1,"a":2}"#, .update) }
         expectError("data: field a.b is given twice") { _ = try decodeWrite(#"{"a.b":1,"`a`.b":2}"#, .update) }
-        expectError("data: field a is given twice") { _ = try decodeWrite(#"{"a":1,"a":2}"#, .update) }
+        expectError("data: field a is given twice") { _ = try decodeWrite(#"{"a":1,"`a`":2}"#, .update) }
+        expectError("duplicate key \"a\"") { _ = try decodeWrite(#"{"a":1,"a":2}"#, .update) }
         #expect(throws: Never.self) { _ = try decodeWrite(#"{"a.b":1,"a.c":2,"ab":3}"#, .update) }
     }
 

@@ -145,7 +145,7 @@ struct AppliedView {
         queries += [#"{"collection":"rnd","where":{"or":[["k","==",1],["v","<",10]]}}"#]
         Thread.sleep(forTimeInterval: 0.2)   // let the index build
         let lc = try daemon.connect()
-        #expect(try lc.request(#"{"op":"hello","heartbeatMs":30}"#).isOK)
+        #expect(try lc.request(#"{"op":"hello","heartbeatMs":100}"#).isOK)
         var views: [String: (query: String, view: AppliedView)] = [:]
         for q in queries {
             try lc.send(#"{"op":"listen","query":\#(q)}"#)

@@ -147,10 +147,33 @@ import Testing
     }
 
     @Test func heartbeatsWhenIdle() throws {
-        #expect(try c.request(#"{"op":"hello","heartbeatMs":50}"#).isOK)
+        #expect(try c.request(#"{"op":"hello","heartbeatMs":100}"#).isOK)
         let hb = try c.readObject(timeout: 5)
         #expect(hb["type"] as? String == "heartbeat")
         #expect(hb["seq"] is Int)
         #expect(hb["ok"] == nil)
+        try c.send(#"{"op":"hello","heartbeatMs":0}"#)
+        var r = try c.readObject()
+        while r["type"] as? String == "heartbeat" { r = try c.readObject() }   // one may have been on its way
+        #expect(r.isOK, "\(r)")
+    }
+
+    /// `heartbeatMs` is 0 or from 100 ms to an hour: `1` used to be accepted and sent hundreds of heartbeats a
+    /// second. A refused value changes nothing: the next line is the next response, no heartbeat before it.
+    @Test(arguments: [1, 99, 3_600_001, -1])
+    func heartbeatsOutsideTheRangeAreRefused(_ ms: Int) throws {
+        for line in [#"{"op":"hello","heartbeatMs":\#(ms),"id":1}"#, #"{"op":"listen","path":"hb/a","heartbeatMs":\#(ms),"id":1}"#] {
+            let r = try c.request(line)
+            #expect(r.errorCode == "INVALID_ARGUMENT", "\(r)")
+            #expect(r.errorMessage?.contains("0 (no heartbeats) or an integer from 100 to 3600000") == true, "\(r)")
+            #expect(r.errorMessage?.contains("got \(ms)") == true, "\(r)")
+            let line = try { try c.send(#"{"op":"ping","id":2}"#); return try c.readLine() }()
+            #expect(line.hasPrefix(#"{"id":2,"ok":true"#), "\(line)")
+        }
+    }
+
+    @Test func heartbeatBoundsAreAccepted() throws {
+        #expect(try c.request(#"{"op":"hello","heartbeatMs":3600000}"#).isOK)
+        #expect(try c.request(#"{"op":"hello","heartbeatMs":0}"#).isOK)
     }
 }

@@ -157,7 +157,7 @@ import Testing
         #expect(bad.errorMessage?.contains("writes[1]") == true)
         #expect(try c.request(#"{"op":"get","path":"k/new"}"#)["doc"] is NSNull)
         let single = try c.request(#"{"op":"commit","writes":[{"op":"create","path":"k/taken","data":{}}]}"#)
-        #expect(single.errorMessage?.hasPrefix("writes[0]: ") == true, "\(single)")
+        #expect(single.errorMessage?.hasPrefix("commit: writes[0]: ") == true, "\(single)")
         let ok = try c.request(#"{"op":"commit","writes":[{"op":"set","path":"k/a","data":{"v":1}},{"op":"update","path":"k/taken","data":{"v":{"$increment":1}}},{"op":"verify","path":"k/a","precondition":{"exists":true}},{"op":"delete","path":"k/zzz"}]}"#)
         #expect(ok.isOK, "\(ok)")
         let results = ok["results"] as! [[String: Any]]

@@ -14,6 +14,9 @@
  * For '"' the low 56 bits are an offset into the string buffer, where a 4-byte little-endian length
  * precedes the (unescaped, valid UTF-8) bytes. 'l' (int64), 'u' (uint64) and 'd' (double) keep their
  * value in the next word.
+ *
+ * Every successful parse also checks each object for repeated keys (by unescaped bytes): the result's
+ * `duplicate_key` is the tape index of the first repeated key, or 0 when all keys are unique.
  */
 
 #include <stddef.h>
@@ -46,6 +49,11 @@ typedef struct hearth_json_result {
     int64_t error_offset;
     /** NUL-terminated reason; owned by the parser, valid until its next parse. */
     const char *error_reason;
+    /**
+     * After HEARTH_JSON_OK: the tape index of the first key that repeats an earlier key of the same object
+     * (outer objects first, then document order), or 0 when every object's keys are unique.
+     */
+    uint64_t duplicate_key;
 } hearth_json_result;
 
 /** Bytes of readable slack simdjson needs after the input for `hearth_json_parse_padded`. */

@@ -74,7 +74,7 @@ public final class ListenerHub {
             l.sentDocument = l.currentDocument
             first = .document(seq: seq, initial: resumeAfter == nil, reset: foreign, document: l.currentDocument)
         case .query(let q):
-            if q.offset > 0 { throw .invalid("listen: offset is not supported by listeners (use cursors)") }
+            if q.offset > 0 { throw .invalid("offset is not supported by listeners (use cursors)") }
             if let shared = views[q] {
                 // In memory: every shared view has applied every published commit (publication is never
                 // re-entered, so nothing registers between the engine's move to a seq and its publication).

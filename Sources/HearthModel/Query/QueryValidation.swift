@@ -6,6 +6,8 @@ public enum QueryLimits {
     public static let maxInValues = 30
     /// Most values in a `not-in` list.
     public static let maxNotInValues = 10
+    /// Largest `limit`, `limitToLast` and `offset` (2^31 - 1).
+    public static let maxCount = Int(Int32.max)
 }
 
 extension Query {

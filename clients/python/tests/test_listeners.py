@@ -461,7 +461,7 @@ class ListenerTest(HearthTestCase):
     # -- heartbeats -----------------------------------------------------------------------------------
 
     async def test_heartbeats_advance_the_resume_point(self) -> None:
-        listener = self.db.listen_document(f"{self.coll}/hb", heartbeat_ms=50)
+        listener = self.db.listen_document(f"{self.coll}/hb", heartbeat_ms=100)
         await self.next(listener)
         w = await self.db.set(f"{self.coll}_elsewhere/x", {"v": 1})
         for _ in range(300):

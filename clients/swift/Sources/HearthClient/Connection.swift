@@ -228,7 +228,7 @@ final class Connection: @unchecked Sendable {
     private func issueListen(_ core: ListenerCore) {
         if !helloSent, settings.heartbeatInterval > 0 {
             helloSent = true
-            let ms = Int64((settings.heartbeatInterval * 1000).rounded())
+            let ms = min(max(Int64((min(settings.heartbeatInterval, 3600) * 1000).rounded()), 100), 3_600_000)
             // An older server refuses `hello`: then there are no heartbeats and no liveness check.
             let l = link
             submit(["op": .string("hello"), "heartbeatMs": .int(ms)]) { [unowned self] result in

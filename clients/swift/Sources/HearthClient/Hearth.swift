@@ -12,7 +12,8 @@ public struct HearthSettings: Sendable {
     public var maxReconnectDelay: TimeInterval = 2
     /// Heartbeat period asked of the server (`hello`) while listeners are active; heartbeats move resume
     /// points forward, and a connection silent for three periods plus a second is presumed dead and
-    /// replaced. 0 turns them off (as does a server that refuses `hello`).
+    /// replaced. 0 turns them off (as does a server that refuses `hello`). The server accepts 0.1 s to 1 h;
+    /// other positive values are brought within that range.
     public var heartbeatInterval: TimeInterval = 5
 
     public init(dispatchQueue: DispatchQueue = DispatchQueue(label: "hearth.callbacks")) {

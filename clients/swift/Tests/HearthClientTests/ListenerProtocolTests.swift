@@ -288,6 +288,17 @@ import Testing
         #expect(relisten["resumeAfter"] as? Int == 11)
     }
 
+    @Test func aHeartbeatPeriodBelowTheServersFloorIsRaisedToIt() async throws {
+        let server = try FakeServer()
+        let db = Hearth(port: server.port, settings: Self.settings(heartbeat: 0.01))
+        defer { db.terminate() }
+        let reg = db.document("h/1").addSnapshotListener { _, _ in }
+        defer { reg.remove() }
+        let c1 = try await server.accept()
+        let hello = try await c1.read()
+        #expect(hello["op"] as? String == "hello" && hello["heartbeatMs"] as? Int == 100)
+    }
+
     @Test func aRefusedListenEndsTheListenerWithTheError() async throws {
         let server = try FakeServer()
         let db = Hearth(port: server.port, settings: Self.settings())
