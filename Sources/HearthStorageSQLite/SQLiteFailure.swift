@@ -14,8 +14,9 @@ enum SQLiteFailure {
     /// The error for result code `rc` returned by `operation` on connection `db`.
     ///
     /// Transient or environmental failures (busy or locked database, I/O error, full disk, cannot open,
-    /// read-only file, out of memory, interrupted) map to UNAVAILABLE: the store may work again later. Everything
-    /// else (corruption, not a database, misuse, constraint or schema trouble) maps to INTERNAL.
+    /// read-only file, out of memory, interrupted) map to UNAVAILABLE: the store may work again later. A damaged
+    /// database file (SQLITE_CORRUPT: SQLite found a malformed page) maps to DATA_LOSS. Everything else (not a
+    /// database, misuse, constraint or schema trouble) maps to INTERNAL.
     static func error(_ rc: Int32, _ db: OpaquePointer?, _ operation: String) -> HearthError {
         let primary = rc & 0xFF
         let code: ErrorCode
@@ -23,6 +24,8 @@ enum SQLiteFailure {
         case SQLITE_BUSY, SQLITE_LOCKED, SQLITE_NOMEM, SQLITE_READONLY, SQLITE_INTERRUPT, SQLITE_IOERR,
              SQLITE_FULL, SQLITE_CANTOPEN, SQLITE_PROTOCOL:
             code = .unavailable
+        case SQLITE_CORRUPT:
+            code = .dataLoss
         default:
             code = .internal
         }
