@@ -24,7 +24,9 @@ public struct QueryResult: Sendable {
 extension Engine {
     /// Runs a validated query against durable state at `lastDurableSeq`: plans it, scans the index ranges
     /// (stopping early when the plan is exact), checks every fetched document against the whole query,
-    /// sorts, and applies offset and limit (or limitToLast).
+    /// sorts, and applies offset and limit (or limitToLast). A damaged document the scan meets (one the
+    /// store's checksum or the codec rejects) fails the whole query with DATA_LOSS naming it: a result
+    /// without it would silently be wrong.
     /// With `needFields` false the caller promises not to read `ResultDocument.fields`: an exact
     /// single-range plan then returns stored documents without decoding them (the ranges already enforce
     /// every filter and cursor, and the index order is the query order).
@@ -36,11 +38,10 @@ extension Engine {
     /// instead of the stored one (nil: absent). Listeners use it to see the state as of an earlier seq.
     func runQuery(_ query: ValidQuery, rollback: [DocumentPath: StoredDocument?], needFields: Bool = true) throws(HearthError) -> QueryResult {
         thread.check("Engine.runQuery")
-        let store = readStore
         let (q, reverseResults) = query.execution
         let plan = try QueryPlanner.plan(q, indexes: indexes)
         if !needFields, rollback.isEmpty, plan.branches.count == 1, plan.branches[0].exact, plan.branches[0].ranges.count <= 1 {
-            return try runExact(plan, q, store: store, reverseResults: reverseResults)
+            return try runExact(plan, q, reverseResults: reverseResults)
         }
         let need = q.limit.map { $0 + q.offset + rollback.count }
         var found: [DocumentPath: ResultDocument] = [:]
@@ -53,13 +54,16 @@ extension Engine {
                 var matchedHere = 0
                 let page = branch.exact ? max(1, min(need ?? 512, 512)) : 512
                 scanning: while true {
-                    let hits = try store.scanIndex(from: lower, to: upper, reverse: branch.reverse, limit: page)
+                    let hits = try storeRead { (s) throws(HearthError) in
+                        try s.scanIndex(from: lower, to: upper, reverse: branch.reverse, limit: page)
+                    }
                     examined += hits.count
                     for hit in hits {
                         let doc = hit.document
                         if found[doc.path] != nil { matchedHere += 1; continue }
                         if rollback[doc.path] != nil { continue }
-                        let fields = try codec.decode(doc.data)
+                        // Decoding verifies (`DocumentCodec.decode` fails for what `verify` rejects).
+                        let fields = try decodeStored(doc)
                         guard q.matchesWithinCursors(doc.path, fields) else { continue }
                         found[doc.path] = ResultDocument(stored: doc, fields: fields)
                         matchedHere += 1
@@ -74,7 +78,7 @@ extension Engine {
 
         for (path, version) in rollback {
             guard let doc = version else { continue }
-            let fields = try codec.decode(doc.data)
+            let fields = try decodeStored(doc)
             if q.matchesWithinCursors(path, fields) { found[path] = ResultDocument(stored: doc, fields: fields) }
         }
         var rows = Array(found.values)
@@ -88,8 +92,9 @@ extension Engine {
                            stats: QueryStats(plan: plan, examined: examined, returned: result.count))
     }
 
-    /// An exact single-range plan: the index yields exactly the results, in order; nothing to decode.
-    private func runExact(_ plan: QueryPlan, _ q: ValidQuery, store: any DocumentStore, reverseResults: Bool) throws(HearthError) -> QueryResult {
+    /// An exact single-range plan: the index yields exactly the results, in order; nothing to decode, but
+    /// each document is verified before it can be served.
+    private func runExact(_ plan: QueryPlan, _ q: ValidQuery, reverseResults: Bool) throws(HearthError) -> QueryResult {
         let branch = plan.branches[0]
         var rows: [ResultDocument] = []
         var examined = 0
@@ -99,9 +104,14 @@ extension Engine {
             var lower = range.lower, upper = range.upper
             while rows.count < want {
                 let page = min(want - rows.count, 512)
-                let hits = try store.scanIndex(from: lower, to: upper, reverse: branch.reverse, limit: page)
+                let hits = try storeRead { (s) throws(HearthError) in
+                    try s.scanIndex(from: lower, to: upper, reverse: branch.reverse, limit: page)
+                }
                 examined += hits.count
-                for hit in hits { rows.append(ResultDocument(stored: hit.document, fields: MapValue())) }
+                for hit in hits {
+                    try verified(hit.document)
+                    rows.append(ResultDocument(stored: hit.document, fields: MapValue()))
+                }
                 guard hits.count == page, let last = hits.last else { break }
                 if branch.reverse { upper = last.key } else { lower = IndexKey.immediateSuccessor(last.key) }
             }

@@ -17,6 +17,22 @@ public struct FieldsJSON: Sendable {
         writer.fields(m)
     }
 
+    /// Checks, without decoding, that stored bytes can be spliced verbatim into a response line: one JSON
+    /// object in valid UTF-8 (simdjson validates both) with no raw CR or LF (JSON allows them only as
+    /// whitespace, which the canonical encoding never writes, and a raw LF would end the NDJSON line).
+    public func verifyStored(_ bytes: [UInt8]) throws(HearthError) {
+        try checkNoLineBreak(bytes)
+        let root = try ThreadParser.current.parse(bytes)
+        guard root.kind == .object else { throw .invalid("stored fields are a JSON \(root.kind.name), not an object") }
+    }
+
+    /// Throws when `bytes` hold a raw CR or LF.
+    public func checkNoLineBreak(_ bytes: [UInt8]) throws(HearthError) {
+        if let i = bytes.firstIndex(where: { $0 == 10 || $0 == 13 }) {
+            throw .invalid("a raw line break at byte \(i)")
+        }
+    }
+
     /// Decodes stored fields with this thread's parser.
     public func decodeFields(_ bytes: [UInt8]) throws(HearthError) -> MapValue {
         try decodeFields(bytes, parser: ThreadParser.current)

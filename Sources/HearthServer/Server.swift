@@ -32,29 +32,65 @@ public final class Server {
         self.logger = logger
         self.store = store
         self.loop = try EventLoop()
-        self.engine = try Engine(store: store, codec: JSONDocumentCodec(), cacheBytes: config.cacheBytes)
+        self.engine = try Engine(store: store, codec: JSONDocumentCodec(), indexCatalogCodec: JSONIndexCatalogCodec(),
+                                 cacheBytes: config.cacheBytes)
         self.dispatcher = Dispatcher()
-        self.indexFile = IndexCatalogFile(dataDir: config.dataDir)
-        let catalog = try indexFile.load()
-        engine.restoreIndexes(catalog.indexes, nextID: catalog.nextID)
-        engine.onIndexesChanged = { [unowned self] in self.saveIndexes() }
+        engine.onIndexesChanged = { [unowned self] in self.logIndexes() }
+        engine.onDataLoss = { [unowned self] error in self.logDataLoss(error) }
     }
 
-    private let indexFile: IndexCatalogFile
+    /// DATA_LOSS messages already logged (each damaged document is logged once, however often it is asked for).
+    private var loggedDamage = Set<String>()
 
-    private func saveIndexes() {
-        do {
-            try indexFile.save(engine.indexes, nextID: engine.nextIndexID)
-            let summary = engine.indexes.map { "#\($0.id) \($0.summary) \($0.state.rawValue)" }.joined(separator: "; ")
-            logger.info("indexes: \(summary.isEmpty ? "none declared" : summary)")
-        } catch {
-            logger.info("could not save the index catalog: \(error)")
+    /// Logs a DATA_LOSS error loudly, once per message (at most 10,000 distinct ones; then a last line says
+    /// so and further ones are only answered).
+    private func logDataLoss(_ error: HearthError) {
+        guard loggedDamage.count <= 10_000, loggedDamage.insert(error.message).inserted else { return }
+        if loggedDamage.count > 10_000 {
+            logger.info("DATA LOSS: more than 10000 damaged items; no more are logged (run hearth check on the stopped store)")
+            return
+        }
+        logger.info("DATA LOSS: \(error.message)")
+    }
+
+    private func logIndexes() {
+        let summary = engine.indexes.map { "#\($0.id) \($0.summary) \($0.state.rawValue)" }.joined(separator: "; ")
+        logger.info("indexes: \(summary.isEmpty ? "none declared" : summary)")
+    }
+
+    /// Migrates an `indexes.json` left by an older Hearth into the store, once: imported with a commit when
+    /// the store has no catalog of its own, then renamed to `indexes.json.imported` once that commit is
+    /// durable (a stop before that leaves the file, and the next start imports it again). A file beside a
+    /// store that already has a catalog (a stop right after the import) is only renamed.
+    private func importIndexFile() throws {
+        let file = IndexCatalogFile(dataDir: config.dataDir)
+        guard file.exists else { return }
+        if engine.loadedStoredCatalog {
+            try file.retire()
+            logger.info("index catalog: the store already holds it; renamed \(file.path) to \(file.importedPath)")
+            return
+        }
+        guard let catalog = try file.load() else { return }
+        let logger = self.logger
+        engine.importIndexCatalog(catalog) { result in
+            switch result {
+            case .success:
+                do {
+                    try file.retire()
+                    logger.info("index catalog: imported \(file.path) into the store; renamed it to \(file.importedPath)")
+                } catch {
+                    logger.info("index catalog: imported \(file.path) into the store, but \(error)")
+                }
+            case .failure(let error):
+                logger.info("index catalog: importing \(file.path) failed (it is kept and imported at the next start): \(error)")
+            }
         }
     }
 
     /// Listens, serves until SIGTERM/SIGINT, then shuts down gracefully. Returns when the loop has ended.
     public func run() throws {
         engine.adoptCurrentThread()
+        try importIndexFile()
         let listener = try loop.listen(host: config.host, port: config.port) { [unowned self] conn in
             self.accept(conn)
         }
