@@ -6,6 +6,7 @@ import PackageDescription
 //                  ├──────────► HearthProtocol ─► HearthModel, CSimdJSON
 //                  └──────────► HearthEngine ─► HearthStorage ─► HearthModel
 //   hearthd ─► HearthStorageSQLite ─► HearthStorage, CSQLite, CZlib (only this imports sqlite3 and zlib)
+//   hearthd, hearth ─► HearthCheck ─► HearthStorageSQLite, HearthEngine, HearthProtocol (`check`)
 // See docs/architecture.md.
 let package = Package(
     name: "Hearth",
@@ -33,8 +34,9 @@ let package = Package(
         .target(name: "HearthEngine", dependencies: ["HearthStorage", "HearthModel"]),
         .target(name: "HearthLoop", dependencies: ["CLibUV"]),
         .target(name: "HearthServer", dependencies: ["HearthLoop", "HearthProtocol", "HearthEngine", "HearthStorage", "HearthModel"]),
-        .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthStorageSQLite", "HearthStorage"]),
-        .executableTarget(name: "hearth", dependencies: ["HearthProtocol", "HearthModel", "HearthLoop"]),
+        .target(name: "HearthCheck", dependencies: ["HearthStorageSQLite", "HearthEngine", "HearthProtocol", "HearthStorage", "HearthModel"]),
+        .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthCheck", "HearthStorageSQLite", "HearthStorage"]),
+        .executableTarget(name: "hearth", dependencies: ["HearthCheck", "HearthProtocol", "HearthModel", "HearthLoop"]),
         .target(name: "HearthTesting"),
         // The Firestore-shaped Swift client library (Foundation + POSIX sockets; builds on macOS too).
         .target(name: "HearthClient", path: "clients/swift/Sources/HearthClient"),
@@ -45,8 +47,9 @@ let package = Package(
         .testTarget(name: "HearthProtocolTests", dependencies: ["HearthProtocol", "HearthModel"]),
         .testTarget(name: "HearthStorageTests", dependencies: ["HearthStorage", "HearthStorageSQLite", "HearthTesting", "HearthModel"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "HearthStorage", "HearthModel"]),
+        .testTarget(name: "HearthCheckTests", dependencies: ["HearthCheck", "HearthEngine", "HearthStorageSQLite", "HearthStorage", "HearthProtocol", "HearthModel"]),
         .testTarget(name: "HearthLoopTests", dependencies: ["HearthLoop"]),
         .testTarget(name: "HearthServerTests",
-                    dependencies: ["HearthTesting", "HearthServer", "HearthEngine", "HearthStorage", "HearthLoop", "HearthProtocol", "HearthModel"]),
+                    dependencies: ["HearthTesting", "HearthServer", "HearthEngine", "HearthStorage", "HearthStorageSQLite", "HearthLoop", "HearthProtocol", "HearthModel"]),
     ]
 )

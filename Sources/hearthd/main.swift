@@ -2,6 +2,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import HearthCheck
 import HearthServer
 import HearthStorage
 import HearthStorageSQLite
@@ -24,12 +25,19 @@ options:
   --slow-subscriber-timeout-ms N
                            how long a subscriber may stay over budget before it is closed (default 30000)
   --shutdown-grace-ms N    how long SIGTERM/SIGINT wait for in-flight commits and output (default 5000)
+  --check                  check the store first (as hearth check does); refuse to start if it is damaged
   --quiet                  log nothing but errors
   --version                print the version and exit
   --help                   print this help and exit
 
 Signals: SIGTERM and SIGINT stop accepting, finish in-flight commits, flush output and close the store.
 """
+
+/// A line on stderr, even with --quiet.
+func report(_ message: String) {
+    var line = Array("hearthd: \(message)\n".utf8)
+    _ = line.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
+}
 
 func fail(_ message: String) -> Never {
     var line = Array("hearthd: \(message)\n".utf8)
@@ -39,6 +47,7 @@ func fail(_ message: String) -> Never {
 
 var config = ServerConfig()
 var quiet = false
+var checkFirst = false
 var args = CommandLine.arguments.dropFirst()[...]
 
 func intValue(_ flag: String, _ text: String?, min: Int = 0) -> Int {
@@ -75,6 +84,7 @@ while let arg = args.popFirst() {
     case "--slow-subscriber-timeout-ms": config.slowSubscriberTimeoutMs = UInt64(intValue("--slow-subscriber-timeout-ms", value(), min: 1))
     case "--shutdown-grace-ms": config.shutdownGraceMs = UInt64(intValue("--shutdown-grace-ms", value()))
     case "--quiet", "-q": quiet = true
+    case "--check": checkFirst = true
     default: fail("unknown option \(arg) (see --help)")
     }
 }
@@ -89,6 +99,10 @@ let logger = Logger(enabled: !quiet)
 let retention = RetentionPolicy(maxAgeMicros: config.retentionSeconds * 1_000_000, maxBytes: config.retentionBytes)
 do {
     let store = try SQLiteStore(directory: config.dataDir, retention: retention)
+    if checkFirst, !(try StoreCheck(store: store, dataDir: config.dataDir).beforeServing(log: logger.info, report: report)) {
+        store.close()
+        exit(1)
+    }
     let server = try Server(config: config, store: store, logger: logger)
     try server.run()
     store.close()
