@@ -5,7 +5,7 @@ import PackageDescription
 //   hearthd ─► HearthServer ─► HearthLoop ─► CLibUV          (only HearthLoop imports libuv)
 //                  ├──────────► HearthProtocol ─► HearthModel, CSimdJSON
 //                  └──────────► HearthEngine ─► HearthStorage ─► HearthModel
-//   hearthd ─► HearthStorageSQLite ─► HearthStorage, CSQLite, CZlib (only this imports sqlite3 and zlib)
+//   hearthd ─► HearthStorageSQLite ─► HearthStorage, CSQLite, CXXHash (only this imports sqlite3 and xxhash)
 //   hearthd, hearth ─► HearthCheck ─► HearthStorageSQLite, HearthEngine, HearthProtocol (`check`)
 // See docs/architecture.md.
 let package = Package(
@@ -17,10 +17,10 @@ let package = Package(
         .library(name: "HearthClient", targets: ["HearthClient"]),
     ],
     targets: [
-        // System libraries (Debian: libuv1-dev, libsqlite3-dev, zlib1g-dev, libsimdjson-dev).
+        // System libraries (Debian: libuv1-dev, libsqlite3-dev, libxxhash-dev, libsimdjson-dev).
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
-        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
         .target(
             name: "CSimdJSON",
             cxxSettings: [.define("SIMDJSON_THREADS_ENABLED", to: "1"), .unsafeFlags(["-O2"])],
@@ -30,7 +30,7 @@ let package = Package(
         .target(name: "HearthModel"),
         .target(name: "HearthProtocol", dependencies: ["HearthModel", "CSimdJSON"]),
         .target(name: "HearthStorage", dependencies: ["HearthModel"]),
-        .target(name: "HearthStorageSQLite", dependencies: ["HearthStorage", "HearthModel", "CSQLite", "CZlib"]),
+        .target(name: "HearthStorageSQLite", dependencies: ["HearthStorage", "HearthModel", "CSQLite", "CXXHash"]),
         .target(name: "HearthEngine", dependencies: ["HearthStorage", "HearthModel"]),
         .target(name: "HearthLoop", dependencies: ["CLibUV"]),
         .target(name: "HearthServer", dependencies: ["HearthLoop", "HearthProtocol", "HearthEngine", "HearthStorage", "HearthModel"]),

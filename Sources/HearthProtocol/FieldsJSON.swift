@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import HearthModel
 
 /// Stored form of a document's fields: the canonical wire JSON object (keys in `MapValue` order, typed
@@ -26,11 +31,15 @@ public struct FieldsJSON: Sendable {
         guard root.kind == .object else { throw .invalid("stored fields are a JSON \(root.kind.name), not an object") }
     }
 
-    /// Throws when `bytes` hold a raw CR or LF.
+    /// Throws when `bytes` hold a raw CR or LF (two `memchr`s: this runs on every document read from the store).
     public func checkNoLineBreak(_ bytes: [UInt8]) throws(HearthError) {
-        if let i = bytes.firstIndex(where: { $0 == 10 || $0 == 13 }) {
-            throw .invalid("a raw line break at byte \(i)")
+        let at = bytes.withUnsafeBytes { raw -> Int? in
+            guard let base = raw.baseAddress else { return nil }
+            if let p = memchr(base, 10, raw.count) { return base.distance(to: UnsafeRawPointer(p)) }
+            if let p = memchr(base, 13, raw.count) { return base.distance(to: UnsafeRawPointer(p)) }
+            return nil
         }
+        if let at { throw .invalid("a raw line break at byte \(at)") }
     }
 
     /// Decodes stored fields with this thread's parser.

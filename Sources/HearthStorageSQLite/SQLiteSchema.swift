@@ -19,7 +19,7 @@ package enum SQLiteSchema {
             create_us  INTEGER NOT NULL,
             update_us  INTEGER NOT NULL,
             seq        INTEGER NOT NULL,              -- the commit that last changed the document
-            checksum   INTEGER NOT NULL               -- CRC-32 of the columns above (see Checksums)
+            checksum   INTEGER NOT NULL               -- XXH3-64 of the columns above (see Checksums)
         );
         """
     static let documentsKey = "CREATE UNIQUE INDEX documents_by_key ON documents (collection, id);"
@@ -38,7 +38,7 @@ package enum SQLiteSchema {
             after_create_us  INTEGER,
             after_update_us  INTEGER,
             after_seq        INTEGER,
-            checksum         INTEGER NOT NULL         -- CRC-32 of the columns above but id
+            checksum         INTEGER NOT NULL         -- XXH3-64 of the columns above but id
         );
         """
     static let changesBySeq = "CREATE INDEX changes_by_seq ON changes (seq);"
@@ -59,7 +59,7 @@ package enum SQLiteSchema {
             id         INTEGER PRIMARY KEY CHECK (id = 1),  -- one row, absent until a commit carries a catalog
             data       BLOB NOT NULL,                 -- the engine's declared composite indexes, opaque here
             seq        INTEGER NOT NULL,              -- the commit that stored it
-            checksum   INTEGER NOT NULL               -- CRC-32 of data and seq
+            checksum   INTEGER NOT NULL               -- XXH3-64 of data and seq
         );
         """
 
