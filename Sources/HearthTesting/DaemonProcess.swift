@@ -8,7 +8,7 @@ public final class DaemonProcess: @unchecked Sendable {
     public private(set) var port: Int = 0
     private var process: Process?
     private var stderrPipe: Pipe?
-    private let logLock = NSLock()
+    private let logLock = NSCondition()
     private var logText = ""
     private let ownsDataDir: Bool
 
@@ -45,6 +45,20 @@ public final class DaemonProcess: @unchecked Sendable {
     /// Everything the daemon has logged so far.
     public var log: String { logLock.withLock { logText } }
 
+    /// Waits until the log contains `text` (woken by each chunk the daemon writes to stderr, not by polling),
+    /// or `timeout` seconds pass; true when it does. Lines a daemon writes reach `log` a little after it
+    /// wrote them: wait for a line written after those you check (its last, `hearthd: stopped`, after `stop()`).
+    @discardableResult
+    public func waitForLog(containing text: String, timeout: Double = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        logLock.lock()
+        defer { logLock.unlock() }
+        while !logText.contains(text) {
+            guard logLock.wait(until: deadline) else { return logText.contains(text) }
+        }
+        return true
+    }
+
     /// (Re)starts the process on a new ephemeral port (the same data dir), waiting for its listening line.
     public func start() throws {
         let p = Process()
@@ -60,7 +74,11 @@ public final class DaemonProcess: @unchecked Sendable {
             let data = h.availableData
             guard !data.isEmpty, let self else { h.readabilityHandler = nil; ready.signal(); return }
             let text = String(decoding: data, as: UTF8.self)
-            let all = self.logLock.withLock { () -> String in self.logText += text; return self.logText }
+            let all = self.logLock.withLock { () -> String in
+                self.logText += text
+                self.logLock.broadcast()
+                return self.logText
+            }
             let fresh = String(decoding: Array(all.utf8).dropFirst(logStart), as: UTF8.self)
             if portBox.port == 0, let r = fresh.range(of: "listening on 127.0.0.1:") {
                 let digits = fresh[r.upperBound...].prefix { $0.isNumber }

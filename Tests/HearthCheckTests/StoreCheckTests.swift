@@ -178,6 +178,20 @@ final class CheckFixture {
         #expect(report.catalogSource == "indexes.json (not imported yet)")
     }
 
+    @Test func entriesOfADropNotYetPurgedAreNotDamage() throws {
+        let f = try CheckFixture.populated()
+        let (def, _) = try f.engine.createIndex(collectionID: "calls", scope: .collection,
+                                                fields: [.init(try FieldPath.parse("t"), .ascending), .init(try FieldPath.parse("customer"), .ascending)])
+        f.flush()
+        try f.buildIndexes()
+        try f.engine.dropIndex(id: def.id)
+        f.flush()   // the drop is durable; its entries are still there (the daemon stopped before purging)
+        let report = try f.check()
+        #expect(report.isClean, "\(report.problems)")
+        #expect(report.awaitingPurge == 3)
+        #expect(report.summary.contains("3 entries of dropped indexes awaiting removal"))
+    }
+
     @Test func damageSQLiteFindsIsReported() throws {
         let f = try CheckFixture.populated()
         // An index whose b-tree disagrees with its table: SQLite's integrity check finds it.
