@@ -5,7 +5,8 @@ import PackageDescription
 //   hearthd ─► HearthServer ─► HearthLoop ─► CLibUV          (only HearthLoop imports libuv)
 //                  ├──────────► HearthProtocol ─► HearthModel, CSimdJSON
 //                  └──────────► HearthEngine ─► HearthStorage ─► HearthModel
-//   hearthd ─► HearthStorageSQLite ─► HearthStorage, CSQLite (only this imports sqlite3)
+//   hearthd ─► HearthStorageSQLite ─► HearthStorage, CSQLite, CXXHash (only this imports sqlite3 and xxhash)
+//   hearthd, hearth ─► HearthCheck ─► HearthStorageSQLite, HearthEngine, HearthProtocol (`check`)
 // See docs/architecture.md.
 let package = Package(
     name: "Hearth",
@@ -16,9 +17,10 @@ let package = Package(
         .library(name: "HearthClient", targets: ["HearthClient"]),
     ],
     targets: [
-        // System libraries (Debian: libuv1-dev, libsqlite3-dev, libsimdjson-dev).
+        // System libraries (Debian: libuv1-dev, libsqlite3-dev, libxxhash-dev, libsimdjson-dev).
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
         .target(
             name: "CSimdJSON",
             cxxSettings: [.define("SIMDJSON_THREADS_ENABLED", to: "1"), .unsafeFlags(["-O2"])],
@@ -28,12 +30,13 @@ let package = Package(
         .target(name: "HearthModel"),
         .target(name: "HearthProtocol", dependencies: ["HearthModel", "CSimdJSON"]),
         .target(name: "HearthStorage", dependencies: ["HearthModel"]),
-        .target(name: "HearthStorageSQLite", dependencies: ["HearthStorage", "HearthModel", "CSQLite"]),
+        .target(name: "HearthStorageSQLite", dependencies: ["HearthStorage", "HearthModel", "CSQLite", "CXXHash"]),
         .target(name: "HearthEngine", dependencies: ["HearthStorage", "HearthModel"]),
         .target(name: "HearthLoop", dependencies: ["CLibUV"]),
         .target(name: "HearthServer", dependencies: ["HearthLoop", "HearthProtocol", "HearthEngine", "HearthStorage", "HearthModel"]),
-        .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthStorageSQLite", "HearthStorage", "HearthModel"]),
-        .executableTarget(name: "hearth", dependencies: ["HearthProtocol", "HearthModel", "HearthLoop"]),
+        .target(name: "HearthCheck", dependencies: ["HearthStorageSQLite", "HearthEngine", "HearthProtocol", "HearthStorage", "HearthModel"]),
+        .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthCheck", "HearthStorageSQLite", "HearthStorage", "HearthModel"]),
+        .executableTarget(name: "hearth", dependencies: ["HearthCheck", "HearthProtocol", "HearthModel", "HearthLoop"]),
         .target(name: "HearthTesting"),
         // Fuzz targets (`make fuzz`): libFuzzer when built with -sanitize=fuzzer, else a replayer of inputs.
         .target(name: "CFuzzShim"),
@@ -50,8 +53,9 @@ let package = Package(
         .testTarget(name: "HearthProtocolTests", dependencies: ["HearthProtocol", "HearthModel"]),
         .testTarget(name: "HearthStorageTests", dependencies: ["HearthStorage", "HearthStorageSQLite", "HearthTesting", "HearthModel"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "HearthStorage", "HearthModel"]),
+        .testTarget(name: "HearthCheckTests", dependencies: ["HearthCheck", "HearthEngine", "HearthStorageSQLite", "HearthStorage", "HearthProtocol", "HearthModel"]),
         .testTarget(name: "HearthLoopTests", dependencies: ["HearthLoop"]),
         .testTarget(name: "HearthServerTests",
-                    dependencies: ["HearthTesting", "HearthServer", "HearthEngine", "HearthStorage", "HearthLoop", "HearthProtocol", "HearthModel"]),
+                    dependencies: ["HearthTesting", "HearthServer", "HearthEngine", "HearthStorage", "HearthStorageSQLite", "HearthLoop", "HearthProtocol", "HearthModel"]),
     ]
 )

@@ -17,6 +17,9 @@ import HearthStorage
 public final class Engine {
     public let store: any DocumentStore
     public let codec: any DocumentCodec
+    /// Encodes the index catalog for the store; nil: the catalog is not stored (engine tests that do not
+    /// care), and declarations last as long as the engine.
+    public let indexCatalogCodec: (any IndexCatalogCodec)?
     private let clock: () -> Int64
 
     /// Highest seq given to a commit.
@@ -38,10 +41,12 @@ public final class Engine {
     public internal(set) var indexes: [IndexDefinition] = []
     /// The id the next declared index gets (ids are never reused).
     public internal(set) var nextIndexID: Int64 = 1
+    /// Dropped indexes whose entries are still being removed (kept in the catalog until they are).
+    public internal(set) var droppingIndexes: [Int64] = []
     /// Backfills and purges still to do, oldest first.
     var indexWork: [IndexWork] = []
     /// Called when the index catalog changes (a declaration, a drop, a backfill finished), with the index that
-    /// changed and how, so the server can persist the catalog and log the change.
+    /// changed and how, for the log.
     public var onIndexesChanged: ((IndexDefinition, IndexEvent) -> Void)?
 
     /// Set while the store's disk is full (by the server, which also clears it): a commit that would store
@@ -51,6 +56,16 @@ public final class Engine {
     /// Called right before a commit is refused because of `diskFull`, so the server can check whether space
     /// came back (and clear `diskFull`, letting the commit through).
     public var recheckDiskSpace: (() -> Void)?
+    /// Numbers backfill runs (a restarted backfill is a new generation).
+    var backfillGeneration = 0
+    /// The catalog changed since a commit last carried it: the next commit queued carries it.
+    var catalogDirty = false
+    /// True when the store held a catalog at init (it was restored from there).
+    public private(set) var loadedStoredCatalog = false
+    /// Called with every DATA_LOSS error the engine meets reading the store (a damaged document, change-log
+    /// entry or catalog), also those it answers a request with or recovers from (a resume that falls back to
+    /// a reset), so the server can log each damaged document.
+    public var onDataLoss: ((HearthError) -> Void)?
 
     /// Called once per durable batch, in seq order, right after its commits are acknowledged and
     /// published to the listeners.
@@ -73,17 +88,29 @@ public final class Engine {
         var seq: UInt64
     }
 
-    /// `cacheBytes` bounds the cache of recently read documents (0: none).
-    public init(store: any DocumentStore, codec: any DocumentCodec, cacheBytes: Int = Engine.defaultCacheBytes,
+    /// `cacheBytes` bounds the cache of recently read documents (0: none). With `indexCatalogCodec`, the index
+    /// catalog the store holds is restored (building indexes resume their backfill, drops their purge); a
+    /// catalog that fails to decode throws DATA_LOSS.
+    public init(store: any DocumentStore, codec: any DocumentCodec, indexCatalogCodec: (any IndexCatalogCodec)? = nil,
+                cacheBytes: Int = Engine.defaultCacheBytes,
                 clock: @escaping () -> Int64 = Engine.wallClockMicros) throws(HearthError) {
         self.store = store
         self.codec = codec
+        self.indexCatalogCodec = indexCatalogCodec
         self.clock = clock
         self.cache = DocumentCache(capacityBytes: cacheBytes)
         let last = try store.lastSeq()
         self.lastAssignedSeq = last
         self.lastDurableSeq = last
         self.historyID = try store.historyID()
+        if let catalogCodec = indexCatalogCodec, let data = try store.indexCatalog() {
+            let catalog: IndexCatalog
+            do { catalog = try catalogCodec.decode(data) } catch {
+                throw StorageDamage.indexCatalog("it does not decode: \(error.message)")
+            }
+            restore(catalog)
+            loadedStoredCatalog = true
+        }
     }
 
     public static let defaultCacheBytes = 64 << 20
@@ -118,10 +145,12 @@ public final class Engine {
     public func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
         thread.check("Engine.get")
         if let doc = cache.get(path) { return doc }
-        let doc = try readStore.get(path)
+        guard let doc = try storeRead({ (s) throws(HearthError) in try s.get(path) }) else { return nil }
+        // Verified once, here, on its way in: the cache (and so every later get) holds verified documents only.
+        try verified(doc)
         // A version newer than the published seq is from a batch that landed but is not yet published: the
         // cache holds published versions only (the gate sends the read itself round again).
-        if let doc, doc.seq <= lastDurableSeq { cache.insert(doc) }
+        if doc.seq <= lastDurableSeq { cache.insert(doc) }
         return doc
     }
 
@@ -129,6 +158,41 @@ public final class Engine {
     var readStore: any DocumentStore {
         gate.noteStoreRead()
         return store
+    }
+
+    /// A read of the store that the snapshot gate must confirm; a DATA_LOSS it throws is reported to
+    /// `onDataLoss` on its way out.
+    func storeRead<R>(_ body: (any DocumentStore) throws(HearthError) -> R) throws(HearthError) -> R {
+        do {
+            return try body(readStore)
+        } catch {
+            if error.code == .dataLoss { onDataLoss?(error) }
+            throw error
+        }
+    }
+
+    // MARK: Verification of stored documents
+
+    /// Checks that a document read from the store may be served as it is (`DocumentCodec.verify`: for the
+    /// JSON codec, one valid UTF-8 JSON object with no raw line break), on top of the store's own checksum:
+    /// bytes that fail (damage from before the store had checksums, or a codec bug) throw DATA_LOSS naming
+    /// the document and are never served or cached.
+    func verified(_ doc: StoredDocument) throws(HearthError) {
+        do { try codec.verify(doc.data) } catch {
+            throw reportDamage(StorageDamage.document(doc.path.description, "its data does not decode: \(error.message)"))
+        }
+    }
+
+    /// Decodes a document read from the store; one that does not decode throws DATA_LOSS naming it.
+    func decodeStored(_ doc: StoredDocument) throws(HearthError) -> MapValue {
+        do { return try codec.decode(doc.data) } catch {
+            throw reportDamage(StorageDamage.document(doc.path.description, "its data does not decode: \(error.message)"))
+        }
+    }
+
+    func reportDamage(_ error: HearthError) -> HearthError {
+        onDataLoss?(error)
+        return error
     }
 
     /// Decodes a stored document's fields.
@@ -182,7 +246,7 @@ public final class Engine {
                 var original: WriteApplier.State?
                 if let d = stored.doc {
                     let fields: MapValue
-                    if let cached = stored.fields { fields = cached } else { fields = try codec.decode(d.data) }
+                    if let cached = stored.fields { fields = cached } else { fields = try decodeStored(d) }
                     original = WriteApplier.State(fields: fields, createTime: d.createTime, updateTime: d.updateTime)
                 }
                 k = touched.count
@@ -240,7 +304,8 @@ public final class Engine {
 
         lastAssignedSeq = seq
         lastCommitMicros = commitMicros
-        let record = CommitRecord(seq: seq, commitTime: commitTime, mutations: mutations, indexChanges: indexChanges)
+        let record = CommitRecord(seq: seq, commitTime: commitTime, mutations: mutations, indexChanges: indexChanges,
+                                  indexCatalog: takeDirtyCatalog())
         queued.append(PendingCommit(record: record, results: results, completion: completion))
         return seq
     }
@@ -251,14 +316,15 @@ public final class Engine {
         if let diskFull { throw diskFull }
     }
 
-    /// Queues a commit that only changes index entries (an index backfill step); it takes a seq like any
-    /// commit and `completion` runs once it is durable.
+    /// Queues a commit that only changes index entries (an index backfill step) and carries the catalog when
+    /// it changed; it takes a seq like any commit and `completion` runs once it is durable.
     func commitIndexChanges(_ changes: IndexChanges, completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) {
         let commitMicros = max(clock(), lastCommitMicros + 1)
         let seq = lastAssignedSeq + 1
         lastAssignedSeq = seq
         lastCommitMicros = commitMicros
-        let record = CommitRecord(seq: seq, commitTime: Timestamp(micros: commitMicros), mutations: [], indexChanges: changes)
+        let record = CommitRecord(seq: seq, commitTime: Timestamp(micros: commitMicros), mutations: [], indexChanges: changes,
+                                  indexCatalog: takeDirtyCatalog())
         queued.append(PendingCommit(record: record, results: [], completion: completion))
     }
 
@@ -267,7 +333,7 @@ public final class Engine {
         let l = try latest(path)
         guard let doc = l.doc else { return nil }
         if let f = l.fields { return f }
-        return try codec.decode(doc.data)
+        return try decodeStored(doc)
     }
 
     /// Pending (not yet durable) versions of documents whose collection ID is `collectionID`.
@@ -325,8 +391,10 @@ public final class Engine {
             let failed = batch.pending + queued
             queued.removeAll()
             overlay.removeAll()
-            let code: ErrorCode = error.code == .internal || error.code == .resourceExhausted ? error.code : .unavailable
+            let code: ErrorCode = error.code == .internal || error.code == .resourceExhausted || error.code == .dataLoss ? error.code : .unavailable
             let e = HearthError(code, "commit not durable: \(error.message)")
+            // A catalog change that did not become durable is carried again by the next commit.
+            if failed.contains(where: { $0.record.indexCatalog != nil }) { catalogDirty = true }
             for p in failed { p.completion(.failure(e)) }
         } else {
             let lastSeq = batch.records.last?.seq ?? lastDurableSeq

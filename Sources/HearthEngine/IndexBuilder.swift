@@ -1,19 +1,42 @@
 import HearthModel
 import HearthStorage
 
+/// Encodes the index catalog for the store (the server injects the JSON form, as it does the document codec):
+/// the engine never looks at the bytes it stores.
+public protocol IndexCatalogCodec: Sendable {
+    func encode(_ catalog: IndexCatalog) -> [UInt8]
+    func decode(_ data: [UInt8]) throws(HearthError) -> IndexCatalog
+}
+
 /// Declared composite indexes: creation (built online by backfill steps queued like commits, so writes
 /// never wait), listing, and dropping (entries removed the same way). One page of work per step.
+///
+/// The catalog (declarations, the next id, the drops still being purged) is stored with the commits: every
+/// change of it marks it dirty, and the next commit the engine queues carries it (`CommitRecord.indexCatalog`),
+/// so a declaration is durable in the same transaction as the entries it brings (the entries of documents
+/// still waiting for durability), and a change that did not become durable (a failed batch) is carried again
+/// by the next commit.
 extension Engine {
     /// Documents (or entries) one backfill step handles.
     static let backfillPage = 500
 
+    /// The catalog as it is in memory (what the next commit carrying it stores).
+    public var indexCatalog: IndexCatalog {
+        IndexCatalog(indexes: indexes, nextID: nextIndexID, dropping: droppingIndexes)
+    }
+
     /// Declares an index; it is maintained by every commit from now on and becomes `.ready` (usable by
-    /// queries) once the backfill of existing documents is durable. Declaring an existing shape returns it.
-    public func createIndex(collectionID: String, scope: IndexDefinition.Scope,
-                            fields: [IndexDefinition.Field]) throws(HearthError) -> IndexDefinition {
+    /// queries) once the backfill of existing documents is durable. Declaring an existing shape returns it
+    /// (`isNew` false, and `completion` is never called). Otherwise the declaration is queued as a commit with
+    /// the entries of the collection's documents not yet durable, and `completion` runs once that commit is
+    /// durable (or failed).
+    @discardableResult
+    public func createIndex(collectionID: String, scope: IndexDefinition.Scope, fields: [IndexDefinition.Field],
+                            completion: @escaping (Result<CommitOutcome, HearthError>) -> Void = { _ in })
+        throws(HearthError) -> (index: IndexDefinition, isNew: Bool) {
         var def = IndexDefinition(id: nextIndexID, collectionID: collectionID, scope: scope, fields: fields, state: .building)
         try def.validate()
-        if let existing = indexes.first(where: { $0.sameShape(as: def) }) { return existing }
+        if let existing = indexes.first(where: { $0.sameShape(as: def) }) { return (existing, false) }
         if diskFull != nil { try refuseForFullDisk() }   // its backfill would store entries
         nextIndexID += 1
         indexes.append(def)
@@ -23,55 +46,120 @@ extension Engine {
             guard let fields else { continue }
             for k in IndexMaintainer.compositeKeys(def, path, fields) { changes.added.append(IndexEntry(key: k, path: path)) }
         }
-        if !changes.isEmpty { commitIndexChanges(changes) { _ in } }
-        indexWork.append(.backfill(id: def.id, after: nil))
+        catalogDirty = true
+        commitIndexChanges(changes, completion: completion)
+        startBackfill(def.id)
         def.state = .building
         onIndexesChanged?(def, .declared)
-        return def
+        return (def, true)
     }
 
-    /// Drops an index: queries and writes stop using it at once; its entries are removed in the background.
-    public func dropIndex(id: Int64) throws(HearthError) {
+    /// Drops an index: queries and writes stop using it at once; its entries are removed in the background
+    /// (the drop is recorded in the catalog until they are, so the removal resumes after a restart).
+    /// `completion` runs once the catalog change is durable.
+    public func dropIndex(id: Int64, completion: @escaping (Result<CommitOutcome, HearthError>) -> Void = { _ in }) throws(HearthError) {
         guard let i = indexes.firstIndex(where: { $0.id == id }) else { throw HearthError(.notFound, "no index with id \(id)") }
         let dropped = indexes.remove(at: i)
-        indexWork.removeAll { if case .backfill(let b, _) = $0 { return b == id } else { return false } }
+        indexWork.removeAll { if case .backfill(let b, _, _) = $0 { return b == id } else { return false } }
+        droppingIndexes.append(id)
+        catalogDirty = true
+        commitIndexChanges(IndexChanges(), completion: completion)
         indexWork.append(.purge(id: id, after: nil))
         onIndexesChanged?(dropped, .dropped)
     }
 
-    /// Restores indexes declared earlier (from the server's index file); building ones restart their backfill.
-    public func restoreIndexes(_ defs: [IndexDefinition], nextID: Int64) {
-        indexes = defs
-        nextIndexID = max(nextID, (defs.map(\.id).max() ?? 0) + 1)
-        for d in defs where d.state == .building { indexWork.append(.backfill(id: d.id, after: nil)) }
+    /// Restores the catalog read from the store (at init): building indexes restart their backfill, drops
+    /// their purge.
+    func restore(_ catalog: IndexCatalog) {
+        indexes = catalog.indexes
+        droppingIndexes = catalog.dropping
+        nextIndexID = max(catalog.nextID, ((catalog.indexes.map(\.id) + catalog.dropping).max() ?? 0) + 1)
+        for d in indexes where d.state == .building { startBackfill(d.id) }
+        for id in droppingIndexes { indexWork.append(.purge(id: id, after: nil)) }
+    }
+
+    /// Adopts a catalog kept outside the store by an older Hearth (`indexes.json`): it replaces the
+    /// in-memory catalog and is queued as a commit; `completion` runs once it is durable. For a store that
+    /// has no catalog of its own (`loadedStoredCatalog` false), before any index is declared.
+    public func importIndexCatalog(_ catalog: IndexCatalog, completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) {
+        precondition(indexCatalogCodec != nil, "importing an index catalog needs a catalog codec")
+        indexWork.removeAll()
+        restore(catalog)
+        catalogDirty = true
+        commitIndexChanges(IndexChanges(), completion: completion)
+    }
+
+    /// The encoded catalog when it changed since a commit last carried it (then it is carried by the commit
+    /// being built), else nil.
+    func takeDirtyCatalog() -> [UInt8]? {
+        guard catalogDirty, let codec = indexCatalogCodec else { return nil }
+        catalogDirty = false
+        return codec.encode(indexCatalog)
     }
 
     public var hasIndexWork: Bool { !indexWork.isEmpty }
 
-    /// Does one page of index work (called once per loop turn while `hasIndexWork`).
+    /// Queues (again) the whole backfill of index `id`: a new generation, so completions of the pages of an
+    /// earlier one (a page that failed to become durable restarts it) cannot mark it ready.
+    private func startBackfill(_ id: Int64) {
+        indexWork.removeAll { if case .backfill(let b, _, _) = $0 { return b == id } else { return false } }
+        backfillGeneration += 1
+        indexWork.append(.backfill(id: id, after: nil, generation: backfillGeneration))
+    }
+
+    /// Whether a backfill of `generation` is still the current one for index `id`.
+    private func isCurrentBackfill(_ id: Int64, _ generation: Int) -> Bool {
+        indexWork.contains { if case .backfill(id, _, generation) = $0 { return true } else { return false } }
+            || !indexWork.contains { if case .backfill(id, _, _) = $0 { return true } else { return false } }
+    }
+
+    /// Does one page of index work (called once per loop turn while `hasIndexWork`). A page that meets a
+    /// damaged document (DATA_LOSS) stops that work: the index stays building (or its drop pending) until a
+    /// restart after the damage is repaired, and the error is reported through `onDataLoss`.
     public func indexWorkStep() throws(HearthError) {
         guard let work = indexWork.first else { return }
+        do {
+            try step(work)
+        } catch where error.code == .dataLoss {
+            indexWork.removeFirst()
+            onDataLoss?(HearthError(.dataLoss, "index work on #\(work.indexID) stopped: \(error.message)"))
+        }
+    }
+
+    private func step(_ work: IndexWork) throws(HearthError) {
         switch work {
-        case .backfill(let id, let after):
+        case .backfill(let id, let after, let generation):
             guard let def = indexes.first(where: { $0.id == id }) else { indexWork.removeFirst(); return }
             let prefix = IndexLayout.groupPrefix(def.collectionID)
             let lower = after.map(IndexKey.immediateSuccessor) ?? prefix
-            let hits = try store.scanIndex(from: lower, to: IndexKey.prefixSuccessor(prefix) ?? [], reverse: false,
-                                           limit: Engine.backfillPage)
+            let hits = try storeRead { store throws(HearthError) in
+                try store.scanIndex(from: lower, to: IndexKey.prefixSuccessor(prefix) ?? [], reverse: false, limit: Engine.backfillPage)
+            }
             var changes = IndexChanges()
             for hit in hits {
                 let path = hit.document.path
                 guard let fields = try latestFields(path) else { continue }
                 for k in IndexMaintainer.compositeKeys(def, path, fields) { changes.added.append(IndexEntry(key: k, path: path)) }
             }
+            // A page that does not become durable restarts the backfill (its entries would be missing).
+            let restartOnFailure: (Result<CommitOutcome, HearthError>) -> Void = { [weak self] result in
+                guard let self, case .failure = result, self.isCurrentBackfill(id, generation),
+                      self.indexes.contains(where: { $0.id == id }) else { return }
+                self.startBackfill(id)
+            }
             if hits.count == Engine.backfillPage, let last = hits.last {
-                indexWork[0] = .backfill(id: id, after: last.key)
-                if !changes.isEmpty { commitIndexChanges(changes) { _ in } }
+                indexWork[0] = .backfill(id: id, after: last.key, generation: generation)
+                if !changes.isEmpty { commitIndexChanges(changes, completion: restartOnFailure) }
             } else {
                 indexWork.removeFirst()
                 commitIndexChanges(changes) { [weak self] result in
-                    guard let self, case .success = result, let i = self.indexes.firstIndex(where: { $0.id == id }) else { return }
+                    guard let self else { return }
+                    guard case .success = result else { return restartOnFailure(result) }
+                    guard self.isCurrentBackfill(id, generation), let i = self.indexes.firstIndex(where: { $0.id == id }) else { return }
+                    // Ready once every entry is durable; the catalog saying so is carried by a commit of its own.
                     self.indexes[i].state = .ready
+                    self.catalogDirty = true
+                    self.commitIndexChanges(IndexChanges()) { _ in }
                     self.onIndexesChanged?(self.indexes[i], .ready)
                 }
             }
@@ -79,14 +167,30 @@ extension Engine {
             var prefix: [UInt8] = [IndexLayout.composite]
             IndexKey.encode(.int(id), into: &prefix)
             let lower = after.map(IndexKey.immediateSuccessor) ?? prefix
-            let hits = try store.scanIndex(from: lower, to: IndexKey.prefixSuccessor(prefix) ?? [], reverse: false,
-                                           limit: Engine.backfillPage)
+            let hits = try storeRead { store throws(HearthError) in
+                try store.scanIndex(from: lower, to: IndexKey.prefixSuccessor(prefix) ?? [], reverse: false, limit: Engine.backfillPage)
+            }
             let changes = IndexChanges(removed: hits.map { IndexEntry(key: $0.key, path: $0.document.path) })
-            if !changes.isEmpty { commitIndexChanges(changes) { _ in } }
+            let restartOnFailure: (Result<CommitOutcome, HearthError>) -> Void = { [weak self] result in
+                guard let self, case .failure = result, self.droppingIndexes.contains(id) else { return }
+                self.indexWork.removeAll { if case .purge(id, _) = $0 { return true } else { return false } }
+                self.indexWork.append(.purge(id: id, after: nil))
+            }
             if hits.count == Engine.backfillPage, let last = hits.last {
                 indexWork[0] = .purge(id: id, after: last.key)
+                if !changes.isEmpty { commitIndexChanges(changes, completion: restartOnFailure) }
             } else {
                 indexWork.removeFirst()
+                // The last page and the catalog without the drop, in one commit: once it is durable, nothing
+                // of the index is left and nothing says so.
+                droppingIndexes.removeAll { $0 == id }
+                catalogDirty = true
+                commitIndexChanges(changes) { [weak self] result in
+                    guard let self, case .failure = result else { return }
+                    // Not durable: the drop is pending again (the catalog is carried again by the next commit).
+                    if !self.droppingIndexes.contains(id) { self.droppingIndexes.append(id) }
+                    restartOnFailure(result)
+                }
             }
         }
     }
@@ -94,6 +198,12 @@ extension Engine {
 
 /// Background index work, one page at a time.
 enum IndexWork {
-    case backfill(id: Int64, after: [UInt8]?)
+    case backfill(id: Int64, after: [UInt8]?, generation: Int)
     case purge(id: Int64, after: [UInt8]?)
+
+    var indexID: Int64 {
+        switch self {
+        case .backfill(let id, _, _), .purge(let id, _): return id
+        }
+    }
 }

@@ -61,3 +61,8 @@ enum IndexLayout {
         return k
     }
 }
+
+extension IndexDefinition {
+    /// The docKey direction in this index's entries: the direction of its last ordered field.
+    var nameDescending: Bool { fields.last(where: { $0.mode != .arrayContains })?.mode == .descending }
+}

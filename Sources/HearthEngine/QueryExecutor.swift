@@ -48,6 +48,14 @@ public struct PreparedQuery: Sendable {
 }
 
 extension Engine {
+    /// Runs `body`, handing a DATA_LOSS it throws to `onDataLoss` (the server logs it) on its way out.
+    func reportingDataLoss<R>(_ body: () throws(HearthError) -> R) throws(HearthError) -> R {
+        do { return try body() } catch {
+            if error.code == .dataLoss { onDataLoss?(error) }
+            throw error
+        }
+    }
+
     /// Plans `query` for a run off the loop thread (`PreparedQuery.run(on:codec:)`).
     public func prepare(_ query: ValidQuery, needFields: Bool = true) throws(HearthError) -> PreparedQuery {
         thread.check("Engine.prepare")
@@ -58,13 +66,15 @@ extension Engine {
     /// Runs a prepared query on the loop thread against durable state at `lastDurableSeq` (a read the snapshot
     /// gate confirms).
     public func run(_ p: PreparedQuery) throws(HearthError) -> QueryResult {
-        let (rows, examined) = try QueryExecution.run(p, rollback: [:], reads: readStore, codec: codec)
+        let (rows, examined) = try reportingDataLoss { () throws(HearthError) in try QueryExecution.run(p, rollback: [:], reads: readStore, codec: codec) }
         return QueryResult(documents: rows, seq: lastDurableSeq, stats: QueryStats(plan: p.plan, examined: examined, returned: rows.count))
     }
 
     /// Runs a validated query against durable state at `lastDurableSeq`: plans it, scans the index ranges
     /// (stopping early when the plan is exact), checks every fetched document against the whole query,
-    /// sorts, and applies offset and limit (or limitToLast).
+    /// sorts, and applies offset and limit (or limitToLast). A damaged document the scan meets (one the
+    /// store's checksum or the codec rejects) fails the whole query with DATA_LOSS naming it: a result
+    /// without it would silently be wrong.
     /// With `needFields` false the caller promises not to read `ResultDocument.fields`: an exact
     /// single-range plan then returns stored documents without decoding them (the ranges already enforce
     /// every filter and cursor, and the index order is the query order).
@@ -76,14 +86,16 @@ extension Engine {
     /// instead of the stored one (nil: absent). Listeners use it to see the state as of an earlier seq.
     func runQuery(_ query: ValidQuery, rollback: [DocumentPath: StoredDocument?], needFields: Bool = true) throws(HearthError) -> QueryResult {
         let p = try prepare(query, needFields: needFields)
-        let (rows, examined) = try QueryExecution.run(p, rollback: rollback, reads: readStore, codec: codec)
+        let (rows, examined) = try reportingDataLoss { () throws(HearthError) in try QueryExecution.run(p, rollback: rollback, reads: readStore, codec: codec) }
         return QueryResult(documents: rows, seq: lastDurableSeq, stats: QueryStats(plan: p.plan, examined: examined, returned: rows.count))
     }
 
     /// Computes aggregations over a query's results (after cursors, offset and limit).
     public func runAggregate(_ query: ValidQuery, _ aggregations: [Aggregation]) throws(HearthError) -> (values: [Value], seq: UInt64) {
         let p = try prepare(query)
-        if let n = try QueryExecution.countFromIndex(p, aggregations, reads: readStore) { return ([.int(Int64(n))], lastDurableSeq) }
+        if let n = try reportingDataLoss({ () throws(HearthError) in try QueryExecution.countFromIndex(p, aggregations, reads: readStore) }) {
+            return ([.int(Int64(n))], lastDurableSeq)
+        }
         let r = try runQuery(query)
         return (AggregateEvaluator.compute(aggregations, over: r.documents.map(\.fields)), r.seq)
     }
@@ -98,7 +110,7 @@ enum QueryExecution {
         let plan = p.plan
         let (q, reverseResults) = p.query.execution
         if !p.needFields, rollback.isEmpty, plan.branches.count == 1, plan.branches[0].exact, plan.branches[0].ranges.count <= 1 {
-            return try runExact(plan, q, store: store, reverseResults: reverseResults)
+            return try runExact(plan, q, store: store, codec: codec, reverseResults: reverseResults)
         }
         let need = q.limit.map { $0 + q.offset + rollback.count }
         var found: [DocumentPath: ResultDocument] = [:]
@@ -117,7 +129,8 @@ enum QueryExecution {
                         let doc = hit.document
                         if found[doc.path] != nil { matchedHere += 1; continue }
                         if rollback[doc.path] != nil { continue }
-                        let fields = try codec.decode(doc.data)
+                        // Decoding verifies (`DocumentCodec.decode` fails for what `verify` rejects).
+                        let fields = try decodeStored(doc, codec)
                         guard q.matchesWithinCursors(doc.path, fields) else { continue }
                         found[doc.path] = ResultDocument(stored: doc, fields: fields)
                         matchedHere += 1
@@ -132,7 +145,7 @@ enum QueryExecution {
 
         for (path, version) in rollback {
             guard let doc = version else { continue }
-            let fields = try codec.decode(doc.data)
+            let fields = try decodeStored(doc, codec)
             if q.matchesWithinCursors(path, fields) { found[path] = ResultDocument(stored: doc, fields: fields) }
         }
         var rows = Array(found.values)
@@ -146,7 +159,9 @@ enum QueryExecution {
     }
 
     /// An exact single-range plan: the index yields exactly the results, in order; nothing to decode.
-    private static func runExact(_ plan: QueryPlan, _ q: ValidQuery, store: any StoreReads, reverseResults: Bool) throws(HearthError) -> (rows: [ResultDocument], examined: Int) {
+    /// Each document is verified before it can be served (it is not decoded).
+    private static func runExact(_ plan: QueryPlan, _ q: ValidQuery, store: any StoreReads, codec: any DocumentCodec,
+                                 reverseResults: Bool) throws(HearthError) -> (rows: [ResultDocument], examined: Int) {
         let branch = plan.branches[0]
         var rows: [ResultDocument] = []
         var examined = 0
@@ -158,7 +173,10 @@ enum QueryExecution {
                 let page = min(want - rows.count, 512)
                 let hits = try store.scanIndex(from: lower, to: upper, reverse: branch.reverse, limit: page)
                 examined += hits.count
-                for hit in hits { rows.append(ResultDocument(stored: hit.document, fields: MapValue())) }
+                for hit in hits {
+                    try verified(hit.document, codec)
+                    rows.append(ResultDocument(stored: hit.document, fields: MapValue()))
+                }
                 guard hits.count == page, let last = hits.last else { break }
                 if branch.reverse { upper = last.key } else { lower = IndexKey.immediateSuccessor(last.key) }
             }
@@ -168,6 +186,20 @@ enum QueryExecution {
         return (rows, examined)
     }
 
+
+    /// A stored document's fields; DATA_LOSS naming it when its bytes do not decode.
+    static func decodeStored(_ doc: StoredDocument, _ codec: any DocumentCodec) throws(HearthError) -> MapValue {
+        do { return try codec.decode(doc.data) } catch {
+            throw StorageDamage.document(doc.path.description, "its data does not decode: \(error.message)")
+        }
+    }
+
+    /// DATA_LOSS naming the document when its stored bytes could not be spliced into a response.
+    static func verified(_ doc: StoredDocument, _ codec: any DocumentCodec) throws(HearthError) {
+        do { try codec.verify(doc.data) } catch {
+            throw StorageDamage.document(doc.path.description, "its data does not decode: \(error.message)")
+        }
+    }
 
     /// A lone `count` over an exact single-range plan, from index entries alone (cursors and filters are in
     /// the range; offset and limit applied to the count); nil when the query needs its documents.

@@ -12,6 +12,7 @@ public enum ErrorCode: String, Sendable, CaseIterable, Codable {
     case unimplemented = "UNIMPLEMENTED"
     case unavailable = "UNAVAILABLE"
     case `internal` = "INTERNAL"
+    case dataLoss = "DATA_LOSS"
 
     /// One line saying when the code is used; docs/protocol.md repeats it.
     public var summary: String {
@@ -27,6 +28,7 @@ public enum ErrorCode: String, Sendable, CaseIterable, Codable {
         case .unimplemented: return "The op or option is known but not available in this build."
         case .unavailable: return "The server is shutting down or the store cannot be written; retry later."
         case .internal: return "A bug or an unexpected storage failure; the message says which."
+        case .dataLoss: return "Stored data is damaged (it fails its checksum or does not decode); the message names the document, which is not served."
         }
     }
 }

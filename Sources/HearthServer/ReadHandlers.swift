@@ -60,9 +60,15 @@ enum ReadHandlers {
 
 /// Writes documents in the wire form: `{"path","id","data","createTime","updateTime"}`, splicing the stored
 /// JSON of the fields without re-encoding.
+///
+/// Splicing is safe because no unverified bytes reach it: every document comes from the engine, which either
+/// encoded it itself or read it from the store, and a document read from the store has passed the store's
+/// checksum and `JSONDocumentCodec.verify` (one JSON object, valid UTF-8, no raw line break) before the
+/// engine returns or caches it (a damaged one is answered with DATA_LOSS instead). Debug builds check it.
 enum DocumentJSON {
     static func write(_ doc: StoredDocument?, fields: MapValue? = nil, into w: inout JSONWriter) {
         guard let doc else { w.null(); return }
+        assert(fields != nil || (try? FieldsJSON().verifyStored(doc.data)) != nil, "unverified bytes of \(doc.path) reached a response")
         w.beginObject()
         w.key("path"); w.string(doc.path.description)
         w.key("id"); w.string(doc.path.id)

@@ -48,28 +48,64 @@ public final class Server {
         self.store = store
         self.socket = socket
         self.loop = try socket?.loop ?? EventLoop()
-        self.engine = try Engine(store: store, codec: JSONDocumentCodec(), cacheBytes: config.cacheBytes)
+        self.engine = try Engine(store: store, codec: JSONDocumentCodec(), indexCatalogCodec: JSONIndexCatalogCodec(),
+                                 cacheBytes: config.cacheBytes)
         self.dispatcher = Dispatcher()
         self.budget = ConnectionBudget(config.budgetLimits)
         self.readers = WorkerPool(loop: loop, threads: config.readers)
-        self.indexFile = IndexCatalogFile(dataDir: config.dataDir)
         self.reserve = DiskReserve(dataDir: config.dataDir, bytes: config.diskReserveBytes)
-        let catalog = try indexFile.load()
-        engine.restoreIndexes(catalog.indexes, nextID: catalog.nextID)
         engine.onIndexesChanged = { [unowned self] index, event in self.indexChanged(index, event) }
         engine.recheckDiskSpace = { [unowned self] in self.checkDiskSpace() }
+        engine.onDataLoss = { [unowned self] error in self.logDataLoss(error) }
     }
 
     private let socket: ServerSocket?
-    private let indexFile: IndexCatalogFile
 
-    /// Saves the catalog and logs the one index that changed.
-    private func indexChanged(_ index: IndexDefinition, _ event: IndexEvent) {
-        do {
-            try indexFile.save(engine.indexes, nextID: engine.nextIndexID)
-        } catch {
-            logger.warn("could not save the index catalog: \(error.message)")
+    /// DATA_LOSS messages already logged (each damaged document is logged once, however often it is asked for).
+    private var loggedDamage = Set<String>()
+
+    /// Logs a DATA_LOSS error loudly, once per message (at most 10,000 distinct ones; then a last line says
+    /// so and further ones are only answered).
+    private func logDataLoss(_ error: HearthError) {
+        guard loggedDamage.count <= 10_000, loggedDamage.insert(error.message).inserted else { return }
+        if loggedDamage.count > 10_000 {
+            logger.error("DATA LOSS: more than 10000 damaged items; no more are logged (run hearth check on the stopped store)")
+            return
         }
+        logger.error("DATA LOSS: \(error.message)")
+    }
+
+    /// Migrates an `indexes.json` left by an older Hearth into the store, once: imported with a commit when
+    /// the store has no catalog of its own, then renamed to `indexes.json.imported` once that commit is
+    /// durable (a stop before that leaves the file, and the next start imports it again). A file beside a
+    /// store that already has a catalog (a stop right after the import) is only renamed.
+    private func importIndexFile() throws {
+        let file = IndexCatalogFile(dataDir: config.dataDir)
+        guard file.exists else { return }
+        if engine.loadedStoredCatalog {
+            try file.retire()
+            logger.info("index catalog: the store already holds it; renamed \(file.path) to \(file.importedPath)")
+            return
+        }
+        guard let catalog = try file.load() else { return }
+        let logger = self.logger
+        engine.importIndexCatalog(catalog) { result in
+            switch result {
+            case .success:
+                do {
+                    try file.retire()
+                    logger.info("index catalog: imported \(file.path) into the store; renamed it to \(file.importedPath)")
+                } catch {
+                    logger.warn("index catalog: imported \(file.path) into the store, but \(error)")
+                }
+            case .failure(let error):
+                logger.warn("index catalog: importing \(file.path) failed (it is kept and imported at the next start): \(error)")
+            }
+        }
+    }
+
+    /// Logs the one index that changed (the catalog itself is carried by commits, into the store).
+    private func indexChanged(_ index: IndexDefinition, _ event: IndexEvent) {
         let what: String
         switch event {
         case .declared: what = "declared, building"
@@ -83,6 +119,7 @@ public final class Server {
     /// Returns when the loop has ended.
     public func run() throws {
         engine.adoptCurrentThread()
+        try importIndexFile()
         raiseFileLimit()
         let listener: TCPListener
         if let socket {

@@ -47,12 +47,20 @@ public struct CommitRecord: Sendable, Equatable {
     /// Removing an absent key is a no-op (removal matches by key alone); adding an existing key points it at
     /// the new path (within one commit, the later addition of a key wins).
     public var indexChanges: IndexChanges
+    /// The engine's index catalog as of this commit, when the commit changes it (nil: unchanged). Opaque to
+    /// the store: the engine encodes it (the declared composite indexes, docs/storage.md "Index catalog").
+    /// `apply` stores it in the same transaction as the commit's index changes, replacing the previous one,
+    /// so the declarations and the entries they describe are always durable together. Not kept in the
+    /// change log: `changes(after:)` returns records with a nil catalog.
+    public var indexCatalog: [UInt8]?
 
-    public init(seq: UInt64, commitTime: Timestamp, mutations: [Mutation], indexChanges: IndexChanges = IndexChanges()) {
+    public init(seq: UInt64, commitTime: Timestamp, mutations: [Mutation], indexChanges: IndexChanges = IndexChanges(),
+                indexCatalog: [UInt8]? = nil) {
         self.seq = seq
         self.commitTime = commitTime
         self.mutations = mutations
         self.indexChanges = indexChanges
+        self.indexCatalog = indexCatalog
     }
 }
 
@@ -139,7 +147,13 @@ public protocol StoreSnapshot: StoreReads {
 /// more (MemoryStore takes any thread) but never less.
 ///
 /// Errors: UNAVAILABLE when the store cannot work right now (busy, I/O error, disk full, closed); INTERNAL for
-/// a caller bug (a bad seq) or a store that is damaged. Messages name the operation.
+/// a caller bug (a bad seq); DATA_LOSS for stored data that is damaged. Messages name the operation.
+///
+/// Damage: a backend that can detect damaged rows (SQLite keeps a checksum with every document row and
+/// change-log row) verifies every row it reads and never returns one that fails: `get`, `list` and
+/// `scanIndex` throw DATA_LOSS naming the damaged document's path (`StorageDamage.document`), `changes` throws
+/// DATA_LOSS naming the commit and document, and `indexCatalog` throws DATA_LOSS when the catalog is damaged.
+/// Other rows keep being served: a read that does not meet the damaged row succeeds.
 public protocol DocumentStore: StoreReads, Sendable {
     /// The highest seq applied (durably); 0 for a new store. Never decreases, even when retention empties the
     /// change log.
@@ -199,6 +213,10 @@ public protocol DocumentStore: StoreReads, Sendable {
     /// lower of their `lastSeq()`s; a resume token (a seq) means something only within its history.
     func historyID() throws(HearthError) -> UInt64
 
+    /// The index catalog stored by the latest commit that carried one (`CommitRecord.indexCatalog`), exactly
+    /// as given; nil when no commit ever did. Read once at open by the engine.
+    func indexCatalog() throws(HearthError) -> [UInt8]?
+
     /// Flushes and closes, waiting for a running `apply`. Idempotent; any other call that follows throws
     /// UNAVAILABLE.
     func close()
@@ -209,5 +227,35 @@ public protocol DocumentStore: StoreReads, Sendable {
 /// the format.
 public protocol DocumentCodec: Sendable {
     func encode(_ fields: MapValue) -> [UInt8]
+    /// Decodes stored fields. Fails for every input `verify` rejects.
     func decode(_ data: [UInt8]) throws(HearthError) -> MapValue
+    /// Checks, without decoding, that stored bytes are a well-formed encoding that may be served as they
+    /// are (spliced into a response). The engine verifies every document it reads from the store before
+    /// it serves or caches it, so bytes the store holds reach a client only after passing this.
+    func verify(_ data: [UInt8]) throws(HearthError)
+}
+
+extension DocumentCodec {
+    /// By default, verifying is decoding.
+    public func verify(_ data: [UInt8]) throws(HearthError) { _ = try decode(data) }
+}
+
+/// The DATA_LOSS errors every backend and the engine raise for damaged stored data, worded alike so that a
+/// log can report each damaged document once.
+public enum StorageDamage {
+    /// A stored document that fails its checksum or does not decode. The message starts with
+    /// `document <path> is damaged in storage`.
+    public static func document(_ path: String, _ detail: String) -> HearthError {
+        HearthError(.dataLoss, "document \(path) is damaged in storage (\(detail)); it is not served")
+    }
+
+    /// A change-log row (a commit's mutation of `path`) that fails its checksum or does not decode.
+    public static func change(seq: UInt64, path: String, _ detail: String) -> HearthError {
+        HearthError(.dataLoss, "the change log entry of document \(path) at seq \(seq) is damaged in storage (\(detail))")
+    }
+
+    /// The stored index catalog fails its checksum or does not decode.
+    public static func indexCatalog(_ detail: String) -> HearthError {
+        HearthError(.dataLoss, "the index catalog is damaged in storage (\(detail))")
+    }
 }

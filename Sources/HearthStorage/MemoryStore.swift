@@ -29,6 +29,8 @@ public final class MemoryStore: DocumentStore {
         var logBytes: Int64 = 0
         var lastSeq: UInt64 = 0
         var prunedThrough: UInt64 = 0
+        /// The latest index catalog a commit carried.
+        var catalog: [UInt8]?
         var closed = false
     }
 
@@ -52,6 +54,10 @@ public final class MemoryStore: DocumentStore {
     private let history = UInt64.random(in: 1...UInt64(Int64.max))
 
     public func historyID() throws(HearthError) -> UInt64 { history }
+
+    public func indexCatalog() throws(HearthError) -> [UInt8]? {
+        try read { $0.catalog }
+    }
 
     public func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
         try read { s in Self.document(at: path, in: s) }
@@ -132,9 +138,11 @@ public final class MemoryStore: DocumentStore {
             for commit in commits {
                 for m in commit.mutations { Self.write(m, into: &s) }
                 s.index.apply(commit.indexChanges)
-                // The log keeps mutations only: index changes are derived data, not part of the change feed.
+                if let catalog = commit.indexCatalog { s.catalog = catalog }
+                // The log keeps mutations only: index changes and the catalog are not part of the change feed.
                 var logged = commit
                 logged.indexChanges = IndexChanges()
+                logged.indexCatalog = nil
                 let bytes = commit.imageBytes
                 s.log.append(LoggedCommit(record: logged, bytes: bytes))
                 s.logBytes += bytes

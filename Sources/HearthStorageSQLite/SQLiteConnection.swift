@@ -12,8 +12,9 @@ package final class SQLiteConnection {
     private var statements: [OpaquePointer] = []
     private var isOpen = true
 
-    /// Opens `path`; creates the file only when `create`. Extended result codes are on, and a lock held by
-    /// another connection is waited for up to `SQLiteSchema.busyTimeoutMillis`.
+    /// Opens `path`; creates the file only when `create`. Extended result codes are on, a lock held by
+    /// another connection is waited for up to `SQLiteSchema.busyTimeoutMillis`, and the SQL function
+    /// `hearth_checksum` (`RowChecksum`) is registered.
     package init(path: String, role: String, create: Bool) throws(HearthError) {
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
@@ -26,6 +27,8 @@ package final class SQLiteConnection {
         db = handle
         self.role = role
         sqlite3_busy_timeout(handle, SQLiteSchema.busyTimeoutMillis)
+        // The migration to schema version 4 and `hearth check` compute row checksums in SQL.
+        try RowChecksum.register(on: handle)
     }
 
     deinit { close() }

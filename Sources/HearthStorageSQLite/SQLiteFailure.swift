@@ -22,11 +22,12 @@ enum SQLiteFailure {
     /// The error for result code `rc` returned by `operation` on connection `db`.
     ///
     /// A full disk (SQLITE_FULL, or an I/O error whose system error is ENOSPC) maps to RESOURCE_EXHAUSTED through
-    /// `HearthError.diskFull`, so the server can tell it from other failures. Other transient or environmental
+    /// `HearthError.diskFull`, so the server can tell it from other failures. A damaged database file
+    /// (SQLITE_CORRUPT: SQLite found a malformed page) maps to DATA_LOSS. Other transient or environmental
     /// failures (busy or locked database, I/O error, cannot open, read-only file, out of memory, interrupted) map
-    /// to UNAVAILABLE: the store may work again later. Everything else (corruption, not a database, misuse,
-    /// constraint or schema trouble) maps to INTERNAL. When the operating system reported an error (a failed
-    /// open, write or fsync), its text follows SQLite's: "unable to open database file: Is a directory".
+    /// to UNAVAILABLE: the store may work again later. Everything else (not a database, misuse, constraint or
+    /// schema trouble) maps to INTERNAL. When the operating system reported an error (a failed open, write or
+    /// fsync), its text follows SQLite's: "unable to open database file: Is a directory".
     static func error(_ rc: Int32, _ db: OpaquePointer?, _ operation: String) -> HearthError {
         let primary = rc & 0xFF
         // sqlite3_errmsg describes the connection's most recent failure, which is this one when `rc` came from
@@ -44,6 +45,8 @@ enum SQLiteFailure {
         case SQLITE_BUSY, SQLITE_LOCKED, SQLITE_NOMEM, SQLITE_READONLY, SQLITE_INTERRUPT, SQLITE_IOERR,
              SQLITE_CANTOPEN, SQLITE_PROTOCOL:
             code = .unavailable
+        case SQLITE_CORRUPT:
+            code = .dataLoss
         default:
             code = .internal
         }

@@ -15,10 +15,10 @@ package struct SQLiteIndexReader {
     private let counts: [SQLiteStatement]
 
     /// The scan statement: `?1` lower bound (inclusive), `?2` upper bound (exclusive, only when `bounded`),
-    /// `?3` limit. Columns: key, collection, id, data, create_us, update_us, seq.
+    /// `?3` limit. Columns: key, collection, id, data, create_us, update_us, seq, checksum.
     package static func scanSQL(reverse: Bool, bounded: Bool) -> String {
         """
-        SELECT i.key, d.collection, d.id, d.data, d.create_us, d.update_us, d.seq
+        SELECT i.key, d.collection, d.id, d.data, d.create_us, d.update_us, d.seq, d.checksum
         FROM index_entries i JOIN documents d ON d.collection = i.collection AND d.id = i.id
         WHERE i.key >= ?1\(bounded ? " AND i.key < ?2" : "")
         ORDER BY i.key\(reverse ? " DESC" : "") LIMIT ?3
@@ -64,9 +64,13 @@ package struct SQLiteIndexReader {
                     .map { String(decoding: $0, as: UTF8.self) })
             }
             let id = s.text(2)
+            // The document's row, checked against its checksum before anything is made of it.
+            var sum = RowChecksum()
+            sum.columns(s, 1..<7)
+            guard sum.value == s.int64(7) else { throw StorageDamage.document("\(collection)/\(id)", "checksum mismatch") }
             let path: DocumentPath
             do { path = try DocumentPath(ResourcePath(segments: parent.segments + [id])) } catch {
-                throw SQLiteFailure.corrupt("document \(collection)/\(id): \(error.message)")
+                throw StorageDamage.document("\(collection)/\(id)", "invalid path: \(error.message)")
             }
             let doc = StoredDocument(path: path, data: s.bytes(3), createTime: Timestamp(micros: s.int64(4)),
                                      updateTime: Timestamp(micros: s.int64(5)), seq: s.uint64(6))

@@ -2,10 +2,11 @@ import CSQLite
 import HearthModel
 import HearthStorage
 
-/// The reader connection and its statements: `get`, `list`, `changes`, the meta reads, and the index reads
-/// (`SQLiteIndexReader`). Used only by the store's reader lock holder (the loop thread). Each single-statement read
-/// sees one committed state (WAL snapshot); `changes` spans several statements, so it runs them in one read
-/// transaction.
+/// The reader connection and its statements: `get`, `list`, `changes`, the meta reads, the index catalog, and
+/// the index reads (`SQLiteIndexReader`). Used only by the store's reader lock holder (the loop thread). Each
+/// single-statement read sees one committed state (WAL snapshot); `changes` spans several statements, so it runs
+/// them in one read transaction. Every row is checked against its checksum before it is returned; a row that
+/// fails is never returned: the read throws DATA_LOSS naming it (`StorageDamage`).
 final class SQLiteReader {
     private let connection: SQLiteConnection
     private let getDocument: SQLiteStatement
@@ -13,6 +14,7 @@ final class SQLiteReader {
     private let metaValue: SQLiteStatement
     private let commitsAfter: SQLiteStatement
     private let changesIn: SQLiteStatement
+    private let catalog: SQLiteStatement
     private let begin: SQLiteStatement
     private let end: SQLiteStatement
     /// `scanIndex` and `countIndex`.
@@ -23,19 +25,20 @@ final class SQLiteReader {
         try SQLiteSchema.prepare(reader: c)
         connection = c
         getDocument = try c.prepare(
-            "SELECT data, create_us, update_us, seq FROM documents WHERE collection = ?1 AND id = ?2",
+            "SELECT data, create_us, update_us, seq, checksum FROM documents WHERE collection = ?1 AND id = ?2",
             name: "get")
         listDocuments = try c.prepare(
-            "SELECT id, data, create_us, update_us, seq FROM documents WHERE collection = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+            "SELECT id, data, create_us, update_us, seq, checksum FROM documents WHERE collection = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
             name: "list")
         metaValue = try c.prepare("SELECT value FROM meta WHERE key = ?1", name: "read meta")
         commitsAfter = try c.prepare(
             "SELECT seq, commit_us FROM commits WHERE seq > ?1 ORDER BY seq LIMIT ?2", name: "read commits")
         changesIn = try c.prepare("""
             SELECT seq, path, before_data, before_create_us, before_update_us, before_seq,
-                   after_data, after_create_us, after_update_us, after_seq
+                   after_data, after_create_us, after_update_us, after_seq, checksum
             FROM changes WHERE seq > ?1 AND seq <= ?2 ORDER BY seq, id
             """, name: "read changes")
+        catalog = try c.prepare("SELECT data, seq, checksum FROM index_catalog WHERE id = 1", name: "read index catalog")
         begin = try c.prepare("BEGIN", name: "begin read")
         end = try c.prepare("COMMIT", name: "end read")
         index = try SQLiteIndexReader(connection: c)
@@ -50,12 +53,35 @@ final class SQLiteReader {
         return metaValue.uint64(0)
     }
 
+    func indexCatalog() throws(HearthError) -> [UInt8]? {
+        let s = catalog
+        defer { s.reset() }
+        guard try s.step() else { return nil }
+        let data = s.bytes(0)
+        guard RowChecksum.catalog(data, seq: s.uint64(1)) == s.int64(2) else {
+            throw StorageDamage.indexCatalog("checksum mismatch")
+        }
+        return data
+    }
+
+    /// The document at `path`, checked against the checksum of its row, computed with the path asked for (the
+    /// one served).
     func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
         let s = getDocument
         defer { s.reset() }
-        try s.bind(1, path.collection.description)
+        let collection = path.collection.description
+        try s.bind(1, collection)
         try s.bind(2, path.id)
-        guard try s.step() else { return nil }
+        do {
+            guard try s.step() else { return nil }
+        } catch {
+            throw error.code == .dataLoss ? StorageDamage.document(path.description, error.message) : error
+        }
+        var sum = RowChecksum()
+        sum.text(collection)
+        sum.text(path.id)
+        sum.columns(s, 0..<4)
+        guard sum.value == s.int64(4) else { throw StorageDamage.document(path.description, "checksum mismatch") }
         return StoredDocument(path: path, data: s.bytes(0), createTime: Timestamp(micros: s.int64(1)),
                               updateTime: Timestamp(micros: s.int64(2)), seq: s.uint64(3))
     }
@@ -69,10 +95,16 @@ final class SQLiteReader {
         try s.bind(3, Int64(clamping: limit))
         var docs: [StoredDocument] = []
         let parent = collection.path.segments
+        let collectionText = collection.description
         while try s.step() {
+            let id = s.text(0)
+            var sum = RowChecksum()
+            sum.text(collectionText)
+            sum.columns(s, 0..<5)
+            guard sum.value == s.int64(5) else { throw StorageDamage.document("\(collectionText)/\(id)", "checksum mismatch") }
             let path: DocumentPath
-            do { path = try DocumentPath(ResourcePath(segments: parent + [s.text(0)])) } catch {
-                throw SQLiteFailure.corrupt("document \(collection)/\(s.text(0)): \(error.message)")
+            do { path = try DocumentPath(ResourcePath(segments: parent + [id])) } catch {
+                throw StorageDamage.document("\(collectionText)/\(id)", "invalid path: \(error.message)")
             }
             docs.append(StoredDocument(path: path, data: s.bytes(1), createTime: Timestamp(micros: s.int64(2)),
                                        updateTime: Timestamp(micros: s.int64(3)), seq: s.uint64(4)))
@@ -135,10 +167,13 @@ final class SQLiteReader {
                 throw SQLiteFailure.corrupt("change of seq \(seq) has no commit row")
             }
             let text = s.text(1)
+            var sum = RowChecksum()
+            sum.columns(s, 0..<10)
+            guard sum.value == s.int64(10) else { throw StorageDamage.change(seq: seq, path: text, "checksum mismatch") }
             let path: DocumentPath
             let segments = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
             do { path = try DocumentPath(ResourcePath(segments: segments)) } catch {
-                throw SQLiteFailure.corrupt("change of seq \(seq) has path \"\(text)\": \(error.message)")
+                throw StorageDamage.change(seq: seq, path: text, "invalid path: \(error.message)")
             }
             commits[i].mutations.append(Mutation(path: path, before: image(s, path, at: 2), after: image(s, path, at: 6)))
         }

@@ -4,40 +4,28 @@ import HearthModel
 package enum SQLiteSchema {
     /// Bumped whenever the layout changes; a store written by a newer version refuses to open, an older one is
     /// migrated in place at open (`migrations`).
-    package static let version: Int64 = 3
+    package static let version: Int64 = 4
 
     /// `PRAGMA application_id`: "Hrth", so tools (and `open`) can tell a Hearth store from other SQLite files.
     static let applicationID: Int64 = 0x4872_7468
 
-    /// The secondary-index table, new in version 2 (created by `create` and by the migration from version 1).
-    /// Keys are opaque blobs ordered by memcmp; `(collection, id)` names the document, as in `documents`.
-    static let indexTable = """
-        CREATE TABLE index_entries (
-            key        BLOB NOT NULL PRIMARY KEY,     -- built by the engine: unique, ordered by bytes (memcmp)
-            collection TEXT NOT NULL COLLATE BINARY,  -- the document the entry points at,
-            id         TEXT NOT NULL COLLATE BINARY   -- as documents (collection, id)
-        ) WITHOUT ROWID;
-        """
-
-    /// Creates every table of the current version (run once, in the transaction that creates the store).
-    /// docs/storage.md shows it; a test keeps the two equal.
-    package static let create = """
+    /// The documents table (version 4: with its checksum) and its key. Shared by `create` and the migration from
+    /// version 3, so a migrated store has exactly a new one's layout.
+    static let documentsTable = """
         CREATE TABLE documents (
             collection TEXT NOT NULL COLLATE BINARY,  -- parent collection path, e.g. users/u1/user-feed
             id         TEXT NOT NULL COLLATE BINARY,  -- document ID; BINARY = UTF-8 byte order
             data       BLOB NOT NULL,                 -- fields, as encoded by the engine's DocumentCodec
             create_us  INTEGER NOT NULL,
             update_us  INTEGER NOT NULL,
-            seq        INTEGER NOT NULL               -- the commit that last changed the document
+            seq        INTEGER NOT NULL,              -- the commit that last changed the document
+            checksum   INTEGER NOT NULL               -- XXH3-64 of the columns above (see Checksums)
         );
-        CREATE UNIQUE INDEX documents_by_key ON documents (collection, id);
+        """
+    static let documentsKey = "CREATE UNIQUE INDEX documents_by_key ON documents (collection, id);"
 
-        CREATE TABLE commits (
-            seq        INTEGER PRIMARY KEY,           -- strictly increasing across the database
-            commit_us  INTEGER NOT NULL,
-            bytes      INTEGER NOT NULL               -- image bytes this commit holds in the log
-        );
-
+    /// The change log's mutations table (version 4: with its checksum) and its seq index.
+    static let changesTable = """
         CREATE TABLE changes (
             id               INTEGER PRIMARY KEY,     -- insertion order: (seq, order within the commit)
             seq              INTEGER NOT NULL,        -- commits.seq
@@ -49,11 +37,50 @@ package enum SQLiteSchema {
             after_data       BLOB,                    -- after_*: all NULL when the commit deleted it
             after_create_us  INTEGER,
             after_update_us  INTEGER,
-            after_seq        INTEGER
+            after_seq        INTEGER,
+            checksum         INTEGER NOT NULL         -- XXH3-64 of the columns above but id
         );
-        CREATE INDEX changes_by_seq ON changes (seq);
+        """
+    static let changesBySeq = "CREATE INDEX changes_by_seq ON changes (seq);"
+
+    /// The secondary-index table, new in version 2 (created by `create` and by the migration from version 1).
+    /// Keys are opaque blobs ordered by memcmp; `(collection, id)` names the document, as in `documents`.
+    static let indexTable = """
+        CREATE TABLE index_entries (
+            key        BLOB NOT NULL PRIMARY KEY,     -- built by the engine: unique, ordered by bytes (memcmp)
+            collection TEXT NOT NULL COLLATE BINARY,  -- the document the entry points at,
+            id         TEXT NOT NULL COLLATE BINARY   -- as documents (collection, id)
+        ) WITHOUT ROWID;
+        """
+
+    /// The index catalog, new in version 4: one row, replaced by each commit that carries a catalog.
+    static let catalogTable = """
+        CREATE TABLE index_catalog (
+            id         INTEGER PRIMARY KEY CHECK (id = 1),  -- one row, absent until a commit carries a catalog
+            data       BLOB NOT NULL,                 -- the engine's declared composite indexes, opaque here
+            seq        INTEGER NOT NULL,              -- the commit that stored it
+            checksum   INTEGER NOT NULL               -- XXH3-64 of data and seq
+        );
+        """
+
+    /// Creates every table of the current version (run once, in the transaction that creates the store).
+    /// docs/storage.md shows it; a test keeps the two equal.
+    package static let create = """
+        \(documentsTable)
+        \(documentsKey)
+
+        CREATE TABLE commits (
+            seq        INTEGER PRIMARY KEY,           -- strictly increasing across the database
+            commit_us  INTEGER NOT NULL,
+            bytes      INTEGER NOT NULL               -- image bytes this commit holds in the log
+        );
+
+        \(changesTable)
+        \(changesBySeq)
 
         \(indexTable)
+
+        \(catalogTable)
 
         CREATE TABLE meta (
             key   TEXT PRIMARY KEY,
@@ -68,12 +95,42 @@ package enum SQLiteSchema {
         PRAGMA application_id = \(applicationID);
         """
 
+    /// Version 3 → 4: every document and change-log row gains its checksum, computed from the row as it is
+    /// (`hearth_checksum`), and the index catalog table appears. SQLite cannot add a NOT NULL column without a
+    /// default, so each table is rebuilt under its own name (rows keep their rowids) and its index recreated.
+    static let checksumMigration = """
+        ALTER TABLE documents RENAME TO documents_v3;
+        DROP INDEX documents_by_key;
+        \(documentsTable)
+        INSERT INTO documents (rowid, collection, id, data, create_us, update_us, seq, checksum)
+            SELECT rowid, collection, id, data, create_us, update_us, seq,
+                   hearth_checksum(collection, id, data, create_us, update_us, seq)
+            FROM documents_v3;
+        DROP TABLE documents_v3;
+        \(documentsKey)
+        ALTER TABLE changes RENAME TO changes_v3;
+        DROP INDEX changes_by_seq;
+        \(changesTable)
+        INSERT INTO changes (id, seq, path, before_data, before_create_us, before_update_us, before_seq,
+                             after_data, after_create_us, after_update_us, after_seq, checksum)
+            SELECT id, seq, path, before_data, before_create_us, before_update_us, before_seq,
+                   after_data, after_create_us, after_update_us, after_seq,
+                   hearth_checksum(seq, path, before_data, before_create_us, before_update_us, before_seq,
+                                   after_data, after_create_us, after_update_us, after_seq)
+            FROM changes_v3;
+        DROP TABLE changes_v3;
+        \(changesBySeq)
+        \(catalogTable)
+        UPDATE meta SET value = 4 WHERE key = 'schema_version';
+        """
+
     /// The step that migrates a store of version `v` to `v + 1`, run in the open transaction (so a failed
     /// migration changes nothing). Each step ends by recording its new version in `meta`.
-    static let migrations: [Int64: String] = [
+    package static let migrations: [Int64: String] = [
         1: indexTable + "\nUPDATE meta SET value = 2 WHERE key = 'schema_version';",
         // A history for an existing store: resume tokens given out before the upgrade carry none.
         2: "INSERT INTO meta (key, value) VALUES ('history_id', \(newHistoryID));\nUPDATE meta SET value = 3 WHERE key = 'schema_version';",
+        3: checksumMigration,
     ]
 
     /// SQL for a new, random, positive history ID (SQLite's `random()` draws from the OS's randomness).

@@ -110,6 +110,10 @@ public final class SQLiteStore: DocumentStore {
         try read { r throws(HearthError) in try r.meta("history_id") }
     }
 
+    public func indexCatalog() throws(HearthError) -> [UInt8]? {
+        try read { r throws(HearthError) in try r.indexCatalog() }
+    }
+
     public func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
         try read { r throws(HearthError) in try r.get(path) }
     }

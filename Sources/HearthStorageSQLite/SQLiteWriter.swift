@@ -19,6 +19,7 @@ final class SQLiteWriter {
     private let oldestCommits: SQLiteStatement
     private let pruneChanges: SQLiteStatement
     private let pruneCommits: SQLiteStatement
+    private let putCatalog: SQLiteStatement
     private let index: SQLiteIndexWriter
 
     /// The counters kept in `meta`, read and written inside each `apply` transaction (so they are right even
@@ -41,18 +42,21 @@ final class SQLiteWriter {
         insertCommit = try c.prepare("INSERT INTO commits (seq, commit_us, bytes) VALUES (?1, ?2, ?3)", name: "insert commit")
         insertChange = try c.prepare("""
             INSERT INTO changes (seq, path, before_data, before_create_us, before_update_us, before_seq,
-                                 after_data, after_create_us, after_update_us, after_seq)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                                 after_data, after_create_us, after_update_us, after_seq, checksum)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
             """, name: "insert change")
         upsertDocument = try c.prepare("""
-            INSERT INTO documents (collection, id, data, create_us, update_us, seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+            INSERT INTO documents (collection, id, data, create_us, update_us, seq, checksum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
             ON CONFLICT (collection, id) DO UPDATE SET
-                data = excluded.data, create_us = excluded.create_us, update_us = excluded.update_us, seq = excluded.seq
+                data = excluded.data, create_us = excluded.create_us, update_us = excluded.update_us, seq = excluded.seq,
+                checksum = excluded.checksum
             """, name: "put document")
         deleteDocument = try c.prepare("DELETE FROM documents WHERE collection = ?1 AND id = ?2", name: "delete document")
         oldestCommits = try c.prepare("SELECT seq, commit_us, bytes FROM commits ORDER BY seq", name: "scan oldest commits")
         pruneChanges = try c.prepare("DELETE FROM changes WHERE seq <= ?1", name: "prune changes")
         pruneCommits = try c.prepare("DELETE FROM commits WHERE seq <= ?1", name: "prune commits")
+        putCatalog = try c.prepare("INSERT OR REPLACE INTO index_catalog (id, data, seq, checksum) VALUES (1, ?1, ?2, ?3)",
+                                   name: "put index catalog")
         index = try SQLiteIndexWriter(connection: c)
     }
 
@@ -104,8 +108,9 @@ final class SQLiteWriter {
         try writeMeta.run()
     }
 
-    /// Writes one commit (log rows, documents, index entries); returns its image bytes. Index changes are not
-    /// logged: `changes(after:)` rebuilds records with empty index changes.
+    /// Writes one commit (log rows, documents, index entries, the index catalog when it carries one); returns
+    /// its image bytes. Index changes and the catalog are not logged: `changes(after:)` rebuilds records
+    /// without them. Every document and change row is written with its checksum (`RowChecksum`).
     private func insert(_ c: CommitRecord) throws(HearthError) -> Int64 {
         let bytes = c.imageBytes
         try insertCommit.bind(1, c.seq)
@@ -117,6 +122,14 @@ final class SQLiteWriter {
             if let doc = m.after { try put(doc) } else { try delete(m.path) }
         }
         try index.apply(c.indexChanges)
+        if let catalog = c.indexCatalog {
+            let s = putCatalog
+            defer { s.reset() }
+            try s.bind(1, blob: catalog)
+            try s.bind(2, c.seq)
+            try s.bind(3, RowChecksum.catalog(catalog, seq: c.seq))
+            _ = try s.step()
+        }
         return bytes
     }
 
@@ -125,9 +138,11 @@ final class SQLiteWriter {
         let s = insertChange
         defer { s.reset() }
         try s.bind(1, seq)
-        try s.bind(2, m.path.description)
+        let path = m.path.description
+        try s.bind(2, path)
         try bindImage(m.before, at: 3)
         try bindImage(m.after, at: 7)
+        try s.bind(11, RowChecksum.change(seq: seq, path: path, before: m.before, after: m.after))
         try withBytes(m.before) { (before) throws(HearthError) in
             try withBytes(m.after) { (after) throws(HearthError) in
                 if let before { try s.bindStatic(3, before) }
@@ -152,11 +167,13 @@ final class SQLiteWriter {
     private func put(_ doc: StoredDocument) throws(HearthError) {
         let s = upsertDocument
         defer { s.reset() }
-        try s.bind(1, doc.path.collection.description)
+        let collection = doc.path.collection.description
+        try s.bind(1, collection)
         try s.bind(2, doc.path.id)
         try s.bind(4, doc.createTime.micros)
         try s.bind(5, doc.updateTime.micros)
         try s.bind(6, doc.seq)
+        try s.bind(7, RowChecksum.document(collection: collection, id: doc.path.id, doc))
         try withBytes(doc) { (data) throws(HearthError) in
             try s.bindStatic(3, data!)
             _ = try s.step()

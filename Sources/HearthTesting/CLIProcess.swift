@@ -27,12 +27,12 @@ public enum CLIProcess {
         return ".build/debug/hearth"
     }
 
-    /// Runs `hearth args...` (or `executable args...`), feeding `stdin` (then end of input; no input at all
-    /// when nil), and waits up to `timeout` seconds; a run that takes longer is killed and reported as a
-    /// `TestFailure`.
-    public static func run(_ args: [String], stdin: String? = nil, timeout: Double = 60, executable: String? = nil) throws -> Result {
+    /// Runs `hearth args...` (or another binary, such as `DaemonProcess.binaryPath()`), feeding `stdin`
+    /// (then end of input; no input at all when nil), and waits up to `timeout` seconds; a run that takes
+    /// longer is killed and reported as a `TestFailure`.
+    public static func run(_ args: [String], stdin: String? = nil, timeout: Double = 60, binary: String? = nil) throws -> Result {
         let p = Process()
-        p.executableURL = URL(fileURLWithPath: executable ?? binaryPath())
+        p.executableURL = URL(fileURLWithPath: binary ?? binaryPath())
         p.arguments = args
         let out = Pipe(), err = Pipe(), input = Pipe()
         p.standardOutput = out

@@ -105,6 +105,12 @@ public final class DaemonProcess: @unchecked Sendable {
         return (p.terminationStatus, output.text)
     }
 
+    /// `waitForLog(_:timeout:)` under the name some tests use.
+    @discardableResult
+    public func waitForLog(containing text: String, timeout: Double = 10) -> Bool {
+        waitForLog(text, timeout: timeout)
+    }
+
     /// (Re)starts the process on a new ephemeral port (the same data dir), waiting for its listening line.
     public func start() throws {
         let p = Process()

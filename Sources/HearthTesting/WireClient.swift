@@ -41,12 +41,18 @@ public final class WireClient {
     /// Sends one line (a newline is added).
     public func send(_ line: String) throws { try sendRaw(Array((line + "\n").utf8)) }
 
-    /// Reads one line (without its newline); throws on timeout or EOF.
+    /// Reads one line (without its newline); throws on timeout or EOF. Invalid UTF-8 is repaired (use
+    /// `readLineBytes` to see the bytes as sent).
     public func readLine(timeout: Double = 10) throws -> String {
+        String(decoding: try readLineBytes(timeout: timeout), as: UTF8.self)
+    }
+
+    /// Reads one line's bytes exactly as the server sent them (without the newline); throws on timeout or EOF.
+    public func readLineBytes(timeout: Double = 10) throws -> [UInt8] {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             if let nl = buffer.firstIndex(of: 10) {
-                let line = String(decoding: buffer[..<nl], as: UTF8.self)
+                let line = Array(buffer[..<nl])
                 buffer.removeSubrange(...nl)
                 return line
             }

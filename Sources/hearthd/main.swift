@@ -3,6 +3,7 @@
 import Glibc
 #endif
 import HearthModel
+import HearthCheck
 import HearthServer
 import HearthStorage
 import HearthStorageSQLite
@@ -35,6 +36,7 @@ options:
   --disk-reserve-mb N      disk space held back in DIR/RESERVE so deletes still commit when the disk is
                            full (default 8; 0 keeps none)
   --log-level LEVEL        debug, info, warn or error: the least severe lines logged (default info)
+  --check                  check the store first (as hearth check does); refuse to start if it is damaged
   --quiet                  log warnings and errors only (--log-level warn)
   --version                print the version and exit
   --help                   print this help and exit
@@ -44,6 +46,12 @@ SIGHUP logs that it arrived and reloads what can be reloaded; it never stops the
 One daemon per data directory: DIR/LOCK is locked while it runs, and a second one is refused.
 """
 
+/// A line on stderr, even with --quiet.
+func report(_ message: String) {
+    var line = Array("hearthd: \(message)\n".utf8)
+    _ = line.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
+}
+
 func fail(_ message: String) -> Never {
     var line = Array("hearthd: \(message)\n".utf8)
     _ = line.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
@@ -52,6 +60,7 @@ func fail(_ message: String) -> Never {
 
 var config = ServerConfig()
 var logLevel = Logger.Level.info
+var checkFirst = false
 var args = CommandLine.arguments.dropFirst()[...]
 
 func intValue(_ flag: String, _ text: String?, min: Int = 0) -> Int {
@@ -107,6 +116,7 @@ while let arg = args.popFirst() {
         }
         logLevel = level
     case "--quiet", "-q": logLevel = .warn
+    case "--check": checkFirst = true
     default: fail("unknown option \(arg) (see --help)")
     }
 }
@@ -126,6 +136,10 @@ do {
     let socket = try ServerSocket(host: config.host, port: config.port)
     // Then the store, which creates the directory if needed and locks it (a second daemon stops here).
     let store = try SQLiteStore(directory: config.dataDir, retention: retention)
+    if checkFirst, !(try StoreCheck(store: store, dataDir: config.dataDir).beforeServing(log: { logger.info($0) }, report: report)) {
+        store.close()
+        exit(1)
+    }
     let server = try Server(config: config, store: store, logger: logger, socket: socket)
     try server.run()
     signal(SIGHUP, SIG_IGN)

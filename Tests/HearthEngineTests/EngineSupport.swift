@@ -25,14 +25,20 @@ final class TableCodec: DocumentCodec {
 
 /// An engine over a MemoryStore with a manual clock, and helpers to commit and make durable synchronously.
 final class EngineHarness {
-    let store = MemoryStore()
-    let codec = TableCodec()
+    let store: any DocumentStore
+    let codec: TableCodec
     var now: Int64 = 1_800_000_000_000_000
     var engine: Engine!
     var published: [CommitRecord] = []
 
-    init(cacheBytes: Int = Engine.defaultCacheBytes) throws {
-        engine = try Engine(store: store, codec: codec, cacheBytes: cacheBytes, clock: { [unowned self] in self.now })
+    /// An engine over `store` (a new MemoryStore by default); `codec` and `indexCatalogCodec` as the engine takes
+    /// them (a second harness on the same store shares the first one's `codec`).
+    init(cacheBytes: Int = Engine.defaultCacheBytes, store: any DocumentStore = MemoryStore(), codec: TableCodec = TableCodec(),
+         indexCatalogCodec: (any IndexCatalogCodec)? = nil) throws {
+        self.store = store
+        self.codec = codec
+        engine = try Engine(store: store, codec: codec, indexCatalogCodec: indexCatalogCodec, cacheBytes: cacheBytes,
+                            clock: { [unowned self] in self.now })
         engine.onCommitted = { [unowned self] in self.published += $0 }
     }
 

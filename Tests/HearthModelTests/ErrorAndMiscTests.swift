@@ -15,6 +15,7 @@ struct ErrorAndMiscTests {
         (.unimplemented, "UNIMPLEMENTED"),
         (.unavailable, "UNAVAILABLE"),
         (.internal, "INTERNAL"),
+        (.dataLoss, "DATA_LOSS"),
     ] as [(ErrorCode, String)])
     func codes(code: ErrorCode, name: String) {
         #expect(code.rawValue == name)
@@ -24,8 +25,8 @@ struct ErrorAndMiscTests {
 
     @Test("every code is listed")
     func allCodes() {
-        #expect(ErrorCode.allCases.count == 11)
-        #expect(Set(ErrorCode.allCases.map(\.summary)).count == 11)
+        #expect(ErrorCode.allCases.count == 12)
+        #expect(Set(ErrorCode.allCases.map(\.summary)).count == 12)
     }
 
     @Test("HearthError")

@@ -15,7 +15,7 @@ import Testing
         let inputs = try FileManager.default.contentsOfDirectory(atPath: dir).filter { !$0.hasPrefix(".") }
         #expect(!inputs.isEmpty, "no inputs kept for \(target)")
         let binary = URL(fileURLWithPath: DaemonProcess.binaryPath()).deletingLastPathComponent().appendingPathComponent("hearth-fuzz").path
-        let run = try CLIProcess.run([target, dir], timeout: 300, executable: binary)
+        let run = try CLIProcess.run([target, dir], timeout: 300, binary: binary)
         #expect(run.status == 0, "hearth-fuzz \(target) failed:\n\(run.stderr.suffix(2000))")
         #expect(run.stdout.contains("\(inputs.count) passed, 0 failed"), "\(run.stdout)")
     }

@@ -149,7 +149,7 @@ import Testing
         #expect(try c.request(#"{"op":"index","action":"create","collection":"a","fields":[["n","asc"],["m","asc"]]}"#).isOK)
         #expect(Self.mode(daemon.dataDir) == 0o700)
         let files = try FileManager.default.contentsOfDirectory(atPath: daemon.dataDir).sorted()
-        #expect(Set(["LOCK", "RESERVE", "hearth.db", "hearth.db-wal", "hearth.db-shm", "indexes.json"]).isSubset(of: Set(files)), "\(files)")
+        #expect(Set(["LOCK", "RESERVE", "hearth.db", "hearth.db-wal", "hearth.db-shm"]).isSubset(of: Set(files)), "\(files)")
         for name in files {
             #expect(Self.mode(daemon.dataDir + "/" + name) == 0o600, "\(name) is \(String(Self.mode(daemon.dataDir + "/" + name), radix: 8))")
         }

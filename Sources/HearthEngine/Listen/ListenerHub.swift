@@ -110,21 +110,28 @@ public final class ListenerHub {
     }
 
     /// The first snapshot of a resumed query listener: the net changes since `n`, or a reset when `n` is nil
-    /// (not a seq of this history) or older than the change log reaches.
+    /// (not a seq of this history) or older than the change log reaches, or when the log entries it needs are
+    /// damaged (DATA_LOSS).
     private func resumeEvent(_ l: Listener, _ q: ValidQuery, after n: UInt64?, seq: UInt64) throws(HearthError) -> ListenerEvent {
         let reset = ListenerEvent.query(seq: seq, initial: false, reset: true, size: l.current.count,
                                         changes: QueryView.changes(from: [], to: l.current, query: q))
         guard let n else { return reset }
         if n == seq { return .query(seq: seq, initial: false, reset: false, size: l.current.count, changes: []) }
-        guard let commits = try engine.readStore.changes(after: n, limit: maxResumeCommits), commits.count < maxResumeCommits,
-              commits.first.map({ $0.seq > n }) ?? true else { return reset }
-        var rollback: [DocumentPath: StoredDocument?] = [:]
-        for c in commits where c.seq <= seq {
-            for m in c.mutations where rollback[m.path] == nil && q.contains(m.path) { rollback[m.path] = .some(m.before) }
+        do {
+            guard let commits = try engine.storeRead({ (s) throws(HearthError) in try s.changes(after: n, limit: maxResumeCommits) }),
+                  commits.count < maxResumeCommits, commits.first.map({ $0.seq > n }) ?? true else { return reset }
+            var rollback: [DocumentPath: StoredDocument?] = [:]
+            for c in commits where c.seq <= seq {
+                for m in c.mutations where rollback[m.path] == nil && q.contains(m.path) { rollback[m.path] = .some(m.before) }
+            }
+            let then = try engine.runQuery(q, rollback: rollback).documents
+            return .query(seq: seq, initial: false, reset: false, size: l.current.count,
+                          changes: QueryView.changes(from: then, to: l.current, query: q))
+        } catch where error.code == .dataLoss {
+            // A damaged change-log entry (already reported by the engine): the diff cannot be computed, but
+            // the current result is whole, so the listener gets it as a reset.
+            return reset
         }
-        let then = try engine.runQuery(q, rollback: rollback).documents
-        return .query(seq: seq, initial: false, reset: false, size: l.current.count,
-                      changes: QueryView.changes(from: then, to: l.current, query: q))
     }
 
     public func remove(_ l: Listener) {

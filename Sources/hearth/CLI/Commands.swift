@@ -84,6 +84,10 @@ enum Commands {
             try Shell.run(a)
         },
         Subcommand(name: "migrate", abstract: "Data migrations: 'migrate departments' backfills departmentName/departmentId or drops the legacy name.", discussion: MigrateDepartments.discussion, positionals: [PositionalSpec(name: "migration", help: "The migration to run: departments.")], options: MigrateDepartments.specs) { a in try MigrateDepartments.run(a) },
+        Subcommand(name: "check", abstract: "Check a stopped daemon's data dir for damage: checksums, SQLite integrity, index entries.",
+                   discussion: CheckCommand.discussion, options: CheckCommand.specs) { a in
+            try CheckCommand.run(a)
+        },
         Subcommand(name: "bench", abstract: "Load generator: measure throughput and latency of the daemon.",
                    discussion: BenchOptions.discussion,
                    positionals: [PositionalSpec(name: "scenario", help: BenchOptions.scenarioHelp)],

@@ -60,8 +60,8 @@ enum HearthCLI {
 
         USAGE: hearth <subcommand> [<options>]
 
-        Every subcommand takes --host (default 127.0.0.1), --port (default 7411) and --help.
-        Exit codes: 0 ok, 1 server error response, 2 usage error, 3 connection failure.
+        Every subcommand that talks to the daemon takes --host (default 127.0.0.1), --port (default 7411); all take --help.
+        Exit codes: 0 ok, 1 server error response (check: damage found), 2 usage error, 3 connection failure (check: no store).
 
         SUBCOMMANDS:
 

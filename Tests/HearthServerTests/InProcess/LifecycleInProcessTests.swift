@@ -30,7 +30,7 @@ import Testing
         let batch = try #require(s.takeBatch())
         s.publish(batch, error: HearthError(.unavailable, "storage: commit apply (writer) failed: disk I/O error (SQLite result code 10)"))
         #expect(responses(c.take()).first?.errorCode == "UNAVAILABLE")
-        let failure = log.lines(containing: "commit of seq 1 failed")
+        let failure = log.lines(containing: "commit of seq 1")
         #expect(failure.count == 1)
         #expect(failure.first?.contains(" hearthd error: ") == true, "\(failure)")
         #expect(log.lines(containing: "index #1").count == (level == .info ? 1 : 0), "\(log.lines)")

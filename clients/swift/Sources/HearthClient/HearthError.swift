@@ -16,6 +16,7 @@ public struct HearthError: Error, Sendable, Equatable, CustomStringConvertible, 
         case unimplemented = "UNIMPLEMENTED"
         case unavailable = "UNAVAILABLE"
         case `internal` = "INTERNAL"
+        case dataLoss = "DATA_LOSS"
     }
 
     public let code: Code

@@ -236,8 +236,10 @@ struct ListenerTests {
                 == ["removed a", "removed c", "added d", "added e", "modified b"])
         Self.checkConsistent(rec.values)
         let resumed = Self.resumedListens(relay)
-        #expect(resumed.count == 3 && resumed.allSatisfy { $0["history"] as? String == oldInfo["history"] as? String }, "\(resumed)")
-        #expect(relay.responses.filter { $0["reset"] as? Bool == true }.count == 3, "the daemon reset all three")
+        // The first resume of each listener carries the old history (a loaded machine may make the client
+        // reconnect again afterwards, with the new history it then holds).
+        #expect(resumed.count >= 3 && resumed.prefix(3).allSatisfy { $0["history"] as? String == oldInfo["history"] as? String }, "\(resumed)")
+        #expect(relay.responses.filter { $0["reset"] as? Bool == true }.count >= 3, "the daemon reset all three")
 
         // Live on the new database.
         #expect(try w.request(#"{"op":"delete","path":"f/d"}"#).isOK)

@@ -1,5 +1,3 @@
-import HearthModel
-
 /// A declared composite index (single-field indexes are automatic and need no definition). Like
 /// Firestore's, it applies to every collection with ID `collectionID`: with `.collection` scope each
 /// collection (each parent) has its own entries; with `.collectionGroup` scope entries span all of them.
@@ -56,9 +54,23 @@ public struct IndexDefinition: Sendable, Equatable {
         let list = fields.map { "\($0.path) \($0.mode.rawValue)" }.joined(separator: ", ")
         return "\(collectionID)\(scope == .collectionGroup ? " [collection group]" : "") (\(list))"
     }
+}
 
-    /// The docKey direction in this index's entries: the direction of its last ordered field.
-    var nameDescending: Bool { fields.last(where: { $0.mode != .arrayContains })?.mode == .descending }
+/// The engine's index catalog: every declared composite index (building or ready), the id the next one gets
+/// (ids are never reused, so entries left by a dropped index can never be mistaken for a new one's), and
+/// the dropped indexes whose entries are still being removed. Kept in the store with the commits that
+/// change it (docs/storage.md, "Index catalog").
+public struct IndexCatalog: Sendable, Equatable {
+    public var indexes: [IndexDefinition]
+    public var nextID: Int64
+    /// Dropped indexes whose entries are not all removed yet (their removal resumes after a restart).
+    public var dropping: [Int64]
+
+    public init(indexes: [IndexDefinition] = [], nextID: Int64 = 1, dropping: [Int64] = []) {
+        self.indexes = indexes
+        self.nextID = nextID
+        self.dropping = dropping
+    }
 }
 
 /// What happened to a declared index (`Engine.onIndexesChanged`).
