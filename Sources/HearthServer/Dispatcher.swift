@@ -225,10 +225,12 @@ struct Context {
                 }
             } catch {
                 ResponseLine.error(&w, error.prefixed(op), id: id)   // named by its op, as the dispatcher does
+                if error.code == .dataLoss { outcome.damage = error }
             }
             outcome.line = w.bytes
         }, done: {
             server.offLoopReadReturned()
+            if let damage = outcome.damage { server.engine.onDataLoss?(damage) }   // logged on the loop
             session.offLoopReadDone(slot, line: outcome.line, seq: outcome.seq)
         })
     }

@@ -182,7 +182,9 @@ struct ListenerTests {
         #expect(Set(rec.values[1].documentChanges.map { "\($0.type) \($0.document.documentID)" }) == ["added c", "modified a"])
         Self.checkConsistent(rec.values)
         let resumed = Self.resumedListens(relay)
-        #expect(resumed.count == 2 && resumed.allSatisfy { $0["history"] as? String == history }, "\(resumed)")
+        // At least one resume per listener (a client that reached the relay while it had no daemon behind it
+        // resumed once more), each naming the history.
+        #expect(resumed.count >= 2 && resumed.allSatisfy { $0["history"] as? String == history }, "\(resumed)")
         #expect(!relay.responses.contains { $0["reset"] as? Bool == true }, "the daemon resumed without a reset")
     }
 
