@@ -31,6 +31,9 @@ public final class DaemonProcess: @unchecked Sendable {
 
     deinit {
         if let p = process, p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
+        // Cancel the stderr reader before the pipe (and its descriptor) goes: closing a descriptor that a
+        // dispatch source still watches can crash libdispatch's event loop.
+        stderrPipe?.fileHandleForReading.readabilityHandler = nil
         if ownsDataDir { try? FileManager.default.removeItem(atPath: dataDir) }
     }
 
@@ -148,6 +151,7 @@ public final class DaemonProcess: @unchecked Sendable {
         }
         try p.run()
         process = p
+        stderrPipe?.fileHandleForReading.readabilityHandler = nil   // a previous run's reader, already at its end
         stderrPipe = pipe
         if ready.wait(timeout: .now() + 20) == .timedOut || !portBox.ready {
             throw TestFailure("hearthd did not start \(readyText.map { "(waiting for \"\($0)\")" } ?? "listening"); log:\n\(log)")
@@ -162,6 +166,7 @@ public final class DaemonProcess: @unchecked Sendable {
         if p.isRunning { kill(p.processIdentifier, SIGTERM) }
         p.waitUntilExit()
         process = nil
+        waitForLogEnd()
         return p.terminationStatus
     }
 
@@ -171,6 +176,15 @@ public final class DaemonProcess: @unchecked Sendable {
         kill(p.processIdentifier, SIGKILL)
         p.waitUntilExit()
         process = nil
+        waitForLogEnd()
+    }
+
+    /// Waits (at most 5 s) until the stderr reader has seen the end of the log, so its pipe can go safely.
+    private func waitForLogEnd() {
+        let deadline = Date().addingTimeInterval(5)
+        logCondition.lock()
+        defer { logCondition.unlock() }
+        while !logClosed { if !logCondition.wait(until: deadline) { break } }
     }
 
     public var isRunning: Bool { process?.isRunning ?? false }
