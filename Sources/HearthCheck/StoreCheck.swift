@@ -138,25 +138,15 @@ public final class StoreCheck {
             return IndexCatalog()
         }
         let file = dataDir + "/indexes.json"
-        guard let bytes = Self.readFile(file) else { return IndexCatalog() }
-        run.report.catalogSource = "indexes.json (not imported yet)"
-        do { return try IndexCatalogJSON.decode(bytes) } catch {
-            run.add(.catalog, nil, "\(file) does not decode: \(error.message)")
+        do {
+            guard let catalog = try IndexCatalogJSON.load(file: file) else { return IndexCatalog() }
+            run.report.catalogSource = "indexes.json (not imported yet)"
+            return catalog
+        } catch {
+            run.report.catalogSource = "indexes.json (not imported yet)"
+            run.add(.catalog, nil, error.message)   // names the file
             return IndexCatalog()
         }
-    }
-
-    static func readFile(_ path: String) -> [UInt8]? {
-        guard let f = fopen(path, "rb") else { return nil }
-        defer { fclose(f) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = fread(&chunk, 1, chunk.count, f)
-            if n <= 0 { break }
-            bytes += chunk[0..<n]
-        }
-        return bytes
     }
 }
 

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import HearthModel
 
 /// The JSON forms of declared composite indexes: one definition as the `index` op takes and lists it
@@ -101,5 +106,26 @@ public enum IndexCatalogJSON {
         let highest = (catalog.indexes.map(\.id) + catalog.dropping).max() ?? 0
         catalog.nextID = max(catalog.nextID, highest + 1)
         return catalog
+    }
+
+    /// The catalog an `indexes.json` file holds (the form older versions kept beside the store); nil when
+    /// there is no such file. Errors name the file.
+    public static func load(file path: String) throws(HearthError) -> IndexCatalog? {
+        guard let f = fopen(path, "rb") else {
+            if errno == ENOENT { return nil }
+            throw HearthError(.unavailable, "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { fclose(f) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = fread(&chunk, 1, chunk.count, f)
+            if n <= 0 { break }
+            bytes += chunk[0..<n]
+        }
+        if ferror(f) != 0 { throw HearthError(.unavailable, "cannot read \(path): \(String(cString: strerror(errno)))") }
+        do { return try decode(bytes) } catch {
+            throw HearthError(.internal, "\(path): \(error.message)")
+        }
     }
 }

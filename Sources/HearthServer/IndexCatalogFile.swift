@@ -19,23 +19,7 @@ struct IndexCatalogFile {
     var exists: Bool { access(path, F_OK) == 0 }
 
     /// The catalog the file holds; nil when there is no file.
-    func load() throws(HearthError) -> IndexCatalog? {
-        guard let f = fopen(path, "rb") else {
-            if errno == ENOENT { return nil }
-            throw HearthError(.unavailable, "cannot read \(path): errno \(errno)")
-        }
-        defer { fclose(f) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = fread(&chunk, 1, chunk.count, f)
-            if n <= 0 { break }
-            bytes += chunk[0..<n]
-        }
-        do { return try IndexCatalogJSON.decode(bytes) } catch {
-            throw HearthError(.internal, "\(path): \(error.message)")
-        }
-    }
+    func load() throws(HearthError) -> IndexCatalog? { try IndexCatalogJSON.load(file: path) }
 
     /// Renames the file out of the way (`indexes.json.imported`).
     func retire() throws(HearthError) {
