@@ -7,6 +7,7 @@ import PackageDescription
 //                  └──────────► HearthEngine ─► HearthStorage ─► HearthModel
 //   hearthd ─► HearthStorageSQLite ─► HearthStorage, CSQLite, CXXHash (only this imports sqlite3 and xxhash)
 //   hearthd, hearth ─► HearthCheck ─► HearthStorageSQLite, HearthEngine, HearthProtocol (`check`)
+//   HearthCrypto ─► COpenSSL (only HearthCrypto imports OpenSSL: TLS and token signatures)
 // See docs/architecture.md.
 let package = Package(
     name: "Hearth",
@@ -17,7 +18,7 @@ let package = Package(
         .library(name: "HearthClient", targets: ["HearthClient"]),
     ],
     targets: [
-        // System libraries (Debian: libuv1-dev, libsqlite3-dev, libxxhash-dev, libsimdjson-dev).
+        // System libraries (Debian: libuv1-dev, libsqlite3-dev, libxxhash-dev, libsimdjson-dev, libssl-dev).
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
@@ -26,6 +27,10 @@ let package = Package(
             cxxSettings: [.define("SIMDJSON_THREADS_ENABLED", to: "1"), .unsafeFlags(["-O2"])],
             linkerSettings: [.linkedLibrary("simdjson"), .linkedLibrary("stdc++")]
         ),
+
+        // OpenSSL 3 (Debian: libssl-dev): C wrappers keep OpenSSL's macros and ownership rules in C.
+        .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
+        .target(name: "HearthCrypto", dependencies: ["COpenSSL"]),
 
         .target(name: "HearthModel"),
         .target(name: "HearthProtocol", dependencies: ["HearthModel", "CSimdJSON"]),
@@ -55,6 +60,7 @@ let package = Package(
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "HearthStorage", "HearthModel"]),
         .testTarget(name: "HearthCheckTests", dependencies: ["HearthCheck", "HearthEngine", "HearthStorageSQLite", "HearthStorage", "HearthProtocol", "HearthModel"]),
         .testTarget(name: "HearthLoopTests", dependencies: ["HearthLoop"]),
+        .testTarget(name: "HearthCryptoTests", dependencies: ["HearthCrypto", "HearthTesting"]),
         .testTarget(name: "HearthServerTests",
                     dependencies: ["HearthTesting", "HearthServer", "HearthEngine", "HearthStorage", "HearthStorageSQLite", "HearthLoop", "HearthProtocol", "HearthModel"]),
     ]
