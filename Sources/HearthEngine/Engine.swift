@@ -70,6 +70,10 @@ public final class Engine {
     /// Called once per durable batch, in seq order, right after its commits are acknowledged and
     /// published to the listeners.
     public var onCommitted: (([CommitRecord]) -> Void)?
+    /// Called during a publication once the engine is at the batch's seq and before any listener sees the
+    /// batch: the server re-checks here the listeners whose access depends on documents the batch changed
+    /// (and ends those no longer allowed, so they never receive it). It must not run requests.
+    public var willPublish: (([CommitRecord]) -> Void)?
     /// The listener registry; committed changes reach it from `finish`, the one place where they leave
     /// the engine.
     public private(set) lazy var listeners = ListenerHub(engine: self)
@@ -206,8 +210,12 @@ public final class Engine {
     /// nothing) when a write's precondition fails or its result is invalid; the error names the write's
     /// index when there are several. Otherwise `completion` runs on the loop thread once the commit is
     /// durable, or fails.
+    ///
+    /// `review`, when given, sees the commit as it would land (`CommitReview`) before anything changes, and
+    /// refuses it by throwing.
     @discardableResult
     public func commit(_ writes: [Write], nameIndexes: Bool? = nil,
+                       review: ((CommitReview) throws(HearthError) -> Void)? = nil,
                        completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) throws(HearthError) -> UInt64 {
         thread.check("Engine.commit")
         let prefixIndexes = nameIndexes ?? (writes.count > 1)
@@ -227,6 +235,8 @@ public final class Engine {
             let before: StoredDocument?            // durable or pending version before the commit
             let original: WriteApplier.State?      // `before`, decoded
             var state: WriteApplier.State?         // after the commit's writes so far
+            let firstWrite: Int
+            var written = false                    // by a write other than `verify`
         }
         var slot: [DocumentPath: Int] = [:]
         slot.reserveCapacity(writes.count)
@@ -250,7 +260,7 @@ public final class Engine {
                     original = WriteApplier.State(fields: fields, createTime: d.createTime, updateTime: d.updateTime)
                 }
                 k = touched.count
-                touched.append(Touched(path: write.path, before: stored.doc, original: original, state: original))
+                touched.append(Touched(path: write.path, before: stored.doc, original: original, state: original, firstWrite: i))
                 slot[write.path] = k
             }
             let outcome: WriteApplier.Outcome
@@ -260,8 +270,16 @@ public final class Engine {
                 throw prefixIndexes ? error.prefixed("writes[\(i)]") : error
             }
             touched[k].state = outcome.after
+            if write.kind != .verify { touched[k].written = true }
             results.append(outcome.result)
             resultSlot.append(k)
+        }
+
+        if let review {
+            try review(CommitReview(documents: touched.map {
+                CommitReview.Document(path: $0.path, before: $0.original?.fields, after: $0.state?.fields,
+                                      written: $0.written, firstWrite: $0.firstWrite)
+            }, commitTime: commitTime))
         }
 
         // While the disk is full, only commits that store nothing new run: every document ends deleted, absent,
@@ -329,7 +347,7 @@ public final class Engine {
     }
 
     /// The newest version of a document as a write sees it (durable state plus pending commits), decoded.
-    func latestFields(_ path: DocumentPath) throws(HearthError) -> MapValue? {
+    public func latestFields(_ path: DocumentPath) throws(HearthError) -> MapValue? {
         let l = try latest(path)
         guard let doc = l.doc else { return nil }
         if let f = l.fields { return f }
@@ -405,6 +423,7 @@ public final class Engine {
                 }
             }
             lastDurableSeq = lastSeq
+            willPublish?(batch.records)
             listeners.publish(batch.records)
             for p in batch.pending {
                 p.completion(.success(CommitOutcome(seq: p.record.seq, commitTime: p.record.commitTime, results: p.results)))
