@@ -16,10 +16,22 @@ struct Command: Sendable {
         case write
     }
 
+    /// Who may run it (docs/security.md); checked in `Dispatcher` before the handler.
+    enum Clearance: Sendable {
+        /// Anyone, even a connection whose token expired: help, ping, hello, unlisten.
+        case anyone
+        /// A connection whose identity holds (not expired); the handler asks the rules about the documents.
+        case identified
+        /// Only the admin while rules are enforced (anyone when the daemon runs without rules): index and
+        /// rules management.
+        case admin
+    }
+
     let name: String
     let synopsis: String
     let fields: Set<String>
     let access: Access
+    var clearance: Clearance = .identified
     let run: @Sendable (Context, Request) throws(HearthError) -> Void
 }
 
@@ -30,9 +42,9 @@ enum CommandTable {
 
     static let all: [Command] = [
         Command(name: "help", synopsis: "{op:\"help\"} lists every op with its synopsis",
-                fields: [], access: .meta, run: MetaHandlers.help),
+                fields: [], access: .meta, clearance: .anyone, run: MetaHandlers.help),
         Command(name: "ping", synopsis: "{op:\"ping\"} answers ok with the last durable seq and whether the disk is full: {seq,diskFull}",
-                fields: [], access: .meta, run: MetaHandlers.ping),
+                fields: [], access: .meta, clearance: .anyone, run: MetaHandlers.ping),
         Command(name: "get", synopsis: "{op:\"get\",path} reads one document: {doc:<doc|null>}",
                 fields: ["path"], access: .read, run: ReadHandlers.get),
         Command(name: "getAll", synopsis: "{op:\"getAll\",paths:[...]} reads documents in the order asked: {docs:[<doc|null>...]}",
@@ -58,12 +70,14 @@ enum CommandTable {
         Command(name: "explain", synopsis: "{op:\"explain\",<query fields>} runs the query and returns its plan: index, ranges, entries examined, documents returned",
                 fields: QueryDecoding.fields, access: .read, run: QueryHandlers.explain),
         Command(name: "index", synopsis: "{op:\"index\",action:\"create\"|\"list\"|\"drop\",collection,scope,fields:[[f,asc|desc|array-contains]],indexId} manages composite indexes",
-                fields: ["action", "collection", "scope", "fields", "indexId"], access: .meta, run: IndexHandlers.index),
+                fields: ["action", "collection", "scope", "fields", "indexId"], access: .meta, clearance: .admin, run: IndexHandlers.index),
         Command(name: "listen", synopsis: "{op:\"listen\",path|query:{...}[,resumeAfter:N[,history:H]][,heartbeatMs:ms]} subscribes: {sub,history}, then pushed snapshots",
                 fields: ["path", "query", "resumeAfter", "history", "heartbeatMs"], access: .read, run: ListenHandlers.listen),
         Command(name: "unlisten", synopsis: "{op:\"unlisten\",sub} ends a subscription; nothing for it follows the response",
-                fields: ["sub"], access: .meta, run: ListenHandlers.unlisten),
-        Command(name: "hello", synopsis: "{op:\"hello\"[,heartbeatMs:ms]} sets connection options (heartbeats when idle): {version,seq,history}",
-                fields: ["heartbeatMs"], access: .meta, run: ListenHandlers.hello),
+                fields: ["sub"], access: .meta, clearance: .anyone, run: ListenHandlers.unlisten),
+        Command(name: "hello", synopsis: "{op:\"hello\"[,token:JWT|adminKey:K[,as:{uid,token}|null]][,heartbeatMs:ms]} sets who the connection is and heartbeats: {version,seq,history[,auth]}",
+                fields: ["heartbeatMs", "token", "adminKey", "as"], access: .meta, clearance: .anyone, run: AuthHandlers.hello),
+        Command(name: "rules", synopsis: "{op:\"rules\",action:\"reload\"|\"status\"} (admin) reloads the rules file or says which rules are in force",
+                fields: ["action"], access: .meta, clearance: .admin, run: AuthHandlers.rules),
     ]
 }

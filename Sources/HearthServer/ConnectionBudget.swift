@@ -11,6 +11,8 @@ struct ConnectionBudget {
     struct Limits: Sendable {
         /// Connections served at once; the next one gets an error line and is closed.
         var maxConnections: Int
+        /// Connections served at once from one client address (0: no limit of its own).
+        var maxPerAddress: Int = 0
         /// Bytes of unfinished request lines held across all connections.
         var inputBytes: Int
         /// How long a request line may stay unfinished (0: forever).
@@ -22,6 +24,8 @@ struct ConnectionBudget {
     let limits: Limits
     private(set) var connections = 0
     private(set) var inputBytes = 0
+    /// Connections per client address (addresses with none are dropped).
+    private(set) var perAddress: [String: Int] = [:]
     /// Connections refused since start, and closed for each reason.
     private(set) var refused = 0
     private(set) var closedOverInput = 0
@@ -31,20 +35,29 @@ struct ConnectionBudget {
     init(_ limits: Limits) { self.limits = limits }
 
     /// A new connection: nil when it may be served, else the error it is sent before it is closed.
-    mutating func admit() -> HearthError? {
+    mutating func admit(address: String) -> HearthError? {
         guard connections < limits.maxConnections else {
             refused += 1
             return HearthError(.resourceExhausted,
                                "too many connections: the server serves at most \(limits.maxConnections) at once (--max-connections); try again later")
         }
+        let mine = perAddress[address, default: 0]
+        if limits.maxPerAddress > 0, mine >= limits.maxPerAddress {
+            refused += 1
+            return HearthError(.resourceExhausted,
+                               "too many connections from \(address): the server serves at most \(limits.maxPerAddress) at once from one address (--max-connections-per-address); try again later")
+        }
         connections += 1
+        perAddress[address] = mine + 1
         return nil
     }
 
-    /// A served connection closed, holding `unfinished` bytes of input.
-    mutating func released(unfinished: Int) {
+    /// A served connection from `address` closed, holding `unfinished` bytes of input.
+    mutating func released(address: String, unfinished: Int) {
         connections -= 1
         inputBytes -= unfinished
+        let left = perAddress[address, default: 1] - 1
+        perAddress[address] = left > 0 ? left : nil
     }
 
     /// A connection's unfinished line went from `before` to `after` bytes: nil while the total stays

@@ -84,6 +84,10 @@ final class Dispatcher {
             replyError(HearthError.invalid("unknown field \"\(unknown)\" (allowed: \(allowed))").prefixed(op), id: id, session: session)
             return .handled
         }
+        if command.clearance != .anyone, let refusal = session.server.access.refusal(command, session: session) {
+            replyError(refusal.prefixed(op), id: id, session: session)
+            return .handled
+        }
         let request = Request(op: op, body: root, id: id)
         let gate = session.server.engine.gate
         ticket = nil

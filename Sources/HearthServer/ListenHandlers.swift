@@ -2,7 +2,7 @@ import HearthEngine
 import HearthModel
 import HearthProtocol
 
-/// `listen`, `unlisten`, `hello`.
+/// `listen`, `unlisten` (`hello` is in AuthHandlers).
 enum ListenHandlers {
     /// `heartbeatMs` is 0 (no heartbeats) or within this range: a floor, so that a client cannot ask for
     /// hundreds of lines a second, and a ceiling of an hour.
@@ -11,11 +11,17 @@ enum ListenHandlers {
     static func listen(_ ctx: Context, _ req: Request) throws(HearthError) {
         let path = req.field("path"), query = req.field("query")
         let target: Listener.Target
+        let judged: ListenTarget
         switch (path, query) {
-        case (.some, nil): target = .document(try req.documentPath())
+        case (.some, nil):
+            let p = try req.documentPath()
+            target = .document(p)
+            judged = .document(p)
         case (nil, let q?):
             guard q.kind == .object else { throw .invalid("field \"query\" must be an object with the query op's fields") }
-            target = .query(try QueryDecoding.decode(q, context: "query"))
+            let valid = try QueryDecoding.decode(q, context: "query")
+            target = .query(valid)
+            judged = .query(valid.asQuery)
         case (nil, nil): throw .invalid("give \"path\" (a document) or \"query\"")
         default: throw .invalid("give either \"path\" or \"query\", not both")
         }
@@ -29,23 +35,15 @@ enum ListenHandlers {
             history = id
         }
         if let hb = try heartbeatMs(req) { ctx.session.setHeartbeat(hb) }
-        if try !ctx.session.subscribe(target, resumeAfter: resume, history: history, id: req.id, ctx: ctx) { ctx.waitForPublication() }
+        let dependencies = try ctx.session.judgeListen(judged)
+        if try !ctx.session.subscribe(target, resumeAfter: resume, history: history, id: req.id, ctx: ctx,
+                                      guarding: (judged, dependencies)) { ctx.waitForPublication() }
     }
 
     static func unlisten(_ ctx: Context, _ req: Request) throws(HearthError) {
         let sub = try req.string("sub")
         guard ctx.session.unsubscribe(sub) else { throw HearthError(.notFound, "no subscription \"\(sub)\" on this connection") }
         ctx.reply(req) { _ in }
-    }
-
-    static func hello(_ ctx: Context, _ req: Request) throws(HearthError) {
-        if let hb = try heartbeatMs(req) { ctx.session.setHeartbeat(hb) }
-        let seq = ctx.engine.lastDurableSeq
-        ctx.reply(req) { w in
-            w.key("version"); w.string(HearthVersion.string)
-            w.key("seq"); w.uint(seq)
-            w.key("history"); w.string(HistoryToken.encode(ctx.engine.historyID))
-        }
     }
 
     /// The `heartbeatMs` field: 0 (off) or milliseconds within `heartbeatRange`; nil when absent.

@@ -24,6 +24,7 @@ enum QueryHandlers {
 
     static func query(_ ctx: Context, _ req: Request) throws(HearthError) {
         let q = try QueryDecoding.decode(req.body)
+        try ctx.judgeList(q)
         let prepared = try ctx.engine.prepare(q, needFields: q.select != nil)
         guard runsOnLoop(prepared) else {
             let codec = ctx.engine.codec
@@ -52,6 +53,7 @@ enum QueryHandlers {
 
     static func count(_ ctx: Context, _ req: Request) throws(HearthError) {
         let q = try QueryDecoding.decode(req.body)
+        try ctx.judgeList(q)
         let prepared = try ctx.engine.prepare(q)
         let codec = ctx.engine.codec
         ctx.readOffLoop(req) { snapshot, w throws(HearthError) in
@@ -63,6 +65,7 @@ enum QueryHandlers {
 
     static func aggregate(_ ctx: Context, _ req: Request) throws(HearthError) {
         let q = try QueryDecoding.decode(try req.object("query"), context: "query")
+        try ctx.judgeList(q)
         let spec = try req.object("aggregations")
         var aliases: [String] = []
         var aggregations: [Aggregation] = []
@@ -103,6 +106,7 @@ enum QueryHandlers {
 
     static func explain(_ ctx: Context, _ req: Request) throws(HearthError) {
         let q = try QueryDecoding.decode(req.body)
+        try ctx.judgeList(q)
         let prepared = try ctx.engine.prepare(q, needFields: q.select != nil)
         guard runsOnLoop(prepared) else {
             let codec = ctx.engine.codec

@@ -12,6 +12,7 @@ enum ReadHandlers {
     static func get(_ ctx: Context, _ req: Request) throws(HearthError) {
         let path = try req.documentPath()
         let doc = try ctx.engine.get(path)
+        try ctx.judgeGet(path, doc)
         ctx.reply(req) { w in
             w.key("doc")
             DocumentJSON.write(doc, into: &w)
@@ -35,10 +36,12 @@ enum ReadHandlers {
         if paths.count > loopGetAll {
             // Many documents: read them on a reader thread, all from one snapshot.
             let wanted = paths
+            let judge = ctx.offLoopJudge
             ctx.readOffLoop(req) { snapshot, w throws(HearthError) in
                 var docs: [StoredDocument?] = []
                 docs.reserveCapacity(wanted.count)
                 for p in wanted { docs.append(try snapshot.get(p)) }
+                if let judge { for (p, d) in zip(wanted, docs) { try judge.get(p, d, snapshot: snapshot) } }
                 w.key("docs")
                 w.beginArray()
                 for d in docs { DocumentJSON.write(d, into: &w) }
@@ -49,6 +52,7 @@ enum ReadHandlers {
         var docs: [StoredDocument?] = []
         docs.reserveCapacity(paths.count)
         for p in paths { docs.append(try ctx.engine.get(p)) }
+        for (p, d) in zip(paths, docs) { try ctx.judgeGet(p, d) }
         ctx.reply(req) { w in
             w.key("docs")
             w.beginArray()

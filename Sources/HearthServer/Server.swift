@@ -15,6 +15,10 @@ public final class Server {
     package let loop: EventLoop
     package let engine: Engine
     let store: any DocumentStore
+    /// Identity and rules (docs/security.md).
+    let access: AccessControl
+    /// Listeners whose access depends on documents, judged again when those change.
+    let listenerAccess = ListenerAccess()
     let dispatcher: Dispatcher
     /// Reader threads for large reads (`Context.readOffLoop`).
     let readers: WorkerPool
@@ -54,6 +58,14 @@ public final class Server {
         self.budget = ConnectionBudget(config.budgetLimits)
         self.readers = WorkerPool(loop: loop, threads: config.readers)
         self.reserve = DiskReserve(dataDir: config.dataDir, bytes: config.diskReserveBytes)
+        if let problem = config.security.protectionProblem(host: config.host) { throw HearthError(.failedPrecondition, problem) }
+        self.access = try AccessControl(config.security)
+        engine.willPublish = { [unowned self] records in
+            for (session, tag) in self.listenerAccess.affected(by: records) { session.rejudge(tag) }
+        }
+        if config.security.rulesFile != nil {
+            onReload("rules") { [unowned self] in try self.reloadRules() }
+        }
         engine.onIndexesChanged = { [unowned self] index, event in self.indexChanged(index, event) }
         engine.recheckDiskSpace = { [unowned self] in self.checkDiskSpace() }
         engine.onDataLoss = { [unowned self] error in self.logDataLoss(error) }
@@ -146,6 +158,7 @@ public final class Server {
         signals.append(loop.onSignal(SIGHUP) { [unowned self] in self.reload(reason: "SIGHUP") })
         prepareDiskReserve()
         logger.info("hearthd \(HearthVersion.string) listening on \(config.host):\(boundPort), data dir \(config.dataDir), seq \(engine.lastDurableSeq)")
+        logger.info("security: \(access.modeSummary)\(access.enforcing || SecuritySettings.isLoopback(config.host) ? "" : " (--insecure-open)")")
         loop.run()
         socket?.target.accept = nil
         loop.shutdown()
@@ -178,6 +191,14 @@ public final class Server {
                 logger.warn("\(reason): could not reload \(r.name), keeping the previous one: \(error)")
             }
         }
+    }
+
+    /// Reloads the rules file and judges every listener again under the new rules. A file that does not
+    /// load throws, and the rules in force stay.
+    func reloadRules() throws(HearthError) -> String {
+        let summary = try access.reloadRules()
+        for s in Array(sessions.values) { s.rejudgeListeners() }
+        return summary
     }
 
     // MARK: Disk full
@@ -229,7 +250,8 @@ public final class Server {
 
     package func accept(_ conn: ClientConnection) {
         guard !shuttingDown else { conn.abort(); return }
-        if let refusal = budget.admit() {
+        let address = peerAddress(conn.peer)
+        if let refusal = budget.admit(address: address) {
             var w = JSONWriter(capacity: 256)
             ResponseLine.error(&w, refusal, id: nil)
             conn.send(w.bytes)
@@ -246,7 +268,7 @@ public final class Server {
     func sessionClosed(_ session: Session) {
         logger.debug("connection from \(session.conn.peer) closed")
         sessions[ObjectIdentifier(session)] = nil
-        budget.released(unfinished: session.heldInput)
+        budget.released(address: peerAddress(session.conn.peer), unfinished: session.heldInput)
         engine.gate.forget(session)
         if closingSessions && sessions.isEmpty { stopLoop() }
     }
@@ -293,8 +315,9 @@ public final class Server {
         let capacity = max(0, files - 64 - config.readers)
         if config.maxConnections > capacity {
             logger.info("open-file limit \(files) allows about \(capacity) connections, below --max-connections \(config.maxConnections): serving at most \(capacity)")
-            budget = ConnectionBudget(.init(maxConnections: capacity, inputBytes: config.inputBudget,
-                                            lineTimeoutMs: config.lineTimeoutMs, idleTimeoutMs: config.idleTimeoutMs))
+            var limits = config.budgetLimits
+            limits.maxConnections = capacity
+            budget = ConnectionBudget(limits)
         } else {
             logger.info("open-file limit \(files); serving at most \(config.maxConnections) connections, \(config.inputBudget) bytes of unfinished input")
         }

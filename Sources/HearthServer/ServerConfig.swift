@@ -33,6 +33,10 @@ public struct ServerConfig: Sendable {
 
     /// Connections served at once; more are answered with RESOURCE_EXHAUSTED and closed.
     public var maxConnections = 10_000
+    /// Connections served at once from one client address (0: no limit of its own).
+    public var maxConnectionsPerAddress = 2_000
+    /// Who may do what: rules, tokens, the admin key, protected mode (docs/security.md).
+    public var security = SecuritySettings()
     /// Bytes of unfinished request lines held across all connections.
     public var inputBudget = 256 << 20
     /// How long a request line may stay unfinished before the connection is closed (0: forever).
@@ -42,7 +46,8 @@ public struct ServerConfig: Sendable {
     public var idleTimeoutMs: UInt64 = 0
 
     var budgetLimits: ConnectionBudget.Limits {
-        .init(maxConnections: maxConnections, inputBytes: inputBudget, lineTimeoutMs: lineTimeoutMs, idleTimeoutMs: idleTimeoutMs)
+        .init(maxConnections: maxConnections, maxPerAddress: maxConnectionsPerAddress, inputBytes: inputBudget,
+              lineTimeoutMs: lineTimeoutMs, idleTimeoutMs: idleTimeoutMs)
     }
 
     /// The number of online cores, at least 2.

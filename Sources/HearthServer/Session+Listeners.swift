@@ -13,7 +13,10 @@ extension Session: ListenerSink {
     func deliver(_ event: ListenerEvent, for listener: Listener) {
         guard !closed else { return }
         if heldEvents != nil { heldEvents!.append(event); return }
-        if case .error = event { subscriptions[listener.tag] = nil }
+        if case .error = event {
+            subscriptions[listener.tag] = nil
+            forgetGuard(listener.tag)
+        }
         server.dispatcher.sendEvent(event, sub: listener.tag, shareKey: server.engine.listeners.sharedDeliveryKey, on: conn)
         sentSinceTick = true
         if !canAcceptEvents { startSlowDeadline() }
@@ -22,7 +25,9 @@ extension Session: ListenerSink {
     /// Registers a listener; its first snapshot goes out right after the `listen` response. False (nothing
     /// registered or sent) when its first snapshot was torn by a batch landing: run it again after the
     /// publication.
-    func subscribe(_ target: Listener.Target, resumeAfter: UInt64?, history: UInt64?, id: [UInt8]?, ctx: Context) throws(HearthError) -> Bool {
+    /// `guarding`: what the rules allowed it on and what that depends on (`Session+Access`).
+    func subscribe(_ target: Listener.Target, resumeAfter: UInt64?, history: UInt64?, id: [UInt8]?, ctx: Context,
+                   guarding: (ListenTarget, [DocumentPath])) throws(HearthError) -> Bool {
         let tag = String(nextSubscription)
         heldEvents = []
         let added: Listener?
@@ -39,6 +44,7 @@ extension Session: ListenerSink {
         }
         nextSubscription += 1
         subscriptions[tag] = listener
+        guardListener(tag, target: guarding.0, dependsOn: guarding.1)
         let held = heldEvents ?? []
         heldEvents = nil
         let historyToken = HistoryToken.encode(server.engine.historyID)
@@ -53,12 +59,16 @@ extension Session: ListenerSink {
     func unsubscribe(_ tag: String) -> Bool {
         guard let l = subscriptions.removeValue(forKey: tag) else { return false }
         server.engine.listeners.remove(l)
+        forgetGuard(tag)
         return true
     }
 
     func endSubscriptions() {
         for l in subscriptions.values { server.engine.listeners.remove(l) }
+        for tag in Array(listenTargets.keys) { forgetGuard(tag) }
         subscriptions.removeAll()
+        expiryTimer?.cancel()
+        expiryTimer = nil
         server.engine.listeners.forget(self)
         heartbeatTimer?.cancel()
         heartbeatTimer = nil

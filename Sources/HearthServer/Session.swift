@@ -55,6 +55,13 @@ final class Session: SnapshotWaiter {
     /// The subscriber missed its drain deadline: its final error line is queued and the connection closing.
     var closingSlow = false
 
+    // Identity and access (see Security/Session+Access.swift).
+    var principal: Principal = .anonymous
+    /// Fires when the connection's token expires.
+    var expiryTimer: LoopTimer?
+    /// While rules are enforced: what each listener listens to, to judge it again.
+    var listenTargets: [String: ListenTarget] = [:]
+
     init(conn: ClientConnection, server: Server) {
         self.conn = conn
         self.server = server

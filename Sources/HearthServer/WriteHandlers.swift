@@ -94,7 +94,7 @@ enum WriteHandlers {
         // Strong: a weak reference would give every Session a side table and make each retain/release of it
         // take the slow path (the listener fan-out retains the session once per delivery). The closure lives
         // only until the commit is durable; a closed session ignores the response.
-        try ctx.engine.commit(writes, nameIndexes: nameIndexes) { [session] result in
+        try ctx.engine.commit(writes, nameIndexes: nameIndexes, review: ctx.commitReviewer(nameWrites: nameIndexes)) { [session] result in
             guard let slot else { return }
             let line: [UInt8]
             switch result {

@@ -23,6 +23,8 @@ options:
   --retention-bytes N      change-log retention by size (default 268435456)
   --cache-mb N             memory for recently read documents, in MiB (default 64; 0 disables)
   --max-connections N      connections served at once (default 10000; capped by the open-file limit)
+  --max-connections-per-address N
+                           connections served at once from one client address (default 2000; 0: no limit)
   --input-budget N         bytes of unfinished request lines across all connections (default 268435456)
   --line-timeout-ms N      how long a request line may stay unfinished before its connection is closed
                            (default 60000; 0: forever)
@@ -35,6 +37,16 @@ options:
   --shutdown-grace-ms N    how long SIGTERM/SIGINT wait for in-flight commits and output (default 5000)
   --disk-reserve-mb N      disk space held back in DIR/RESERVE so deletes still commit when the disk is
                            full (default 8; 0 keeps none)
+  --rules FILE             Firestore Security Rules that judge every read, write, query and listener
+                           (docs/security.md); SIGHUP and the rules op reload it
+  --auth-secret-file FILE  verify HS256 tokens with the secret in FILE (at least 32 bytes)
+  --auth-jwks FILE         verify RS256/ES256 tokens with the public keys of a JWKS document
+  --auth-issuer ISS        tokens must carry this iss claim
+  --auth-audience AUD      tokens must carry this aud claim
+  --admin-key-file FILE    a hello with the key in FILE (at least 32 bytes) is the admin: rules do not apply
+  --max-auth-failures N    failed hellos an address may make per minute before its hellos are refused
+                           (default 20; 0: no limit)
+  --insecure-open          serve a non-loopback --host without --rules (everyone gets full access)
   --log-level LEVEL        debug, info, warn or error: the least severe lines logged (default info)
   --check                  check the store first (as hearth check does); refuse to start if it is damaged
   --quiet                  log warnings and errors only (--log-level warn)
@@ -62,6 +74,11 @@ var config = ServerConfig()
 var logLevel = Logger.Level.info
 var checkFirst = false
 var args = CommandLine.arguments.dropFirst()[...]
+
+func fileValue(_ flag: String, _ text: String?) -> String {
+    guard let text, !text.isEmpty else { fail("\(flag) needs a file") }
+    return text
+}
 
 func intValue(_ flag: String, _ text: String?, min: Int = 0) -> Int {
     guard let text, let v = Int(text), v >= min else { fail("\(flag) needs a whole number >= \(min)") }
@@ -94,6 +111,15 @@ while let arg = args.popFirst() {
         guard mb <= 1 << 20 else { fail("--cache-mb must be at most 1048576") }
         config.cacheBytes = mb << 20
     case "--max-connections": config.maxConnections = intValue("--max-connections", value(), min: 1)
+    case "--max-connections-per-address": config.maxConnectionsPerAddress = intValue("--max-connections-per-address", value())
+    case "--rules": config.security.rulesFile = fileValue("--rules", value())
+    case "--auth-secret-file": config.security.authSecretFile = fileValue("--auth-secret-file", value())
+    case "--auth-jwks": config.security.authJWKSFile = fileValue("--auth-jwks", value())
+    case "--auth-issuer": guard let v = value(), !v.isEmpty else { fail("--auth-issuer needs the iss value") }; config.security.authIssuer = v
+    case "--auth-audience": guard let v = value(), !v.isEmpty else { fail("--auth-audience needs the aud value") }; config.security.authAudience = v
+    case "--admin-key-file": config.security.adminKeyFile = fileValue("--admin-key-file", value())
+    case "--max-auth-failures": config.security.maxAuthFailuresPerMinute = intValue("--max-auth-failures", value())
+    case "--insecure-open": config.security.insecureOpen = true
     case "--input-budget": config.inputBudget = intValue("--input-budget", value(), min: 65536)
     case "--line-timeout-ms": config.lineTimeoutMs = UInt64(intValue("--line-timeout-ms", value()))
     case "--idle-timeout-ms": config.idleTimeoutMs = UInt64(intValue("--idle-timeout-ms", value()))
@@ -131,6 +157,8 @@ signal(SIGHUP, SIG_IGN)
 
 let logger = Logger(minimum: logLevel)
 let retention = RetentionPolicy(maxAgeMicros: config.retentionSeconds * 1_000_000, maxBytes: config.retentionBytes)
+// Protected mode, before anything is bound or opened.
+if let problem = config.security.protectionProblem(host: config.host) { fail(problem) }
 do {
     // Listen first: a start that cannot bind must not create or change anything in the data directory.
     let socket = try ServerSocket(host: config.host, port: config.port)

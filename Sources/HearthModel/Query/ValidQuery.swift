@@ -59,3 +59,12 @@ public struct ValidQuery: Sendable, Hashable {
         return (q, true)
     }
 }
+
+extension ValidQuery {
+    /// The query as a `Query` again: its target, normalized filter, the orderBys it named, limits, offset,
+    /// cursors and projection (what security rules judge a query by).
+    public var asQuery: Query {
+        Query(target: target, filter: filter, orderBy: explicitOrderBy, limit: limit, limitToLast: limitToLast,
+              offset: offset, startAt: startAt, endAt: endAt, select: select)
+    }
+}

@@ -1,0 +1,128 @@
+import HearthEngine
+import HearthModel
+import HearthProtocol
+import HearthRules
+
+/// `hello` (connection options and identity) and `rules` (the admin's reload and status).
+enum AuthHandlers {
+    /// `{op:"hello"[,token|adminKey][,as][,heartbeatMs]}`: sets heartbeats and who the connection speaks for.
+    /// A token is verified (UNAUTHENTICATED with why when it is not); the admin key bypasses rules, and with
+    /// `as` the admin speaks as a given user (`{"uid","token":{claims}}`) or as nobody (`null`), which is how
+    /// `hearth rules test` tries rules. A hello again on the same connection replaces the identity (token
+    /// refresh) and judges its listeners again.
+    static func hello(_ ctx: Context, _ req: Request) throws(HearthError) {
+        let token = try req.optionalString("token"), key = try req.optionalString("adminKey")
+        if token != nil && key != nil { throw .invalid("give either \"token\" or \"adminKey\", not both") }
+        let actAs = req.field("as")
+        if actAs != nil && key == nil { throw .invalid("field \"as\" needs \"adminKey\" (only the admin may speak as another user)") }
+        let heartbeat = try ListenHandlers.heartbeatMs(req)
+        var principal: Principal?
+        if token != nil || key != nil {
+            let access = ctx.access, now = ctx.server.loop.now
+            let address = peerAddress(ctx.session.conn.peer)
+            if let waitMs = access.throttle.refusal(address, now: now) {
+                throw HearthError(.resourceExhausted, "too many failed hello attempts from \(address) (at most \(access.throttle.limit) a minute, --max-auth-failures); try again in \((waitMs + 999) / 1000) s")
+            }
+            let result = token.map { access.authenticate(token: $0, now: Engine.wallClockMicros() / 1_000_000) }
+                ?? access.authenticate(adminKey: key!)
+            switch result {
+            case .success(let p):
+                principal = try actAs.map { (a) throws(HearthError) in try impersonated(a) } ?? p
+            case .failure(let e):
+                access.throttle.failed(address, now: now)
+                let tripped = access.throttle.refusal(address, now: now) != nil
+                if tripped {
+                    ctx.server.logger.warn("hello from \(ctx.session.conn.peer) refused: \(e.message); \(address) reached \(access.throttle.limit) failures in a minute and is refused for a while")
+                } else {
+                    ctx.server.logger.info("hello from \(ctx.session.conn.peer) refused: \(e.message)")
+                }
+                throw e
+            }
+        }
+        if let heartbeat { ctx.session.setHeartbeat(heartbeat) }
+        let seq = ctx.engine.lastDurableSeq
+        ctx.reply(req) { w in
+            w.key("version"); w.string(HearthVersion.string)
+            w.key("seq"); w.uint(seq)
+            w.key("history"); w.string(HistoryToken.encode(ctx.engine.historyID))
+            if let principal { writeAuth(principal, into: &w) }
+        }
+        if let principal { ctx.session.authenticated(as: principal) }
+    }
+
+    /// `"auth":{"uid","admin","expiresAt"}` as a hello answers it.
+    static func writeAuth(_ p: Principal, into w: inout JSONWriter) {
+        w.key("auth")
+        w.beginObject()
+        switch p {
+        case .user(let a, let exp):
+            w.key("uid"); w.string(a.uid)
+            w.key("admin"); w.bool(false)
+            if exp < Int64.max { w.key("expiresAt"); w.int(exp) }
+        case .admin:
+            w.key("admin"); w.bool(true)
+        case .anonymous, .expired:
+            w.key("uid"); w.null()
+            w.key("admin"); w.bool(false)
+        }
+        w.endObject()
+    }
+
+    /// The identity an admin speaks as: `null` (unauthenticated) or `{"uid":"alice","token":{...claims}}`.
+    static func impersonated(_ a: JSONRef) throws(HearthError) -> Principal {
+        if a.kind == .null { return .anonymous }
+        guard a.kind == .object else { throw .invalid("field \"as\" must be null or {\"uid\":\"...\",\"token\":{claims}}") }
+        for m in a.members where m.key != "uid" && m.key != "token" {
+            throw .invalid("as: unknown field \"\(m.key)\" (allowed: uid, token)")
+        }
+        guard let uid = a["uid"], uid.kind == .string, let u = uid.string, !u.isEmpty else {
+            throw .invalid("as: field \"uid\" must be a non-empty string")
+        }
+        var claims = MapValue()
+        if let t = a["token"] {
+            guard t.kind == .object else { throw .invalid("as: field \"token\" must be an object of claims") }
+            guard case .map(let m) = plainValue(t) else { throw .invalid("as: field \"token\" must be an object of claims") }
+            claims = m
+        }
+        if claims["sub"] == nil { claims["sub"] = .string(u) }
+        return .user(RuleAuth(uid: u, token: claims), expiresAt: Int64.max)
+    }
+
+    /// Plain JSON as a value: numbers as integers when whole and in range, objects as maps.
+    static func plainValue(_ r: JSONRef) -> Value {
+        switch r.kind {
+        case .null: return .null
+        case .bool: return .bool(r.bool!)
+        case .int: return r.int64.map(Value.int) ?? .double(r.double ?? 0)
+        case .double: return .double(r.double!)
+        case .string: return .string(r.string!)
+        case .array: return .array(r.elements.map(plainValue))
+        case .object: return .map(MapValue(r.members.map { MapValue.Field(key: $0.key, value: plainValue($0.value)) }))
+        }
+    }
+
+    /// `{op:"rules",action:"reload"|"status"}` (admin): re-reads the rules file, or says which rules are in
+    /// force. A file that does not load leaves the rules in force, and the error names its line and column.
+    static func rules(_ ctx: Context, _ req: Request) throws(HearthError) {
+        let action = try req.string("action")
+        switch action {
+        case "reload":
+            let summary: String
+            do { summary = try ctx.server.reloadRules() } catch {
+                ctx.server.logger.warn("rules op from \(ctx.session.conn.peer): could not reload the rules, keeping the previous ones: \(error.message)")
+                throw error
+            }
+            ctx.server.logger.info("rules op from \(ctx.session.conn.peer): reloaded rules: \(summary)")
+            ctx.reply(req) { w in w.key("rules"); w.string(summary) }
+        case "status":
+            let access = ctx.access
+            ctx.reply(req) { w in
+                w.key("enforcing"); w.bool(access.enforcing)
+                w.key("rules"); w.string(access.rulesSummary)
+                w.key("guardedListeners"); w.int(Int64(ctx.server.listenerAccess.count))
+            }
+        default:
+            throw .invalid("field \"action\" must be \"reload\" or \"status\" (got \"\(action)\")")
+        }
+    }
+}

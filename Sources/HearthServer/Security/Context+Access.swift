@@ -1,0 +1,53 @@
+import HearthEngine
+import HearthModel
+import HearthRules
+import HearthStorage
+
+/// How handlers ask the rules (one call per kind of request; `AccessControl` decides).
+extension Context {
+    var access: AccessControl { server.access }
+
+    /// True when this request is judged by rules (rules are loaded and the connection is not the admin).
+    var judged: Bool { access.enforcing && !session.principal.isAdmin }
+
+    /// A document read as a `get` (published state).
+    func judgeGet(_ path: DocumentPath, _ doc: StoredDocument?) throws(HearthError) {
+        guard judged else { return }
+        let fields = try doc.map { (d) throws(HearthError) in try engine.fields(of: d) }
+        _ = try access.judge(session.principal, .get, what: "get of \(path)", path: path, resource: fields,
+                             reader: PublishedRuleReader(engine: engine))
+    }
+
+    /// A query (query, count, aggregate, explain) as a `list`, judged from its own constraints.
+    func judgeList(_ q: ValidQuery) throws(HearthError) {
+        guard judged else { return }
+        _ = try access.judge(session.principal, .list, what: Session.describe(q.asQuery), query: q.asQuery,
+                             reader: PublishedRuleReader(engine: engine))
+    }
+
+    /// For documents judged on a reader thread: the rules and identity to judge them with (nil: not judged).
+    var offLoopJudge: OffLoopJudge? {
+        guard judged, let rules = access.rules else { return nil }
+        return OffLoopJudge(rules: rules, principal: session.principal, codec: engine.codec)
+    }
+
+    /// The reviewer of this request's commit, nil when it is not judged.
+    func commitReviewer(nameWrites: Bool) -> ((CommitReview) throws(HearthError) -> Void)? {
+        guard judged else { return nil }
+        let access = self.access, principal = session.principal, engine = self.engine
+        return { (review) throws(HearthError) in try access.review(principal, review, engine: engine, nameWrites: nameWrites) }
+    }
+}
+
+/// Judges documents read on a reader thread as gets, against that thread's snapshot.
+struct OffLoopJudge: Sendable {
+    let rules: Rules
+    let principal: Principal
+    let codec: any DocumentCodec
+
+    func get(_ path: DocumentPath, _ doc: StoredDocument?, snapshot: any StoreSnapshot) throws(HearthError) {
+        let reader = SnapshotRuleReader(snapshot: snapshot, codec: codec)
+        let fields = try doc.map { (d) throws(HearthError) in try codec.decode(d.data) }
+        _ = try AccessControl.judge(rules: rules, principal, .get, what: "get of \(path)", path: path, resource: fields, reader: reader)
+    }
+}

@@ -1,0 +1,110 @@
+import HearthEngine
+import HearthLoop
+import HearthModel
+import HearthRules
+
+/// A session's identity and the access of its listeners (docs/security.md): who it is (set by `hello`), when
+/// its token expires, and judging its listeners again when the identity, the rules, or a document their rule
+/// read changes. A listener no longer allowed ends with an error event.
+extension Session {
+    var access: AccessControl { server.access }
+
+    /// Sets who the connection speaks for (a successful hello): arms the expiry of a token, and judges every
+    /// listener again under the new identity.
+    func authenticated(as principal: Principal) {
+        self.principal = principal
+        expiryTimer?.cancel()
+        expiryTimer = nil
+        if let exp = principal.expiresAt {
+            let nowMs = UInt64(Engine.wallClockMicros() / 1000)
+            let due = UInt64(max(0, exp)) * 1000
+            // Unowned: the timer is cancelled when the connection closes (`endSubscriptions`).
+            expiryTimer = server.loop.timer(after: due > nowMs ? due - nowMs : 0) { [unowned self] in self.checkExpiry() }
+        }
+        rejudgeListeners()
+    }
+
+    /// UNAUTHENTICATED when the connection's token has expired (its listeners then end with it), else nil.
+    /// Runs before every request that needs an identity, and when the expiry timer fires.
+    func expiredCredentials() -> HearthError? {
+        checkExpiry()
+        guard case .expired(let uid, let at) = principal else { return nil }
+        return HearthError(.unauthenticated, "the token of uid \(uid) expired at \(Timestamp(micros: at * 1_000_000).rfc3339); send hello with a fresh token")
+    }
+
+    private func checkExpiry() {
+        guard case .user(let auth, let exp) = principal, Engine.wallClockMicros() / 1_000_000 >= exp else { return }
+        expiryTimer?.cancel()
+        expiryTimer = nil
+        principal = .expired(uid: auth.uid, at: exp)
+        let e = HearthError(.unauthenticated, "the token of uid \(auth.uid) expired at \(Timestamp(micros: exp * 1_000_000).rfc3339); listen again after a hello with a fresh token")
+        for tag in Array(subscriptions.keys).sorted() { revoke(tag, e) }
+    }
+
+    // MARK: Listeners
+
+    /// Judges a listen before it registers: a document listen as a get of the document, a query listen as a
+    /// list. Returns what the listener's access depends on.
+    func judgeListen(_ target: ListenTarget) throws(HearthError) -> [DocumentPath] {
+        guard access.enforcing, !principal.isAdmin else { return [] }
+        let reader = PublishedRuleReader(engine: server.engine)
+        switch target {
+        case .document(let path):
+            let doc = try server.engine.get(path)
+            let fields = try doc.map { (d) throws(HearthError) in try server.engine.fields(of: d) }
+            let reads = try access.judge(principal, .get, what: "listen to \(path)", path: path, resource: fields, reader: reader)
+            return [path] + reads
+        case .query(let q):
+            return try access.judge(principal, .list, what: "listen to \(Self.describe(q))", query: q, reader: reader)
+        }
+    }
+
+    /// A listener registered after `judgeListen` allowed it.
+    func guardListener(_ tag: String, target: ListenTarget, dependsOn paths: [DocumentPath]) {
+        guard access.enforcing else { return }
+        listenTargets[tag] = target
+        server.listenerAccess.set(self, tag: tag, dependsOn: paths)
+    }
+
+    /// The listener `tag` ended (unlisten, error, close).
+    func forgetGuard(_ tag: String) {
+        guard listenTargets.removeValue(forKey: tag) != nil else { return }
+        server.listenerAccess.remove(self, tag: tag)
+    }
+
+    /// Judges every listener of the connection again (a new identity, reloaded rules).
+    func rejudgeListeners() {
+        for tag in Array(listenTargets.keys).sorted() { rejudge(tag) }
+    }
+
+    /// Judges one listener again with the current identity, rules and documents; ends it with the refusal
+    /// if it is no longer allowed.
+    func rejudge(_ tag: String) {
+        guard !closed, let target = listenTargets[tag], subscriptions[tag] != nil else { return }
+        if let e = expiredCredentials() { revoke(tag, e); return }
+        do {
+            let paths = try judgeListen(target)
+            server.listenerAccess.set(self, tag: tag, dependsOn: paths)
+        } catch {
+            revoke(tag, error)
+        }
+    }
+
+    /// Ends the listener `tag` with `error` (its last line for that subscription).
+    func revoke(_ tag: String, _ error: HearthError) {
+        forgetGuard(tag)
+        guard let l = subscriptions.removeValue(forKey: tag) else { return }
+        server.engine.listeners.remove(l)
+        guard !closed else { return }
+        server.dispatcher.sendEvent(.error(error), sub: tag, shareKey: nil, on: conn)
+        sentSinceTick = true
+        server.logger.debug("listener \(tag) of \(conn.peer) (\(principal.summary)) ended: \(error)")
+    }
+
+    static func describe(_ q: Query) -> String {
+        switch q.target {
+        case .collection(let c): return "query on \(c)"
+        case .collectionGroup(let id, let parent): return "collection-group query on \(id)\(parent.map { " under \($0)" } ?? "")"
+        }
+    }
+}
