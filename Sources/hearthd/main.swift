@@ -43,6 +43,7 @@ options:
   --auth-jwks FILE         verify RS256/ES256 tokens with the public keys of a JWKS document
   --auth-issuer ISS        tokens must carry this iss claim
   --auth-audience AUD      tokens must carry this aud claim
+  --auth-clock-skew S      seconds of clock difference allowed for exp, nbf and iat (default 60)
   --admin-key-file FILE    a hello with the key in FILE (at least 32 bytes) is the admin: rules do not apply
   --max-auth-failures N    failed hellos an address may make per minute before its hellos are refused
                            (default 20; 0: no limit)
@@ -117,6 +118,7 @@ while let arg = args.popFirst() {
     case "--auth-jwks": config.security.authJWKSFile = fileValue("--auth-jwks", value())
     case "--auth-issuer": guard let v = value(), !v.isEmpty else { fail("--auth-issuer needs the iss value") }; config.security.authIssuer = v
     case "--auth-audience": guard let v = value(), !v.isEmpty else { fail("--auth-audience needs the aud value") }; config.security.authAudience = v
+    case "--auth-clock-skew": config.security.authClockSkewSeconds = Int64(intValue("--auth-clock-skew", value()))
     case "--admin-key-file": config.security.adminKeyFile = fileValue("--admin-key-file", value())
     case "--max-auth-failures": config.security.maxAuthFailuresPerMinute = intValue("--max-auth-failures", value())
     case "--insecure-open": config.security.insecureOpen = true

@@ -12,6 +12,8 @@ public struct SecuritySettings: Sendable {
     /// Required `iss` and `aud` claims (`--auth-issuer`, `--auth-audience`).
     public var authIssuer: String?
     public var authAudience: String?
+    /// Seconds of clock difference allowed when checking `exp`, `nbf` and `iat` (`--auth-clock-skew`).
+    public var authClockSkewSeconds: Int64 = 60
     /// The admin key (`--admin-key-file`): a hello with it bypasses the rules.
     public var adminKeyFile: String?
     /// Serve a non-loopback address without rules (`--insecure-open`).

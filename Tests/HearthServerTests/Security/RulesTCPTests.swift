@@ -1,0 +1,179 @@
+import Foundation
+import HearthTesting
+import Testing
+
+/// Rules judged on every op over TCP: get, getAll, query, count, aggregate, explain, listen, create, set,
+/// update, delete, add, commit; rules are not filters; a listener that loses access ends with
+/// PERMISSION_DENIED (a document its rule read changes, rules reloaded by SIGHUP or by the rules op).
+@Suite(.serialized) final class RulesTCPTests {
+    static let rules = """
+    rules_version = '2';
+    service cloud.firestore {
+      match /databases/{database}/documents {
+        match /users/{userId} {
+          allow get, create, update, delete: if request.auth != null && request.auth.uid == userId;
+        }
+        match /public/{doc} {
+          allow read: if true;
+        }
+        // Readable by their owner only: a query must ask for owner == uid.
+        match /notes/{noteId} {
+          allow read: if request.auth != null && resource.data.owner == request.auth.uid;
+          allow create: if request.auth != null && request.resource.data.owner == request.auth.uid
+            && request.resource.data.text is string;
+          allow update: if request.auth != null && resource.data.owner == request.auth.uid
+            && request.resource.data.diff(resource.data).affectedKeys().hasOnly(['text', 'edited']);
+          allow delete: if request.auth != null && resource.data.owner == request.auth.uid;
+        }
+        // A team's documents are readable by its members (a get() the listener depends on).
+        match /teams/{teamId}/docs/{docId} {
+          allow read: if request.auth != null
+            && exists(/databases/$(database)/documents/teams/$(teamId)/members/$(request.auth.uid));
+        }
+      }
+    }
+    """
+    let s: SecureDaemon
+    let admin: WireClient
+
+    init() throws {
+        s = try SecureDaemon(rules: Self.rules)
+        admin = try s.admin()
+        #expect(try admin.request(#"{"op":"commit","writes":[{"op":"set","path":"users/alice","data":{"name":"Alice"}},{"op":"set","path":"users/bob","data":{"name":"Bob"}},{"op":"set","path":"public/readme","data":{"text":"hi"}},{"op":"set","path":"notes/a1","data":{"owner":"alice","text":"a"}},{"op":"set","path":"notes/b1","data":{"owner":"bob","text":"b"}},{"op":"set","path":"teams/t1/members/alice","data":{}},{"op":"set","path":"teams/t1/docs/d1","data":{"v":1}}]}"#).isOK)
+    }
+
+    func denied(_ r: [String: Any], _ op: String, _ file: String = #fileID, _ line: Int = #line) {
+        #expect(r.errorCode == "PERMISSION_DENIED", "\(r)", sourceLocation: SourceLocation(fileID: file, filePath: file, line: line, column: 1))
+        #expect(r.errorMessage?.hasPrefix("\(op): ") == true, "\(r)", sourceLocation: SourceLocation(fileID: file, filePath: file, line: line, column: 1))
+    }
+
+    @Test func gets() throws {
+        let alice = try s.client("alice"), anon = try s.client(nil)
+        #expect(try alice.request(#"{"op":"get","path":"users/alice"}"#).isOK)
+        denied(try alice.request(#"{"op":"get","path":"users/bob"}"#), "get")
+        denied(try anon.request(#"{"op":"get","path":"users/alice"}"#), "get")
+        #expect(try anon.request(#"{"op":"get","path":"public/readme"}"#).isOK)
+        #expect(try anon.request(#"{"op":"get","path":"public/missing"}"#).isOK)
+        denied(try alice.request(#"{"op":"get","path":"nowhere/x"}"#), "get")                 // no rule: denied
+        #expect(try alice.request(#"{"op":"getAll","paths":["users/alice","public/readme"]}"#).isOK)
+        denied(try alice.request(#"{"op":"getAll","paths":["users/alice","users/bob"]}"#), "getAll")
+        // Large getAll (read on a reader thread) is judged the same way.
+        let many = (0..<80).map { "\"public/p\($0)\"" }.joined(separator: ",")
+        #expect(try anon.request(#"{"op":"getAll","paths":[\#(many)]}"#).isOK)
+        denied(try anon.request(#"{"op":"getAll","paths":[\#(many),"users/bob"]}"#), "getAll")
+    }
+
+    @Test func queriesAreJudgedByTheirConstraintsNotFiltered() throws {
+        let alice = try s.client("alice")
+        let mine = #""collection":"notes","where":[["owner","==","alice"]]"#
+        let r = try alice.request(#"{"op":"query",\#(mine)}"#)
+        #expect(r.isOK && (r["docs"] as? [Any])?.count == 1, "\(r)")
+        #expect(try alice.request(#"{"op":"count",\#(mine)}"#)["count"] as? Int == 1)
+        #expect(try alice.request(#"{"op":"aggregate","query":{\#(mine)},"aggregations":{"n":{"count":{}}}}"#).isOK)
+        #expect(try alice.request(#"{"op":"explain",\#(mine)}"#).isOK)
+        // Without the constraint the query could return bob's notes: refused, naming the field, even though
+        // filtering would leave alice's.
+        let all = try alice.request(#"{"op":"query","collection":"notes"}"#)
+        denied(all, "query")
+        #expect(all.errorMessage?.contains("owner") == true, "\(all)")
+        denied(try alice.request(#"{"op":"count","collection":"notes"}"#), "count")
+        denied(try alice.request(#"{"op":"aggregate","query":{"collection":"notes"},"aggregations":{"n":{"count":{}}}}"#), "aggregate")
+        denied(try alice.request(#"{"op":"explain","collection":"notes"}"#), "explain")
+        denied(try alice.request(#"{"op":"query","collection":"notes","where":[["owner","==","bob"]]}"#), "query")
+        denied(try alice.request(#"{"op":"listen","query":{"collection":"notes"}}"#), "listen")
+        let l = try alice.request(#"{"op":"listen","query":{\#(mine)}}"#)
+        #expect(l.isOK, "\(l)")
+    }
+
+    @Test func writes() throws {
+        let alice = try s.client("alice")
+        #expect(try alice.request(#"{"op":"create","path":"notes/a2","data":{"owner":"alice","text":"x"}}"#).isOK)
+        denied(try alice.request(#"{"op":"create","path":"notes/a3","data":{"owner":"bob","text":"x"}}"#), "create")
+        denied(try alice.request(#"{"op":"create","path":"notes/a4","data":{"owner":"alice","text":5}}"#), "create")
+        #expect(try alice.request(#"{"op":"update","path":"notes/a1","data":{"text":"b","edited":{"$serverTimestamp":true}}}"#).isOK)
+        denied(try alice.request(#"{"op":"update","path":"notes/a1","data":{"owner":"bob"}}"#), "update")
+        denied(try alice.request(#"{"op":"update","path":"notes/b1","data":{"text":"mine now"}}"#), "update")
+        #expect(try alice.request(#"{"op":"set","path":"notes/a1","data":{"owner":"alice","text":"c"},"merge":true}"#).isOK)
+        denied(try alice.request(#"{"op":"delete","path":"notes/b1"}"#), "delete")
+        let added = try alice.request(#"{"op":"add","collection":"notes","data":{"owner":"alice","text":"new"}}"#)
+        #expect(added.isOK, "\(added)")
+        denied(try alice.request(#"{"op":"add","collection":"notes","data":{"owner":"carol","text":"new"}}"#), "add")
+        #expect(try alice.request(#"{"op":"delete","path":"notes/a2"}"#).isOK)
+        // A transform's result is what request.resource holds.
+        denied(try alice.request(#"{"op":"set","path":"users/bob","data":{"n":{"$increment":1}},"merge":true}"#), "set")
+        // Nothing refused was written.
+        let b1 = try admin.request(#"{"op":"get","path":"notes/b1"}"#)
+        #expect(((b1["doc"] as? [String: Any])?["data"] as? [String: Any])?["text"] as? String == "b")
+        #expect((try admin.request(#"{"op":"get","path":"notes/a3"}"#))["doc"] is NSNull)
+    }
+
+    @Test func aCommitIsRefusedWholeNamingTheWrite() throws {
+        let alice = try s.client("alice")
+        let r = try alice.request(#"{"op":"commit","writes":[{"op":"set","path":"notes/c1","data":{"owner":"alice","text":"ok"}},{"op":"update","path":"notes/b1","data":{"text":"taken"}}]}"#)
+        denied(r, "commit")
+        #expect(r.errorMessage?.contains("writes[1]") == true && r.errorMessage?.contains("notes/b1") == true, "\(r)")
+        #expect((try admin.request(#"{"op":"get","path":"notes/c1"}"#))["doc"] is NSNull, "the allowed write was not applied either")
+        // verify writes are judged as reads.
+        denied(try alice.request(#"{"op":"commit","writes":[{"op":"verify","path":"notes/b1","precondition":{"exists":true}},{"op":"set","path":"notes/c1","data":{"owner":"alice","text":"ok"}}]}"#), "commit")
+        #expect(try alice.request(#"{"op":"commit","writes":[{"op":"verify","path":"notes/a1","precondition":{"exists":true}},{"op":"set","path":"notes/c1","data":{"owner":"alice","text":"ok"}}]}"#).isOK)
+    }
+
+    @Test func listenersEndWhenADocumentTheirRuleReadChanges() throws {
+        let alice = try s.client("alice")
+        let l = try alice.request(#"{"op":"listen","query":{"collection":"teams/t1/docs"}}"#)
+        #expect(l.isOK, "\(l)")
+        let sub = l["sub"] as! String
+        #expect((try SecureDaemon.event(alice, sub: sub))["size"] as? Int == 1)
+        let doc = try alice.request(#"{"op":"listen","path":"teams/t1/docs/d1"}"#)
+        let docSub = doc["sub"] as! String
+        _ = try SecureDaemon.event(alice, sub: docSub)
+        // A write the listeners see while alice is a member.
+        #expect(try admin.request(#"{"op":"set","path":"teams/t1/docs/d1","data":{"v":2}}"#).isOK)
+        _ = try SecureDaemon.event(alice, sub: sub)
+        _ = try SecureDaemon.event(alice, sub: docSub)
+        // Removed from the team together with a change to the data: neither listener receives the change.
+        #expect(try admin.request(#"{"op":"commit","writes":[{"op":"delete","path":"teams/t1/members/alice"},{"op":"set","path":"teams/t1/docs/d1","data":{"v":3}}]}"#).isOK)
+        for s in [sub, docSub] {
+            let e = try SecureDaemon.event(alice, sub: s)
+            #expect((e["error"] as? [String: Any])?["code"] as? String == "PERMISSION_DENIED", "\(e)")
+        }
+        #expect(try alice.request(#"{"op":"ping"}"#).isOK)
+        denied(try alice.request(#"{"op":"listen","path":"teams/t1/docs/d1"}"#), "listen")
+    }
+
+    @Test func reloadedRulesRejudgeListenersAndABadFileKeepsTheOld() throws {
+        let alice = try s.client("alice")
+        let l = try alice.request(#"{"op":"listen","path":"public/readme"}"#)
+        let sub = l["sub"] as! String
+        _ = try SecureDaemon.event(alice, sub: sub)
+        // A file that does not compile: refused with its position, the rules in force stay.
+        try s.rewriteRules("rules_version = '2';\nservice cloud.firestore {\n  match /x { allow read: if ; }\n}\n")
+        let bad = try admin.request(#"{"op":"rules","action":"reload"}"#)
+        #expect(bad.errorCode == "INVALID_ARGUMENT" && bad.errorMessage?.contains("firestore.rules:3:") == true, "\(bad)")
+        #expect(try alice.request(#"{"op":"get","path":"public/readme"}"#).isOK)
+        kill(s.daemon.pid, SIGHUP)
+        #expect(s.daemon.waitForLog(containing: "could not reload rules, keeping the previous one"))
+        // Public documents become private: the listener ends.
+        try s.rewriteRules(Self.rules.replacingOccurrences(of: "allow read: if true;", with: "allow read: if request.auth.uid == 'root';"))
+        kill(s.daemon.pid, SIGHUP)
+        let e = try SecureDaemon.event(alice, sub: sub)
+        #expect((e["error"] as? [String: Any])?["code"] as? String == "PERMISSION_DENIED", "\(e)")
+        denied(try alice.request(#"{"op":"get","path":"public/readme"}"#), "get")
+        // And back, through the admin op.
+        try s.rewriteRules(Self.rules)
+        let ok = try admin.request(#"{"op":"rules","action":"reload"}"#)
+        #expect(ok.isOK, "\(ok)")
+        #expect(try alice.request(#"{"op":"get","path":"public/readme"}"#).isOK)
+    }
+
+    @Test func theAdminSpeaksAsAUserToTryRules() throws {
+        let c = try s.daemon.connect()
+        #expect(try c.call(["op": "hello", "adminKey": s.adminKey, "as": ["uid": "bob"]]).isOK)
+        #expect(try c.request(#"{"op":"get","path":"users/bob"}"#).isOK)
+        denied(try c.request(#"{"op":"get","path":"users/alice"}"#), "get")
+        #expect(try c.call(["op": "hello", "adminKey": s.adminKey, "as": NSNull()]).isOK)
+        denied(try c.request(#"{"op":"get","path":"users/bob"}"#), "get")
+        let r = try s.daemon.connect().call(["op": "hello", "token": try s.token("bob"), "as": ["uid": "alice"]])
+        #expect(r.errorCode == "INVALID_ARGUMENT", "only the admin may speak as another user: \(r)")
+    }
+}
