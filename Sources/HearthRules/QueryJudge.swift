@@ -147,8 +147,10 @@ extension Evaluator {
         guard case .data(let segs) = symbol, let c = listCase, [.lt, .le, .gt, .ge, .eq, .ne].contains(op) else {
             throw undecidable(symbol, pos)
         }
-        if let decided = try Evaluator.judgeRange(op, other, lower: c.lower.filter { $0.field == segs }.map(\.bound),
-                                                  upper: c.upper.filter { $0.field == segs }.map(\.bound), pos) {
+        let lower = c.lower.filter { $0.field == segs }.map(\.bound)
+        let upper = c.upper.filter { $0.field == segs }.map(\.bound)
+        guard !lower.isEmpty || !upper.isEmpty else { throw undecidable(symbol, pos) }
+        if let decided = try Evaluator.judgeRange(op, other, lower: lower, upper: upper, pos) {
             return .bool(decided)
         }
         let field = FieldPath(segs).description
