@@ -7,6 +7,7 @@ import PackageDescription
 //                  └──────────► HearthEngine ─► HearthStorage ─► HearthModel
 //   hearthd ─► HearthStorageSQLite ─► HearthStorage, CSQLite, CXXHash (only this imports sqlite3 and xxhash)
 //   hearthd, hearth ─► HearthCheck ─► HearthStorageSQLite, HearthEngine, HearthProtocol (`check`)
+//   HearthRules ─► HearthModel (the Firestore Security Rules language: compile and evaluate)
 //   HearthCrypto ─► COpenSSL (only HearthCrypto imports OpenSSL: TLS and token signatures)
 // See docs/architecture.md.
 let package = Package(
@@ -57,6 +58,7 @@ let package = Package(
                     path: "clients/swift/Tests/HearthClientTests"),
 
         .testTarget(name: "HearthModelTests", dependencies: ["HearthModel"]),
+        .testTarget(name: "HearthRulesTests", dependencies: ["HearthRules", "HearthModel"]),
         .testTarget(name: "HearthProtocolTests", dependencies: ["HearthProtocol", "HearthModel"]),
         .testTarget(name: "HearthStorageTests", dependencies: ["HearthStorage", "HearthStorageSQLite", "HearthTesting", "HearthModel"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "HearthStorage", "HearthModel"]),

@@ -1,0 +1,192 @@
+import HearthModel
+
+/// What one case of a list query guarantees about every document it can return: fields pinned by `==` (one
+/// value of each `in` list per case), range bounds from `<`, `<=`, `>`, `>=`, and the document ID when
+/// `__name__` is pinned.
+struct ListCase {
+    struct Bound {
+        var value: RuleValue
+        var inclusive: Bool
+    }
+
+    var pins: [(field: [String], value: Value)] = []
+    var lower: [(field: [String], bound: Bound)] = []
+    var upper: [(field: [String], bound: Bound)] = []
+    var documentID: String?
+
+    /// The cases of a query: one per disjunct of its filter in disjunctive normal form and per combination of
+    /// `in` values (Firestore caps both at 30 in all).
+    static func cases(of query: ValidQuery) -> [ListCase] {
+        var out: [ListCase] = []
+        for term in query.disjuncts {
+            var partial = [ListCase()]
+            for atom in term {
+                let segs = atom.field.segments
+                switch atom.op {
+                case .equal:
+                    for i in partial.indices { partial[i].pin(segs, atom.value, isName: atom.field.isDocumentID) }
+                case .in:
+                    let values = atom.value.arrayValue ?? []
+                    partial = partial.flatMap { c in
+                        values.map { v in
+                            var copy = c
+                            copy.pin(segs, v, isName: atom.field.isDocumentID)
+                            return copy
+                        }
+                    }
+                case .lessThan, .lessThanOrEqual:
+                    guard !atom.field.isDocumentID else { continue }
+                    let b = Bound(value: RuleValue(atom.value), inclusive: atom.op == .lessThanOrEqual)
+                    for i in partial.indices { partial[i].upper.append((segs, b)) }
+                case .greaterThan, .greaterThanOrEqual:
+                    guard !atom.field.isDocumentID else { continue }
+                    let b = Bound(value: RuleValue(atom.value), inclusive: atom.op == .greaterThanOrEqual)
+                    for i in partial.indices { partial[i].lower.append((segs, b)) }
+                default:
+                    continue
+                }
+            }
+            out += partial
+        }
+        return out
+    }
+
+    mutating func pin(_ field: [String], _ value: Value, isName: Bool) {
+        if isName {
+            if case .reference(let p) = value { documentID = p.id } else if case .string(let s) = value { documentID = s }
+            return
+        }
+        if !pins.contains(where: { $0.field == field }) { pins.append((field, value)) }
+    }
+}
+
+extension Evaluator {
+    /// The error for using something a list query does not determine.
+    func undecidable(_ s: RuleSymbol, _ pos: SourcePos) -> EvalError {
+        let message: String
+        switch s {
+        case .resource: message = "needs the whole resource, which a query cannot pin (use resource.data.<field>)"
+        case .data(let segs):
+            message = segs.isEmpty
+                ? "needs resource.data as a whole, which a query cannot pin (compare single fields)"
+                : "needs the query to constrain \"\(FieldPath(segs).description)\" with == (or in)"
+        case .documentID: message = "needs the query to fix the document ID (a __name__ == filter)"
+        case .wildcard(let name): message = "needs path variable '\(name)', which spans segments the query does not fix"
+        case .unknown(let what): message = "needs \(what), which the query does not determine"
+        }
+        return EvalError(pos: pos, message: message, undecidable: true)
+    }
+
+    func symbolicMember(_ s: RuleSymbol, _ name: String, _ pos: SourcePos) throws(EvalError) -> RuleValue {
+        switch s {
+        case .resource:
+            switch name {
+            case "data": return .symbolic(.data([]))
+            case "id": return listCase?.documentID.map(RuleValue.string) ?? .symbolic(.documentID)
+            case "__name__":
+                guard let id = listCase?.documentID, case .collection(let c)? = request.query?.target else {
+                    return .symbolic(.documentID)
+                }
+                return .path(RulePath(RulePath.documentsRoot + c.path.segments + [id]))
+            default: throw Evaluator.fail(pos, "a resource has data, id and __name__, not '\(name)'")
+            }
+        case .data(let segs):
+            return try resolveData(segs + [name], pos, missingOK: false)!
+        default:
+            throw undecidable(s, pos)
+        }
+    }
+
+    /// `resource.data.<segs>` for the current list case: the pinned value, a value inside a pinned map, or
+    /// still symbolic (a later comparison may be settled by range bounds).
+    func resolveData(_ segs: [String], _ pos: SourcePos, missingOK: Bool) throws(EvalError) -> RuleValue? {
+        guard let c = listCase else { throw undecidable(.data(segs), pos) }
+        for pin in c.pins {
+            if pin.field == segs { return RuleValue(pin.value) }
+            if pin.field.count < segs.count, Array(segs.prefix(pin.field.count)) == pin.field {
+                var current = pin.value
+                for k in segs[pin.field.count...] {
+                    guard case .map(let m) = current, let next = m[k] else {
+                        if missingOK { return nil }
+                        throw Evaluator.fail(pos, "map has no field '\(k)'")
+                    }
+                    current = next
+                }
+                return RuleValue(current)
+            }
+        }
+        if missingOK { throw undecidable(.data(segs), pos) }
+        return .symbolic(.data(segs))
+    }
+
+    /// Comparisons with a symbolic operand: `resource != null` holds for every returned document, and range
+    /// bounds of the query settle `resource.data.f < c` when every (or no) value in the range satisfies it.
+    func symbolicBinary(_ op: BinaryOp, _ a: RuleValue, _ b: RuleValue, _ pos: SourcePos) throws(EvalError) -> RuleValue {
+        if case .symbolic(.resource) = a, case .null = b, op == .eq || op == .ne { return .bool(op == .ne) }
+        if case .null = a, case .symbolic(.resource) = b, op == .eq || op == .ne { return .bool(op == .ne) }
+        var symbol: RuleSymbol
+        var other: RuleValue
+        var op = op
+        if case .symbolic(let s) = a {
+            symbol = s
+            other = b
+        } else if case .symbolic(let s) = b {
+            symbol = s
+            other = a
+            switch op {  // c < x is x > c
+            case .lt: op = .gt
+            case .le: op = .ge
+            case .gt: op = .lt
+            case .ge: op = .le
+            default: break
+            }
+        } else {
+            return try binary(op, a, b, pos)
+        }
+        if case .symbolic(let s2) = other { throw undecidable(s2, pos) }
+        guard case .data(let segs) = symbol, let c = listCase, [.lt, .le, .gt, .ge, .eq, .ne].contains(op) else {
+            throw undecidable(symbol, pos)
+        }
+        let lower = c.lower.filter { $0.field == segs }.map(\.bound)
+        let upper = c.upper.filter { $0.field == segs }.map(\.bound)
+        guard !lower.isEmpty || !upper.isEmpty else { throw undecidable(symbol, pos) }
+        if let decided = try Evaluator.judgeRange(op, other, lower: lower, upper: upper, pos) {
+            return .bool(decided)
+        }
+        let field = FieldPath(segs).description
+        throw EvalError(pos: pos, message: "needs the query to constrain \"\(field)\" so that resource.data.\(field) \(op.rawValue) \(other.shortDescription) holds for every result (with ==, in, or a range filter)", undecidable: true)
+    }
+
+    /// True when every value within the bounds satisfies `x op c`, false when none does, nil when the bounds
+    /// do not decide it.
+    static func judgeRange(_ op: BinaryOp, _ c: RuleValue, lower: [ListCase.Bound], upper: [ListCase.Bound], _ pos: SourcePos) throws(EvalError) -> Bool? {
+        func cmp(_ b: ListCase.Bound) throws(EvalError) -> Int {
+            guard let r = RuleValue.compare(b.value, c) else {
+                throw Evaluator.fail(pos, "cannot compare a \(b.value.typeName) with a \(c.typeName) using \(op.rawValue)")
+            }
+            return r
+        }
+        // "all x in bounds: x < c" needs an upper bound u with u < c, or u == c exclusive; and so on.
+        func anyUpper(_ test: (Int, Bool) -> Bool) throws(EvalError) -> Bool {
+            for u in upper where test(try cmp(u), u.inclusive) { return true }
+            return false
+        }
+        func anyLower(_ test: (Int, Bool) -> Bool) throws(EvalError) -> Bool {
+            for l in lower where test(try cmp(l), l.inclusive) { return true }
+            return false
+        }
+        let belowC = try anyUpper { r, inc in r < 0 || (r == 0 && !inc) }      // every x < c
+        let atMostC = try anyUpper { r, _ in r <= 0 }                          // every x <= c
+        let aboveC = try anyLower { r, inc in r > 0 || (r == 0 && !inc) }      // every x > c
+        let atLeastC = try anyLower { r, _ in r >= 0 }                         // every x >= c
+        switch op {
+        case .lt: return belowC ? true : (atLeastC ? false : nil)
+        case .le: return atMostC ? true : (aboveC ? false : nil)
+        case .gt: return aboveC ? true : (atMostC ? false : nil)
+        case .ge: return atLeastC ? true : (belowC ? false : nil)
+        case .eq: return (belowC || aboveC) ? false : nil
+        case .ne: return (belowC || aboveC) ? true : nil
+        default: return nil
+        }
+    }
+}
