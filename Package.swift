@@ -8,6 +8,7 @@ import PackageDescription
 //   hearthd ─► HearthStorageSQLite ─► HearthStorage, CSQLite, CXXHash (only this imports sqlite3 and xxhash)
 //   hearthd, hearth ─► HearthCheck ─► HearthStorageSQLite, HearthEngine, HearthProtocol (`check`)
 //   HearthCrypto ─► COpenSSL (only HearthCrypto imports OpenSSL: TLS and token signatures)
+//   HearthAuth ─► HearthCrypto, HearthProtocol, HearthModel (token verification, the admin key)
 // See docs/architecture.md.
 let package = Package(
     name: "Hearth",
@@ -31,6 +32,8 @@ let package = Package(
         // OpenSSL 3 (Debian: libssl-dev): C wrappers keep OpenSSL's macros and ownership rules in C.
         .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         .target(name: "HearthCrypto", dependencies: ["COpenSSL"]),
+        // Signed-token (JWT) verification and the admin key, on HearthCrypto's signatures.
+        .target(name: "HearthAuth", dependencies: ["HearthCrypto", "HearthProtocol", "HearthModel"]),
 
         .target(name: "HearthModel"),
         .target(name: "HearthProtocol", dependencies: ["HearthModel", "CSimdJSON"]),
@@ -61,6 +64,7 @@ let package = Package(
         .testTarget(name: "HearthCheckTests", dependencies: ["HearthCheck", "HearthEngine", "HearthStorageSQLite", "HearthStorage", "HearthProtocol", "HearthModel"]),
         .testTarget(name: "HearthLoopTests", dependencies: ["HearthLoop"]),
         .testTarget(name: "HearthCryptoTests", dependencies: ["HearthCrypto", "HearthTesting"]),
+        .testTarget(name: "HearthAuthTests", dependencies: ["HearthAuth", "HearthCrypto", "HearthModel", "HearthTesting"]),
         .testTarget(name: "HearthServerTests",
                     dependencies: ["HearthTesting", "HearthServer", "HearthEngine", "HearthStorage", "HearthStorageSQLite", "HearthLoop", "HearthProtocol", "HearthModel"]),
     ]
