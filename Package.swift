@@ -9,6 +9,7 @@ import PackageDescription
 //   hearthd, hearth ─► HearthCheck ─► HearthStorageSQLite, HearthEngine, HearthProtocol (`check`)
 //   HearthRules ─► HearthModel (the Firestore Security Rules language: compile and evaluate)
 //   HearthCrypto ─► COpenSSL (only HearthCrypto imports OpenSSL: TLS and token signatures)
+//   HearthAuth ─► HearthCrypto, HearthProtocol, HearthModel (token verification, the admin key)
 // See docs/architecture.md.
 let package = Package(
     name: "Hearth",
@@ -32,6 +33,8 @@ let package = Package(
         // OpenSSL 3 (Debian: libssl-dev): C wrappers keep OpenSSL's macros and ownership rules in C.
         .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]),
         .target(name: "HearthCrypto", dependencies: ["COpenSSL"]),
+        // Signed-token (JWT) verification and the admin key, on HearthCrypto's signatures.
+        .target(name: "HearthAuth", dependencies: ["HearthCrypto", "HearthProtocol", "HearthModel"]),
 
         .target(name: "HearthModel"),
         .target(name: "HearthRules", dependencies: ["HearthModel"]),
@@ -65,6 +68,7 @@ let package = Package(
         .testTarget(name: "HearthCheckTests", dependencies: ["HearthCheck", "HearthEngine", "HearthStorageSQLite", "HearthStorage", "HearthProtocol", "HearthModel"]),
         .testTarget(name: "HearthLoopTests", dependencies: ["HearthLoop"]),
         .testTarget(name: "HearthCryptoTests", dependencies: ["HearthCrypto", "HearthTesting"]),
+        .testTarget(name: "HearthAuthTests", dependencies: ["HearthAuth", "HearthCrypto", "HearthModel", "HearthTesting"]),
         .testTarget(name: "HearthServerTests",
                     dependencies: ["HearthTesting", "HearthServer", "HearthEngine", "HearthStorage", "HearthStorageSQLite", "HearthLoop", "HearthProtocol", "HearthModel"]),
     ]
