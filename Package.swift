@@ -38,7 +38,6 @@ let package = Package(
 
         .target(name: "HearthModel"),
         .target(name: "HearthRules", dependencies: ["HearthModel"]),
-        .target(name: "HearthAuth", dependencies: ["HearthCrypto", "HearthModel", "HearthProtocol"]),
         .target(name: "HearthProtocol", dependencies: ["HearthModel", "CSimdJSON"]),
         .target(name: "HearthStorage", dependencies: ["HearthModel"]),
         .target(name: "HearthStorageSQLite", dependencies: ["HearthStorage", "HearthModel", "CSQLite", "CXXHash"]),

@@ -13,7 +13,7 @@ enum AuthHandlers {
     static func hello(_ ctx: Context, _ req: Request) throws(HearthError) {
         let token = try req.optionalString("token"), key = try req.optionalString("adminKey")
         if token != nil && key != nil { throw .invalid("give either \"token\" or \"adminKey\", not both") }
-        let actAs = req.field("as")
+        let actAs = req.body["as"]       // null is meaningful here: speak as nobody
         if actAs != nil && key == nil { throw .invalid("field \"as\" needs \"adminKey\" (only the admin may speak as another user)") }
         let heartbeat = try ListenHandlers.heartbeatMs(req)
         var principal: Principal?
@@ -58,7 +58,7 @@ enum AuthHandlers {
         case .user(let a, let exp):
             w.key("uid"); w.string(a.uid)
             w.key("admin"); w.bool(false)
-            if exp < Int64.max { w.key("expiresAt"); w.int(exp) }
+            if let exp { w.key("expiresAt"); w.int(exp) }
         case .admin:
             w.key("admin"); w.bool(true)
         case .anonymous, .expired:
@@ -85,7 +85,7 @@ enum AuthHandlers {
             claims = m
         }
         if claims["sub"] == nil { claims["sub"] = .string(u) }
-        return .user(RuleAuth(uid: u, token: claims), expiresAt: Int64.max)
+        return .user(RuleAuth(uid: u, token: claims), expiresAt: nil)
     }
 
     /// Plain JSON as a value: numbers as integers when whole and in range, objects as maps.

@@ -1,10 +1,9 @@
-import Foundation
 import HearthAuth
 import HearthModel
 
 extension AccessControl {
-    /// The token verifier `--auth-secret-file` / `--auth-jwks` (and `--auth-issuer`, `--auth-audience`)
-    /// describe; nil when neither file is given.
+    /// The token verifier `--auth-secret-file` / `--auth-jwks` (with `--auth-issuer`, `--auth-audience`,
+    /// `--auth-clock-skew`) describe; nil when neither file is given.
     static func loadVerifier(_ s: SecuritySettings) throws(HearthError) -> TokenVerifier? {
         guard s.authSecretFile != nil || s.authJWKSFile != nil else {
             if s.authIssuer != nil || s.authAudience != nil {
@@ -12,10 +11,9 @@ extension AccessControl {
             }
             return nil
         }
-        let secret = try s.authSecretFile.map { (f) throws(HearthError) in [UInt8](try readFile(f, what: "the token secret")) }
-        let jwks = try s.authJWKSFile.map { (f) throws(HearthError) in [UInt8](try readFile(f, what: "the JWKS file")) }
         do {
-            return try TokenVerifier(secret: secret, jwks: jwks, issuer: s.authIssuer, audience: s.authAudience)
+            return try TokenVerifier.load(secretFile: s.authSecretFile, jwksFile: s.authJWKSFile, issuer: s.authIssuer,
+                                          audience: s.authAudience, clockSkew: s.authClockSkewSeconds)
         } catch {
             throw .invalid("tokens: \(error.message)")
         }
@@ -23,7 +21,6 @@ extension AccessControl {
 
     static func loadAdminKey(_ s: SecuritySettings) throws(HearthError) -> AdminKey? {
         guard let file = s.adminKeyFile else { return nil }
-        let bytes = [UInt8](try readFile(file, what: "the admin key file"))
-        do { return try AdminKey(bytes) } catch { throw .invalid("--admin-key-file \(file): \(error.message)") }
+        do { return try AdminKey.load(file: file) } catch { throw .invalid("--admin-key-file: \(error.message)") }
     }
 }

@@ -96,9 +96,10 @@ final class AccessControl {
         }
         switch verifier.verify(token, now: now) {
         case .success(let t):
-            return .success(.user(RuleAuth(uid: t.uid, token: t.claims), expiresAt: t.expiresAt + verifier.clockSkew))
+            let (until, overflow) = t.expiresAt.addingReportingOverflow(verifier.clockSkew)
+            return .success(.user(RuleAuth(uid: t.uid, token: t.claims), expiresAt: overflow ? Int64.max : until))
         case .failure(let e):
-            return .failure(HearthError(.unauthenticated, "token refused: \(e.message)"))
+            return .failure(HearthError(.unauthenticated, "token refused (\(e.reason.rawValue)): \(e.message)"))
         }
     }
 

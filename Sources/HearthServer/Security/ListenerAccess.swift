@@ -48,11 +48,15 @@ final class ListenerAccess {
         }
     }
 
-    /// The listeners that depend on a document these commits change, each once.
+    /// The listeners that depend on a document these commits change, each once; a connection's in the
+    /// order they were made.
     func affected(by records: [CommitRecord]) -> [(session: Session, tag: String)] {
         guard !byPath.isEmpty else { return [] }
         var keys = Set<Key>()
         for r in records { for m in r.mutations { if let ks = byPath[m.path] { keys.formUnion(ks) } } }
-        return keys.compactMap { k in entries[k].map { ($0.session, k.tag) } }
+        let ordered = keys.sorted { a, b in
+            a.session != b.session ? a.session < b.session : (Int(a.tag) ?? 0, a.tag) < (Int(b.tag) ?? 0, b.tag)
+        }
+        return ordered.compactMap { k in entries[k].map { ($0.session, k.tag) } }
     }
 }

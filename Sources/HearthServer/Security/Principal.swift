@@ -5,8 +5,8 @@ enum Principal: Sendable {
     /// No credentials: rules see `request.auth == null`.
     case anonymous
     /// A verified token: rules see `request.auth` (`uid`, `token`); valid until `expiresAt` (unix seconds,
-    /// the token's `exp` plus the allowed clock skew).
-    case user(RuleAuth, expiresAt: Int64)
+    /// the token's `exp` plus the allowed clock skew), or for good when nil (the admin speaking as a user).
+    case user(RuleAuth, expiresAt: Int64?)
     /// The token expired without a refresh: every request but hello, ping and help is refused with
     /// UNAUTHENTICATED until a hello with a fresh token.
     case expired(uid: String, at: Int64)

@@ -13,15 +13,23 @@ extension Session {
     /// listener again under the new identity.
     func authenticated(as principal: Principal) {
         self.principal = principal
+        armExpiry()
+        rejudgeListeners()
+    }
+
+    /// Sets the expiry timer for the identity's `expiresAt` (at most a day ahead; it re-arms until then).
+    private func armExpiry() {
         expiryTimer?.cancel()
         expiryTimer = nil
-        if let exp = principal.expiresAt {
-            let nowMs = UInt64(Engine.wallClockMicros() / 1000)
-            let due = UInt64(max(0, exp)) * 1000
-            // Unowned: the timer is cancelled when the connection closes (`endSubscriptions`).
-            expiryTimer = server.loop.timer(after: due > nowMs ? due - nowMs : 0) { [unowned self] in self.checkExpiry() }
+        guard let exp = principal.expiresAt else { return }
+        let nowSeconds = Engine.wallClockMicros() / 1_000_000
+        let delayMs = UInt64(max(0, min(exp - min(nowSeconds, exp), 86_400))) * 1000
+        // Unowned: the timer is cancelled when the connection closes (`endSubscriptions`).
+        expiryTimer = server.loop.timer(after: delayMs) { [unowned self] in
+            self.expiryTimer = nil
+            self.checkExpiry()
+            if !self.closed, case .user = self.principal { self.armExpiry() }
         }
-        rejudgeListeners()
     }
 
     /// UNAUTHENTICATED when the connection's token has expired (its listeners then end with it), else nil.
@@ -29,15 +37,15 @@ extension Session {
     func expiredCredentials() -> HearthError? {
         checkExpiry()
         guard case .expired(let uid, let at) = principal else { return nil }
-        return HearthError(.unauthenticated, "the token of uid \(uid) expired at \(Timestamp(micros: at * 1_000_000).rfc3339); send hello with a fresh token")
+        return HearthError(.unauthenticated, "the token of uid \(uid) expired at \(Self.time(at)); send hello with a fresh token")
     }
 
     private func checkExpiry() {
-        guard case .user(let auth, let exp) = principal, Engine.wallClockMicros() / 1_000_000 >= exp else { return }
+        guard case .user(let auth, let exp?) = principal, Engine.wallClockMicros() / 1_000_000 >= exp else { return }
         expiryTimer?.cancel()
         expiryTimer = nil
         principal = .expired(uid: auth.uid, at: exp)
-        let e = HearthError(.unauthenticated, "the token of uid \(auth.uid) expired at \(Timestamp(micros: exp * 1_000_000).rfc3339); listen again after a hello with a fresh token")
+        let e = HearthError(.unauthenticated, "the token of uid \(auth.uid) expired at \(Self.time(exp)); listen again after a hello with a fresh token")
         for tag in Array(subscriptions.keys).sorted() { revoke(tag, e) }
     }
 
@@ -99,6 +107,12 @@ extension Session {
         server.dispatcher.sendEvent(.error(error), sub: tag, shareKey: nil, on: conn)
         sentSinceTick = true
         server.logger.debug("listener \(tag) of \(conn.peer) (\(principal.summary)) ended: \(error)")
+    }
+
+    /// Unix seconds as RFC 3339 for messages.
+    static func time(_ seconds: Int64) -> String {
+        guard abs(seconds) < 253_402_300_800 else { return "\(seconds) (unix seconds)" }
+        return Timestamp(micros: seconds * 1_000_000).rfc3339
     }
 
     static func describe(_ q: Query) -> String {

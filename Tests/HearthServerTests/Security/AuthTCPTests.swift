@@ -59,7 +59,7 @@ import Testing
         case "garbage": token = "not.a-token"
         default:
             let claims = try JSONSerialization.data(withJSONObject: SecureDaemon.claims("alice"))
-            token = TokenMint.base64url(Array(#"{"alg":"none","typ":"JWT"}"#.utf8)) + "." + TokenMint.base64url([UInt8](claims)) + "."
+            token = Base64URLText.encode(Array(#"{"alg":"none","typ":"JWT"}"#.utf8)) + "." + Base64URLText.encode([UInt8](claims)) + "."
         }
         let c = try s.daemon.connect()
         let r = try c.call(["op": "hello", "id": 7, "token": token])
