@@ -46,7 +46,10 @@ public final class Server {
     /// `socket` is the listening socket made first (`ServerSocket`, so a start that cannot listen changes nothing
     /// on disk); without one, `run()` listens on `config.host:config.port` itself. Reads the index catalog in
     /// the data directory (an error names the file).
-    public init(config: ServerConfig, store: any DocumentStore, logger: Logger, socket: ServerSocket? = nil) throws {
+    /// `access`: the security settings already loaded (the daemon loads them before it binds); loaded from
+    /// `config.security` when nil.
+    public init(config: ServerConfig, store: any DocumentStore, logger: Logger, socket: ServerSocket? = nil,
+                access: AccessControl? = nil) throws {
         self.config = config
         self.logger = logger
         self.store = store
@@ -59,7 +62,7 @@ public final class Server {
         self.readers = WorkerPool(loop: loop, threads: config.readers)
         self.reserve = DiskReserve(dataDir: config.dataDir, bytes: config.diskReserveBytes)
         if let problem = config.security.protectionProblem(host: config.host) { throw HearthError(.failedPrecondition, problem) }
-        self.access = try AccessControl(config.security)
+        self.access = try access ?? AccessControl(config.security)
         engine.willPublish = { [unowned self] records in
             for (session, tag) in self.listenerAccess.affected(by: records) { session.rejudge(tag) }
         }

@@ -162,6 +162,9 @@ let retention = RetentionPolicy(maxAgeMicros: config.retentionSeconds * 1_000_00
 // Protected mode, before anything is bound or opened.
 if let problem = config.security.protectionProblem(host: config.host) { fail(problem) }
 do {
+    // The rules, token keys and admin key, before anything is bound or created: a file that does not load
+    // changes nothing.
+    let access = try AccessControl(config.security)
     // Listen first: a start that cannot bind must not create or change anything in the data directory.
     let socket = try ServerSocket(host: config.host, port: config.port)
     // Then the store, which creates the directory if needed and locks it (a second daemon stops here).
@@ -170,7 +173,7 @@ do {
         store.close()
         exit(1)
     }
-    let server = try Server(config: config, store: store, logger: logger, socket: socket)
+    let server = try Server(config: config, store: store, logger: logger, socket: socket, access: access)
     try server.run()
     signal(SIGHUP, SIG_IGN)
     store.close()

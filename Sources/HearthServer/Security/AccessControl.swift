@@ -11,7 +11,7 @@ import HearthRules
 /// and the admin key for `hello`, holds the rules (reloadable), and judges each read, query, commit and
 /// listener against them. Without rules every request is allowed; the admin bypasses rules. Loop thread,
 /// except `judgeGet`, which reader threads call with their own reader.
-final class AccessControl {
+public final class AccessControl {
     let settings: SecuritySettings
     private let verifier: TokenVerifier?
     private let adminKey: AdminKey?
@@ -26,7 +26,9 @@ final class AccessControl {
     static let readsPerRequest = 10
     static let readsPerCommit = 20
 
-    init(_ settings: SecuritySettings) throws(HearthError) {
+    /// Loads the rules file, token keys and admin key `settings` name; throws naming the file and what is
+    /// wrong (a rules file's `file:line:column`).
+    public init(_ settings: SecuritySettings) throws(HearthError) {
         self.settings = settings
         self.throttle = HelloThrottle(limit: settings.maxAuthFailuresPerMinute)
         self.verifier = try Self.loadVerifier(settings)

@@ -173,6 +173,19 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir), "nothing is created")
     }
 
+    @Test func aRulesFileThatDoesNotLoadStopsTheStartAndChangesNothing() throws {
+        let dir = NSTemporaryDirectory() + "hearth-badrules-\(UUID().uuidString.prefix(8))"
+        let rules = dir + ".rules"
+        defer { try? FileManager.default.removeItem(atPath: dir); try? FileManager.default.removeItem(atPath: rules) }
+        try "rules_version = '2';\nservice cloud.firestore {\n  match /databases/{database}/documents {\n    match /a/{b} { allow read: if request.auth.uid ==; }\n  }\n}\n".write(toFile: rules, atomically: true, encoding: .utf8)
+        let r = try DaemonProcess.runToExit(["--port", "0", "--data-dir", dir, "--rules", rules])
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("\(rules):4:"), "the file, line and column: \(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir), "nothing is created")
+        let missing = try DaemonProcess.runToExit(["--port", "0", "--data-dir", dir, "--admin-key-file", dir + "/nope"])
+        #expect(missing.status == 2 && missing.stderr.contains("nope"), "\(missing.stderr)")
+    }
+
     @Test func theStartLineSaysTheMode() throws {
         let d = try DaemonProcess()
         #expect(d.waitForLog("security: open (no --rules)"))
