@@ -29,11 +29,16 @@ public enum CLIProcess {
 
     /// Runs `hearth args...` (or another binary, such as `DaemonProcess.binaryPath()`), feeding `stdin`
     /// (then end of input; no input at all when nil), and waits up to `timeout` seconds; a run that takes
-    /// longer is killed and reported as a `TestFailure`.
-    public static func run(_ args: [String], stdin: String? = nil, timeout: Double = 60, binary: String? = nil) throws -> Result {
+    /// longer is killed and reported as a `TestFailure`. The child gets this process's environment without
+    /// `HEARTH_TOKEN` / `HEARTH_ADMIN_KEY` (tests stay anonymous unless they ask), plus `environment`.
+    public static func run(_ args: [String], stdin: String? = nil, timeout: Double = 60, binary: String? = nil,
+                           environment: [String: String] = [:]) throws -> Result {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: binary ?? binaryPath())
         p.arguments = args
+        p.environment = ProcessInfo.processInfo.environment
+            .filter { $0.key != "HEARTH_TOKEN" && $0.key != "HEARTH_ADMIN_KEY" }
+            .merging(environment) { $1 }
         let out = Pipe(), err = Pipe(), input = Pipe()
         p.standardOutput = out
         p.standardError = err

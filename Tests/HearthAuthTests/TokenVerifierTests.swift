@@ -315,3 +315,24 @@ func failure(_ r: Result<VerifiedToken, TokenError>) -> TokenError? {
     if case .failure(let e) = r { return e }
     return nil
 }
+
+/// A second independent HS256 implementation: tokens minted by Python's hmac/hashlib
+/// (clients/python/tests/tokens.py) verify here, and a changed byte does not.
+@Suite struct PythonMintedTokenTests {
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("clients/python/tests/tokens.py").path
+
+    @Test func pythonHS256TokensVerify() throws {
+        let claims = #"{"sub":"alice","exp":\#(Fixture.now + 600),"iat":\#(Fixture.now),"email":"alice@example.com","n":1.5}"#
+        let r = try CLIProcess.run(["python3", Self.script, Hex.encode(Fixture.secret), claims], binary: "/usr/bin/env")
+        #expect(r.status == 0, "\(r.stderr)")
+        let token = r.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let verified = try Fixture.verifier().verify(token, now: Fixture.now).get()
+        #expect(verified.uid == "alice")
+        #expect(verified.claims["email"] == .string("alice@example.com"))
+        #expect(verified.claims["n"] == .double(1.5))
+        var tampered = Array(token.utf8)
+        tampered[tampered.count / 2] = tampered[tampered.count / 2] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        #expect(reason(try Fixture.verifier().verify(String(decoding: tampered, as: UTF8.self), now: Fixture.now)) != nil)
+    }
+}

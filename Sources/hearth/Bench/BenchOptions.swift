@@ -3,6 +3,8 @@ struct BenchOptions: Sendable {
     var scenario = "get"
     var host = "127.0.0.1"
     var port = 7411
+    /// Sent in a hello first on every connection (`--token-file`, `HEARTH_TOKEN`...).
+    var credentials = Credentials.anonymous
     var connections = 50
     var pipeline = 1
     var threads = 1
@@ -86,6 +88,7 @@ struct BenchOptions: Sendable {
         let connection = try ConnectionOptions(args)
         host = connection.host
         port = connection.port
+        credentials = connection.credentials
         connections = try args.int("connections", default: 50, min: 1, max: 10_000)
         pipeline = try args.int("pipeline", default: 1, min: 1, max: 4096)
         threads = min(connections, try args.int("threads", default: 1, min: 1, max: 64))

@@ -3,7 +3,8 @@
 /// daemon's CPU and memory when it runs on this machine.
 ///
 /// Exit codes: 0 when every measured request succeeded; 1 when some got error responses or went
-/// unanswered; 2 for usage errors; 3 when connecting failed or the daemon closed connections.
+/// unanswered; 2 for usage errors; 3 when connecting failed (a refused hello included) or the daemon closed
+/// connections.
 enum BenchRunner {
     static func run(_ args: ParsedArguments) throws -> Int32 {
         let options = try BenchOptions(args)

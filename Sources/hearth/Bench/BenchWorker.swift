@@ -119,11 +119,11 @@ final class BenchWorker: @unchecked Sendable {
         var pending = connectionCount
         var failure: String?
         for i in 0..<connectionCount {
-            loop.connect(host: options.host, port: options.port) { outcome in
+            BenchHello.connect(loop, host: options.host, port: options.port, credentials: options.credentials) { outcome in
                 pending -= 1
                 switch outcome {
                 case .success(let c): tcps[i] = c
-                case .failure(let e): failure = failure ?? "cannot connect to \(self.options.host):\(self.options.port): \(e.message)"
+                case .failure(let e): failure = failure ?? e.message
                 }
             }
         }

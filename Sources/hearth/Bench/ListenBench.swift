@@ -40,6 +40,8 @@ final class ListenBench {
 
     private var redis: Bool { o.redisPort != nil }
     private var port: Int { o.redisPort ?? o.port }
+    /// Redis gets no hello.
+    private var credentials: Credentials { redis ? .anonymous : o.credentials }
 
     func execute() throws -> Int32 {
         let serverPID = o.serverPID ?? ProcStats.listeningPID(port: port)
@@ -47,9 +49,9 @@ final class ListenBench {
         var failure: String?
         let subscriberConnections = o.idle ? min(o.connections, o.listeners) : o.listeners
         for _ in 0..<subscriberConnections {
-            loop.connect(host: o.host, port: port) { [unowned self] r in
+            BenchHello.connect(loop, host: o.host, port: port, credentials: credentials) { [unowned self] r in
                 switch r {
-                case .failure(let e): failure = "\(e)"; self.loop.stop()
+                case .failure(let e): failure = e.message; self.loop.stop()
                 case .success(let c): self.subscribed(c)
                 }
             }
@@ -73,8 +75,12 @@ final class ListenBench {
         }
 
         for _ in 0..<o.connections {
-            loop.connect(host: o.host, port: port) { [unowned self] r in
-                guard case .success(let c) = r else { failure = "writer could not connect"; self.loop.stop(); return }
+            BenchHello.connect(loop, host: o.host, port: port, credentials: credentials) { [unowned self] r in
+                let c: TCPConnection
+                switch r {
+                case .failure(let e): failure = "writer: \(e.message)"; self.loop.stop(); return
+                case .success(let connection): c = connection
+                }
                 self.writers.append(c)
                 c.onRead = { [unowned self] bytes in self.writerRead(c, bytes) }
                 c.startReading()
@@ -89,6 +95,7 @@ final class ListenBench {
         }
         _ = loop.timer(after: UInt64((o.warmup + o.duration) * 1000)) { [unowned self] in self.finish() }
         loop.run()
+        if let failure { Console.error("error: \(failure)"); return ExitCode.connection }
         let after = serverPID.flatMap { ProcStats.sample(pid: $0) }
         let cpu = (after?.cpuSeconds ?? 0) - cpuStart
         let us = { (p: Double) in NumberText.fixed(Double(self.latency.percentile(p)) / 1000, 3) }

@@ -50,9 +50,9 @@ enum Workload {
         var out: [WorkloadClient] = []
         var failure: String?
         for _ in 0..<n {
-            loop.connect(host: o.host, port: o.port) { r in
+            BenchHello.connect(loop, host: o.host, port: o.port, credentials: o.credentials) { r in
                 switch r {
-                case .failure(let e): failure = "\(e)"
+                case .failure(let e): failure = e.message
                 case .success(let c): out.append(WorkloadClient(c))
                 }
             }

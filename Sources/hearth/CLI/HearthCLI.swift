@@ -40,6 +40,9 @@ enum HearthCLI {
         } catch let error as UsageError {
             Console.error("Error: \(error.message)\nUsage: \(sub.usageLine)\n  See 'hearth \(sub.name) --help' for more information.")
             return ExitCode.usage
+        } catch let error as HelloRefused {
+            Console.error("error: the daemon refused the hello: \(error)")
+            return ExitCode.serverError
         } catch let error as ClientError {
             Console.error("error: \(error)")
             return ExitCode.connection
@@ -61,7 +64,9 @@ enum HearthCLI {
         USAGE: hearth <subcommand> [<options>]
 
         Every subcommand that talks to the daemon takes --host (default 127.0.0.1), --port (default 7411); all take --help.
-        Exit codes: 0 ok, 1 server error response (check: damage found), 2 usage error, 3 connection failure (check: no store).
+        Credentials (sent in a hello first on every connection): --token-file FILE or $HEARTH_TOKEN, --admin-key-file FILE
+        or $HEARTH_ADMIN_KEY (--token JWT for quick tests).
+        Exit codes: 0 ok, 1 server error response (a refused hello too; check: damage found), 2 usage error, 3 connection failure (check: no store).
 
         SUBCOMMANDS:
 

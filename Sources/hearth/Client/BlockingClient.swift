@@ -10,6 +10,8 @@ import Darwin
 final class BlockingClient {
     let fd: Int32
     let endpoint: String
+    /// Who the daemon accepted this connection as (set by `ConnectionOptions.connect` after the hello).
+    var identity: String?
     private var framer = LineBuffer()
 
     /// Connects to `host:port` (IP literal, `localhost`, or a name the resolver knows), with `TCP_NODELAY`.

@@ -44,7 +44,8 @@ final class ShellSession {
         if interactive, let t = RawTerminal(fd: 0) {
             terminal = t
             editor = LineEditor(prompt: "hearth> ")
-            editor?.printAbove("Connected to \(client.endpoint). Type 'help' for commands, 'quit' to leave.")
+            let who = client.identity.map { " as \($0)" } ?? ""
+            editor?.printAbove("Connected to \(client.endpoint)\(who). Type 'help' for commands, 'quit' to leave.")
         }
         defer {
             editor?.hide()

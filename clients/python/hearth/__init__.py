@@ -14,7 +14,7 @@ See README.md for the full API; :mod:`hearth.values` lists the value forms.
 
 from .changes import DocumentChange, apply_changes, diff
 from .client import Client, connect
-from .errors import HearthConnectionError, HearthError, ProtocolError
+from .errors import HearthConnectionError, HearthError, ProtocolError, UnauthenticatedError
 from .listeners import DocumentListener, DocumentSnapshot, QueryListener, QuerySnapshot
 from .queries import Avg, Count, Sum
 from .results import CommitResult, Document, QueryResult, WriteResult
@@ -25,7 +25,7 @@ from .writes import Batch, Precondition
 __version__ = "0.1.0"
 
 __all__ = [
-    "connect", "Client", "HearthError", "HearthConnectionError", "ProtocolError",
+    "connect", "Client", "HearthError", "HearthConnectionError", "ProtocolError", "UnauthenticatedError",
     "Document", "WriteResult", "CommitResult", "QueryResult",
     "Reference", "GeoPoint", "SERVER_TIMESTAMP", "DELETE_FIELD", "DOCUMENT_ID",
     "Increment", "Maximum", "Minimum", "ArrayUnion", "ArrayRemove", "encode", "decode",

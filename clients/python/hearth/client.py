@@ -13,6 +13,12 @@ Contract:
   ``reconnect=True`` the client re-connects with exponential backoff (``reconnect_delay`` doubling up to
   ``max_reconnect_delay``), requests made meanwhile wait for the new connection, and listeners resume;
   without it, later requests fail at once. After :meth:`close` every request fails.
+- Authentication (see :mod:`hearth.auth`): unless the client is anonymous, every connection, the first and
+  each reconnect, sends ``{"op": "hello", "token": ...}`` (or ``"adminKey"``) and waits for its answer
+  before any other line goes out on it, so queued requests and resuming listeners always follow the hello.
+  A refused first hello makes :func:`connect` raise :class:`UnauthenticatedError`; a refused hello on a
+  reconnect is kept in ``auth_error`` and retried with backoff (the token source is asked again each
+  time). :meth:`Client.authenticate` re-authenticates the live connection (token refresh); listeners stay.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import itertools
 import random
 from typing import Any, Iterable
 
+from .auth import Credentials, TokenSource
 from .connection import Connection
 from .errors import HearthConnectionError
 from .listeners import DocumentListener, Listener, QueryListener
@@ -39,7 +46,7 @@ class Client:
 
     def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, reconnect: bool = False,
                  reconnect_delay: float = 0.05, max_reconnect_delay: float = 2.0,
-                 max_line_bytes: int = 1 << 28) -> None:
+                 max_line_bytes: int = 1 << 28, credentials: Credentials | None = None) -> None:
         self.host = host
         self.port = port
         self.reconnect = reconnect
@@ -54,12 +61,30 @@ class Client:
         self._listeners: set[Listener] = set()
         self.reconnects = 0
         """How many times the connection has been re-established."""
+        self._credentials = credentials if credentials is not None else Credentials()
+        self.auth: dict | None = None
+        """The server's ``auth`` answer to the last hello: ``{"uid", "admin", "expiresAt"}``, or ``None``."""
+        self.auth_error: Exception | None = None
+        """Why the last reconnect could not authenticate (an :class:`UnauthenticatedError`, or the token
+        source's exception), or ``None``."""
 
     # -- connection management --------------------------------------------------------------------------
 
     async def _open(self) -> "Client":
-        self._attach(await Connection.open(self.host, self.port, self._ids, max_line_bytes=self._max_line_bytes))
+        self._attach(await self._connect())
         return self
+
+    async def _connect(self) -> Connection:
+        """A new connection, authenticated (unless anonymous) before anything else is sent on it."""
+        conn = await Connection.open(self.host, self.port, self._ids, max_line_bytes=self._max_line_bytes)
+        try:
+            fields = await self._credentials.hello_fields()
+            if fields is not None:
+                self.auth = (await conn.request({"op": "hello", **fields})).get("auth")
+        except BaseException:
+            await conn.close()
+            raise
+        return conn
 
     def _attach(self, conn: Connection) -> None:
         self._conn = conn
@@ -82,10 +107,15 @@ class Client:
         while not self._closed:
             await asyncio.sleep(delay * random.uniform(0.75, 1.25))
             try:
-                conn = await Connection.open(self.host, self.port, self._ids, max_line_bytes=self._max_line_bytes)
+                conn = await self._connect()
             except OSError:
                 delay = min(delay * 2, self.max_reconnect_delay)
                 continue
+            except Exception as e:  # the hello was refused, or the token source failed: ask again later
+                self.auth_error = e
+                delay = min(delay * 2, self.max_reconnect_delay)
+                continue
+            self.auth_error = None
             if self._closed:
                 await conn.close()
                 return
@@ -157,10 +187,31 @@ class Client:
     async def hello(self, *, heartbeat_ms: int | None = None) -> dict:
         """Sets connection options (``heartbeat_ms``: heartbeats while idle, 0 turns them off); returns the
         server's ``version``, ``seq`` and the database's ``history`` ID (``None`` from an older server). The
-        option lasts for this connection only."""
-        fields = {} if heartbeat_ms is None else {"heartbeatMs": heartbeat_ms}
+        option lasts for this connection only. The client's credentials go along, so the connection keeps
+        its identity."""
+        fields: dict[str, Any] = await self._credentials.hello_fields() or {}
+        if heartbeat_ms is not None:
+            fields["heartbeatMs"] = heartbeat_ms
         r = await self.request("hello", **fields)
+        if "auth" in r:
+            self.auth = r["auth"]
         return {"version": r.get("version"), "seq": r.get("seq"), "history": r.get("history")}
+
+    async def authenticate(self, token: TokenSource | None = None) -> dict | None:
+        """Re-authenticates the live connection with a hello (token refresh, before the old token expires);
+        listeners stay subscribed. With ``token`` (a string or a callable, as for :func:`connect`), that
+        becomes the client's credential for later reconnects too, once the server accepts it; without,
+        the configured source is asked again (a token file re-read, a callable called). Returns the
+        server's ``auth`` (``{"uid", "admin", "expiresAt"}``); raises :class:`UnauthenticatedError` when
+        the server refuses, and ``ValueError`` when the client has no credentials at all."""
+        credentials = Credentials(token=token) if token is not None else self._credentials
+        fields = await credentials.hello_fields()
+        if fields is None:
+            raise ValueError("no credentials to authenticate with: pass a token")
+        r = await self.request("hello", **fields)
+        self._credentials = credentials
+        self.auth = r.get("auth")
+        return self.auth
 
     async def ping(self) -> int:
         """The last durable seq."""
@@ -285,9 +336,17 @@ class _Connector:
 
 def connect(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, reconnect: bool = False,
             reconnect_delay: float = 0.05, max_reconnect_delay: float = 2.0,
-            max_line_bytes: int = 1 << 28) -> _Connector:
+            max_line_bytes: int = 1 << 28, token: TokenSource | None = None, token_file: str | None = None,
+            admin_key: str | None = None, admin_key_file: str | None = None) -> _Connector:
     """Connects to hearthd: ``client = await hearth.connect(port=7411)`` or
-    ``async with hearth.connect(...) as client:``. The first connection must succeed (``OSError`` otherwise);
-    with ``reconnect=True`` later losses are repaired with backoff and listeners resume."""
+    ``async with hearth.connect(...) as client:``. The first connection must succeed (``OSError`` otherwise,
+    :class:`UnauthenticatedError` when the hello is refused); with ``reconnect=True`` later losses are
+    repaired with backoff and listeners resume.
+
+    Identity (at most one; default: ``HEARTH_TOKEN``, else ``HEARTH_ADMIN_KEY``, else anonymous): ``token``
+    (a JWT, or a callable returning one, sync or async, asked on every connect), ``token_file`` (re-read on
+    every connect), ``admin_key``, ``admin_key_file``. Conflicting sources raise ``ValueError`` here."""
+    credentials = Credentials(token=token, token_file=token_file, admin_key=admin_key, admin_key_file=admin_key_file)
     return _Connector(lambda: Client(host, port, reconnect=reconnect, reconnect_delay=reconnect_delay,
-                                     max_reconnect_delay=max_reconnect_delay, max_line_bytes=max_line_bytes))
+                                     max_reconnect_delay=max_reconnect_delay, max_line_bytes=max_line_bytes,
+                                     credentials=credentials))

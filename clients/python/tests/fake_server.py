@@ -1,7 +1,8 @@
 """A scripted stand-in for hearthd, to test the client's listener machinery line by line.
 
 Each accepted connection's request lines arrive on ``requests`` as ``(FakeLink, message)``; the test answers
-with ``link.send(...)`` and can cut the link (``link.drop()``).
+with ``link.send(...)`` and can cut the link (``link.drop()``). ``link.lines`` keeps the raw lines received
+(bytes, without the newline), for tests that check exactly what the client sent.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ class FakeLink:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
+        self.lines: list[bytes] = []
 
     def send(self, *messages: dict) -> None:
         for m in messages:
@@ -43,6 +45,7 @@ class FakeServer:
         self.links.append(link)
         try:
             while line := await reader.readline():
+                link.lines.append(line.rstrip(b"\n"))
                 await self.requests.put((link, json.loads(line)))
         except (ConnectionError, OSError):
             pass
