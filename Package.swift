@@ -6,6 +6,7 @@ import PackageDescription
 //                  ├──────────► HearthProtocol ─► HearthModel, CSimdJSON
 //                  └──────────► HearthEngine ─► HearthStorage ─► HearthModel
 //   hearthd ─► HearthStorageSQLite ─► HearthStorage, CSQLite, CXXHash (only this imports sqlite3 and xxhash)
+//   hearth ─► HearthRules (`rules check`)
 //   hearthd, hearth ─► HearthCheck ─► HearthStorageSQLite, HearthEngine, HearthProtocol (`check`)
 //   HearthRules ─► HearthModel (the Firestore Security Rules language: compile and evaluate)
 //   HearthCrypto ─► COpenSSL (only HearthCrypto imports OpenSSL: TLS and token signatures)
@@ -46,7 +47,7 @@ let package = Package(
         .target(name: "HearthServer", dependencies: ["HearthRules", "HearthAuth", "HearthLoop", "HearthProtocol", "HearthEngine", "HearthStorage", "HearthModel"]),
         .target(name: "HearthCheck", dependencies: ["HearthStorageSQLite", "HearthEngine", "HearthProtocol", "HearthStorage", "HearthModel"]),
         .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthCheck", "HearthStorageSQLite", "HearthStorage", "HearthModel"]),
-        .executableTarget(name: "hearth", dependencies: ["HearthCheck", "HearthProtocol", "HearthModel", "HearthLoop"]),
+        .executableTarget(name: "hearth", dependencies: ["HearthCheck", "HearthProtocol", "HearthModel", "HearthLoop", "HearthRules"]),
         .target(name: "HearthTesting"),
         // Fuzz targets (`make fuzz`): libFuzzer when built with -sanitize=fuzzer, else a replayer of inputs.
         .target(name: "CFuzzShim"),

@@ -111,7 +111,7 @@ struct Compiler {
                 }
             }
             let condition: CExpr? = try a.condition.map { e throws(CompileError) in try compileExpr(e, scope, nil) }
-            allows.append(CompiledAllow(methods: bits, condition: condition, pos: a.pos))
+            allows.append(CompiledAllow(methods: bits, condition: condition, pos: a.pos, id: allowCount))
             allowCount += 1
         }
         var children: [MatchNode] = []

@@ -28,7 +28,7 @@ extension Judgement {
             path = (parent?.path.segments ?? []).map(QuerySegment.literal) + [.anyPairs, .literal(id), .documentID]
             subject = "list on collection group '\(id)'" + (parent.map { " under \($0)" } ?? "")
         }
-        var lastAllow: SourcePos?
+        var lastAllow: Int?
         for c in ListCase.cases(of: valid) {
             evaluator.listCase = c
             allowedBy = nil

@@ -143,6 +143,8 @@ struct CompiledAllow: Sendable {
     var methods: UInt8
     var condition: CExpr?
     var pos: SourcePos
+    /// Index among the program's allow statements.
+    var id: Int
 
     static func bit(_ m: RuleMethod) -> UInt8 {
         switch m {
@@ -162,23 +164,41 @@ enum PatternSegment: Sendable {
 }
 
 /// A match block below `/databases/{database}/documents`: its own path segments, allows and nested matches.
-struct MatchNode: Sendable {
-    var segments: [PatternSegment]
+/// A class, so walking the tree per request retains one reference per node instead of copying its arrays.
+final class MatchNode: Sendable {
+    let segments: [PatternSegment]
     /// The full path pattern below the documents root (`/users/{uid}/posts/{post}`), for messages.
-    var pattern: String
-    var allows: [CompiledAllow]
-    var children: [MatchNode]
+    let pattern: String
+    let allows: [CompiledAllow]
+    let children: [MatchNode]
     /// OR of the allows' method bits in this node and below (skips subtrees that cannot apply).
-    var methodsBelow: UInt8
+    let methodsBelow: UInt8
+
+    init(segments: [PatternSegment], pattern: String, allows: [CompiledAllow], children: [MatchNode], methodsBelow: UInt8) {
+        self.segments = segments
+        self.pattern = pattern
+        self.allows = allows
+        self.children = children
+        self.methodsBelow = methodsBelow
+    }
 }
 
 /// The compiled rules.
-struct Program: Sendable {
-    var version: Int
-    var roots: [MatchNode]
+final class Program: Sendable {
+    let version: Int
+    let roots: [MatchNode]
     /// Slot of each documents-root `{database}` variable (bound to "(default)").
-    var databaseSlots: [Int]
-    var functions: [CompiledFunction]
-    var slotCount: Int
-    var allowCount: Int
+    let databaseSlots: [Int]
+    let functions: [CompiledFunction]
+    let slotCount: Int
+    let allowCount: Int
+
+    init(version: Int, roots: [MatchNode], databaseSlots: [Int], functions: [CompiledFunction], slotCount: Int, allowCount: Int) {
+        self.version = version
+        self.roots = roots
+        self.databaseSlots = databaseSlots
+        self.functions = functions
+        self.slotCount = slotCount
+        self.allowCount = allowCount
+    }
 }

@@ -28,6 +28,8 @@ import HearthModel
 public final class Rules: Sendable {
     let program: Program
     let file: String
+    /// "allowed by file:line:column" for each allow statement, built once.
+    let allowReasons: [String]
 
     /// The number of allow statements and functions, for `hearth rules check`.
     public var ruleCount: Int { program.allowCount }
@@ -36,6 +38,13 @@ public final class Rules: Sendable {
     init(program: Program, file: String) {
         self.program = program
         self.file = file
+        var reasons = [String](repeating: "", count: program.allowCount)
+        func collect(_ node: MatchNode) {
+            for a in node.allows { reasons[a.id] = "allowed by \(file):\(a.pos.line):\(a.pos.column)" }
+            node.children.forEach(collect)
+        }
+        program.roots.forEach(collect)
+        allowReasons = reasons
     }
 
     /// Parses and checks a rules file; anything outside the supported subset is refused with its position and
@@ -68,7 +77,8 @@ struct Judgement {
     let bit: UInt8
     var firstError: (allow: SourcePos, error: EvalError, pattern: String)?
     var falseAllows: [SourcePos] = []
-    var allowedBy: SourcePos?
+    /// The allow statement that allowed the request (its index in `Program`).
+    var allowedBy: Int?
 
     init(rules: Rules, request: RuleRequest, reader: any RuleDocumentReader) {
         self.rules = rules
@@ -92,9 +102,9 @@ struct Judgement {
         return decision(subject: "\(request.method.rawValue) on \(RulePath(document: path).description)")
     }
 
-    func decision(subject: String) -> RuleDecision {
-        if let pos = allowedBy {
-            return RuleDecision(allowed: true, reason: "allowed by \(rules.position(pos))", reads: evaluator.reads)
+    func decision(subject: @autoclosure () -> String) -> RuleDecision {
+        if let id = allowedBy {
+            return RuleDecision(allowed: true, reason: rules.allowReasons[id], reads: evaluator.reads)
         }
         if let (allow, error, pattern) = firstError {
             if error.undecidable {
@@ -106,10 +116,10 @@ struct Judgement {
         }
         if !falseAllows.isEmpty {
             let where_ = falseAllows.prefix(5).map(rules.position).joined(separator: ", ")
-            return RuleDecision(allowed: false, reason: "no rule allows \(subject): the condition\(falseAllows.count == 1 ? " is" : "s are") false at \(where_)",
+            return RuleDecision(allowed: false, reason: "no rule allows \(subject()): the condition\(falseAllows.count == 1 ? " is" : "s are") false at \(where_)",
                                 reads: evaluator.reads)
         }
-        return RuleDecision(allowed: false, reason: "no rule allows \(subject)", reads: evaluator.reads)
+        return RuleDecision(allowed: false, reason: "no rule allows \(subject())", reads: evaluator.reads)
     }
 
     /// Matches `node`'s segments against `path[i...]`, then evaluates its allows (when the path is used up)
@@ -153,12 +163,12 @@ struct Judgement {
 
     mutating func evaluate(_ allow: CompiledAllow, _ pattern: String) -> Bool {
         guard let condition = allow.condition else {
-            allowedBy = allow.pos
+            allowedBy = allow.id
             return true
         }
         do {
             if try evaluator.condition(condition) {
-                allowedBy = allow.pos
+                allowedBy = allow.id
                 return true
             }
             falseAllows.append(allow.pos)

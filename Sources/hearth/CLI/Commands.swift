@@ -88,6 +88,12 @@ enum Commands {
                    discussion: CheckCommand.discussion, options: CheckCommand.specs) { a in
             try CheckCommand.run(a)
         },
+        Subcommand(name: "rules", abstract: "Firestore Security Rules tools: 'rules check FILE' compiles a rules file offline.",
+                   discussion: RulesCommand.discussion,
+                   positionals: [PositionalSpec(name: "action", help: "check"),
+                                 PositionalSpec(name: "file", help: "The rules file (firestore.rules).", variadic: true)]) { a in
+            try RulesCommand.run(a)
+        },
         Subcommand(name: "bench", abstract: "Load generator: measure throughput and latency of the daemon.",
                    discussion: BenchOptions.discussion,
                    positionals: [PositionalSpec(name: "scenario", help: BenchOptions.scenarioHelp)],
