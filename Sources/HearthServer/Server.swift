@@ -36,6 +36,9 @@ public final class Server {
     private var unloggedRefusals = 0
     private var refusalLogTimer: LoopTimer?
     private var shutdownTimer: LoopTimer?
+    /// Logs TLS connections that failed before carrying a request (and TLS sent to a plain-text port).
+    lazy var tlsFailures = LogThrottle(loop: loop, logger: logger,
+                                       summary: "more connections failed TLS (a failed or timed-out handshake, plain text on a TLS port, or TLS on a plain-text port)")
     private var closingSessions = false
 
     /// The port actually bound for `--port` (useful with --port 0): TLS when TLS is on without a separate port.
@@ -404,6 +407,7 @@ public final class Server {
         sweepTimer = nil
         refusalLogTimer?.cancel()
         refusalLogTimer = nil
+        tlsFailures.stop()
         shutdownTimer?.cancel()
         shutdownTimer = nil
         diskSpaceTimer?.cancel()

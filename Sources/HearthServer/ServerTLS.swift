@@ -68,7 +68,7 @@ extension Server {
             conn.startTLS(session, handshakeTimeoutMs: serverTLS.settings.handshakeTimeoutMs,
                           plainTextReply: ServerTLS.plainTextReply) { [unowned self] error in
                 guard let error else { return }
-                self.noteRefusal(Server.describeTLSFailure(error, peer: peer, port: port))
+                self.tlsFailures.note(Server.describeTLSFailure(error, peer: peer, port: port))
             }
         }
         accept(conn)
@@ -90,7 +90,7 @@ extension Server {
     func tlsOnPlainPort(_ session: Session) {
         var hint = "connect without TLS"
         if let tlsPort = boundTLSPort { hint = "TLS is served on port \(tlsPort)" }
-        noteRefusal("closed \(session.conn.peer): it sent a TLS handshake to a plain-text port (\(hint))")
+        tlsFailures.note("closed \(session.conn.peer): it sent a TLS handshake to a plain-text port (\(hint))")
         session.close(with: HearthError(.unavailable, "this port speaks plain text, not TLS; \(hint)"))
     }
 }

@@ -1,8 +1,13 @@
+import HearthCrypto
+import HearthLoop
+
 /// Everything `hearth bench` was asked to do, validated. See `specs` for the flags and their defaults.
 struct BenchOptions: Sendable {
     var scenario = "get"
     var host = "127.0.0.1"
     var port = 7411
+    /// With `--tls`: every connection to the daemon speaks TLS made from this context (Redis ones never do).
+    var tls: TLSContext?
     var connections = 50
     var pipeline = 1
     var threads = 1
@@ -86,6 +91,9 @@ struct BenchOptions: Sendable {
         let connection = try ConnectionOptions(args)
         host = connection.host
         port = connection.port
+        if let options = connection.tls {
+            do { tls = try options.makeContext() } catch { throw UsageError(error.description) }
+        }
         connections = try args.int("connections", default: 50, min: 1, max: 10_000)
         pipeline = try args.int("pipeline", default: 1, min: 1, max: 4096)
         threads = min(connections, try args.int("threads", default: 1, min: 1, max: 64))
@@ -113,6 +121,15 @@ struct BenchOptions: Sendable {
         preload = try args.int("preload", default: 20_000, min: 0, max: 100_000_000)
         if !allowRemote && !BenchOptions.isLoopback(host) {
             throw UsageError("--host \(host) is not a loopback address; pass --allow-remote to load a remote daemon.")
+        }
+    }
+
+    /// Opens one connection to the daemon: TCP, then the TLS handshake with `--tls`.
+    func connect(on loop: EventLoop, port: Int? = nil, _ done: @escaping (Result<TCPConnection, LoopError>) -> Void) {
+        if let tls {
+            loop.connectTLS(host: host, port: port ?? self.port, context: tls, done)
+        } else {
+            loop.connect(host: host, port: port ?? self.port, done)
         }
     }
 

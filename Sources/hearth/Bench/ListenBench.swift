@@ -41,13 +41,18 @@ final class ListenBench {
     private var redis: Bool { o.redisPort != nil }
     private var port: Int { o.redisPort ?? o.port }
 
+    /// A connection to the daemon (TLS with --tls), or to Redis (always plain text).
+    private func connect(_ done: @escaping (Result<TCPConnection, LoopError>) -> Void) {
+        if redis { loop.connect(host: o.host, port: port, done) } else { o.connect(on: loop, done) }
+    }
+
     func execute() throws -> Int32 {
         let serverPID = o.serverPID ?? ProcStats.listeningPID(port: port)
         let before = serverPID.flatMap { ProcStats.sample(pid: $0) }
         var failure: String?
         let subscriberConnections = o.idle ? min(o.connections, o.listeners) : o.listeners
         for _ in 0..<subscriberConnections {
-            loop.connect(host: o.host, port: port) { [unowned self] r in
+            connect { [unowned self] r in
                 switch r {
                 case .failure(let e): failure = "\(e)"; self.loop.stop()
                 case .success(let c): self.subscribed(c)
@@ -73,7 +78,7 @@ final class ListenBench {
         }
 
         for _ in 0..<o.connections {
-            loop.connect(host: o.host, port: port) { [unowned self] r in
+            connect { [unowned self] r in
                 guard case .success(let c) = r else { failure = "writer could not connect"; self.loop.stop(); return }
                 self.writers.append(c)
                 c.onRead = { [unowned self] bytes in self.writerRead(c, bytes) }
@@ -93,7 +98,7 @@ final class ListenBench {
         let cpu = (after?.cpuSeconds ?? 0) - cpuStart
         let us = { (p: Double) in NumberText.fixed(Double(self.latency.percentile(p)) / 1000, 3) }
         let text = """
-        hearth bench listen  \(redis ? "redis pub/sub" : "hearthd") 127.0.0.1:\(port)  \(o.listeners) subscribers, \(o.connections) writer(s) x \(o.pipeline) in flight
+        hearth bench listen  \(redis ? "redis pub/sub" : "hearthd") 127.0.0.1:\(port)\(!redis && o.tls != nil ? " (TLS)" : "")  \(o.listeners) subscribers, \(o.connections) writer(s) x \(o.pipeline) in flight
           writes      \(NumberText.grouped(writes)) in \(o.duration) s = \(NumberText.grouped(Int(Double(writes) / o.duration))) /s
           deliveries  \(NumberText.grouped(deliveries)) = \(NumberText.grouped(Int(Double(deliveries) / o.duration))) /s
           delivery    p50 \(us(50))  p90 \(us(90))  p99 \(us(99))  max \(us(100)) ms (\(redis ? "publish sent" : "commit") -> received)

@@ -1,8 +1,10 @@
-/// Where to reach the daemon: `--host`, `--port`, `--timeout`.
+/// Where to reach the daemon and how: `--host`, `--port`, `--timeout`, and TLS (`TLSOptions`).
 struct ConnectionOptions {
     var host = "127.0.0.1"
     var port = 7411
     var timeout = 10.0
+    /// Nil: plain text.
+    var tls: TLSOptions?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         if let h = args.string("host") {
@@ -11,10 +13,11 @@ struct ConnectionOptions {
         }
         port = try args.int("port", default: 7411, min: 1, max: 65535)
         timeout = try args.double("timeout", default: 10, min: 0.001) ?? 10
+        tls = try TLSOptions(args)
     }
 
     func connect() throws(ClientError) -> BlockingClient {
-        try BlockingClient(host: host, port: port, timeout: timeout)
+        try BlockingClient(host: host, port: port, timeout: timeout, tls: tls?.makeContext())
     }
 }
 
