@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+import ssl as _ssl
 from typing import Any, Iterable
 
 from .connection import Connection
@@ -39,9 +40,13 @@ class Client:
 
     def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, reconnect: bool = False,
                  reconnect_delay: float = 0.05, max_reconnect_delay: float = 2.0,
-                 max_line_bytes: int = 1 << 28) -> None:
+                 max_line_bytes: int = 1 << 28, ssl: _ssl.SSLContext | None = None,
+                 server_hostname: str | None = None) -> None:
         self.host = host
         self.port = port
+        self.ssl = ssl
+        """The TLS context (``None``: plain text); re-connections use it too."""
+        self.server_hostname = server_hostname
         self.reconnect = reconnect
         self.reconnect_delay = reconnect_delay
         self.max_reconnect_delay = max_reconnect_delay
@@ -58,8 +63,13 @@ class Client:
     # -- connection management --------------------------------------------------------------------------
 
     async def _open(self) -> "Client":
-        self._attach(await Connection.open(self.host, self.port, self._ids, max_line_bytes=self._max_line_bytes))
+        self._attach(await self._connect())
         return self
+
+    async def _connect(self) -> Connection:
+        """One connection with this client's address and TLS settings."""
+        return await Connection.open(self.host, self.port, self._ids, max_line_bytes=self._max_line_bytes,
+                                     ssl=self.ssl, server_hostname=self.server_hostname)
 
     def _attach(self, conn: Connection) -> None:
         self._conn = conn
@@ -82,7 +92,7 @@ class Client:
         while not self._closed:
             await asyncio.sleep(delay * random.uniform(0.75, 1.25))
             try:
-                conn = await Connection.open(self.host, self.port, self._ids, max_line_bytes=self._max_line_bytes)
+                conn = await self._connect()
             except OSError:
                 delay = min(delay * 2, self.max_reconnect_delay)
                 continue
@@ -285,9 +295,16 @@ class _Connector:
 
 def connect(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, reconnect: bool = False,
             reconnect_delay: float = 0.05, max_reconnect_delay: float = 2.0,
-            max_line_bytes: int = 1 << 28) -> _Connector:
+            max_line_bytes: int = 1 << 28, ssl: _ssl.SSLContext | None = None,
+            server_hostname: str | None = None) -> _Connector:
     """Connects to hearthd: ``client = await hearth.connect(port=7411)`` or
     ``async with hearth.connect(...) as client:``. The first connection must succeed (``OSError`` otherwise);
-    with ``reconnect=True`` later losses are repaired with backoff and listeners resume."""
+    with ``reconnect=True`` later losses are repaired with backoff and listeners resume.
+
+    TLS: pass ``ssl``, an :class:`ssl.SSLContext`, as :func:`asyncio.open_connection` takes it, e.g.
+    ``ssl.create_default_context(cafile="ca.pem")`` (add ``load_cert_chain("client.pem", "client.key")`` for a
+    daemon that requires client certificates). The daemon's certificate must name ``host``, or
+    ``server_hostname`` when given."""
     return _Connector(lambda: Client(host, port, reconnect=reconnect, reconnect_delay=reconnect_delay,
-                                     max_reconnect_delay=max_reconnect_delay, max_line_bytes=max_line_bytes))
+                                     max_reconnect_delay=max_reconnect_delay, max_line_bytes=max_line_bytes,
+                                     ssl=ssl, server_hostname=server_hostname))
