@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "HearthCheck", dependencies: ["HearthStorageSQLite", "HearthEngine", "HearthProtocol", "HearthStorage", "HearthModel"]),
         .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthCrypto", "HearthCheck", "HearthStorageSQLite", "HearthStorage", "HearthModel"]),
         .executableTarget(name: "hearth", dependencies: ["HearthCheck", "HearthProtocol", "HearthModel", "HearthLoop", "HearthCrypto"]),
-        .target(name: "HearthTesting"),
+        .target(name: "HearthTesting", dependencies: ["HearthCrypto"]),
         // Fuzz targets (`make fuzz`): libFuzzer when built with -sanitize=fuzzer, else a replayer of inputs.
         .target(name: "CFuzzShim"),
         .executableTarget(name: "hearth-fuzz",
@@ -66,6 +66,6 @@ let package = Package(
         .testTarget(name: "HearthLoopTests", dependencies: ["HearthLoop", "HearthCrypto", "HearthTesting"]),
         .testTarget(name: "HearthCryptoTests", dependencies: ["HearthCrypto", "HearthTesting"]),
         .testTarget(name: "HearthServerTests",
-                    dependencies: ["HearthTesting", "HearthServer", "HearthEngine", "HearthStorage", "HearthStorageSQLite", "HearthLoop", "HearthProtocol", "HearthModel"]),
+                    dependencies: ["HearthTesting", "HearthCrypto", "HearthServer", "HearthEngine", "HearthStorage", "HearthStorageSQLite", "HearthLoop", "HearthProtocol", "HearthModel"]),
     ]
 )
