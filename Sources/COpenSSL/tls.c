@@ -301,16 +301,21 @@ void hearth_tls_free(hearth_tls *tls) {
     free(tls);
 }
 
+/// SSL_get_error needs an empty error queue before each call; failures drain it, so this is nearly free.
+static inline void clear_stale_errors(void) {
+    if (ERR_peek_error() != 0) ERR_clear_error();
+}
+
 /// Records why `ret` (an SSL call's result) failed; returns the HEARTH_TLS_* status it means.
 static int status_of(hearth_tls *tls, int ret, const char *what) {
     int e = SSL_get_error(tls->ssl, ret);
     switch (e) {
     case SSL_ERROR_WANT_READ:
     case SSL_ERROR_WANT_WRITE:
-        ERR_clear_error();
+        clear_stale_errors();
         return HEARTH_TLS_WANT_INPUT;
     case SSL_ERROR_ZERO_RETURN:
-        ERR_clear_error();
+        clear_stale_errors();
         return HEARTH_TLS_CLOSED;
     default:
         break;
@@ -347,14 +352,14 @@ int hearth_tls_feed(hearth_tls *tls, const void *bytes, size_t len) {
 
 int hearth_tls_handshake(hearth_tls *tls) {
     if (SSL_is_init_finished(tls->ssl)) return HEARTH_TLS_OK;
-    ERR_clear_error();
+    clear_stale_errors();
     int r = SSL_do_handshake(tls->ssl);
     if (r == 1) return HEARTH_TLS_OK;
     return status_of(tls, r, "TLS handshake failed");
 }
 
 size_t hearth_tls_read(hearth_tls *tls, void *buf, size_t cap, int *status) {
-    ERR_clear_error();
+    clear_stale_errors();
     size_t n = 0;
     int r = SSL_read_ex(tls->ssl, buf, cap, &n);
     if (r == 1) { *status = HEARTH_TLS_OK; return n; }
@@ -364,7 +369,7 @@ size_t hearth_tls_read(hearth_tls *tls, void *buf, size_t cap, int *status) {
 
 int hearth_tls_write(hearth_tls *tls, const void *bytes, size_t len) {
     if (len == 0) return HEARTH_TLS_OK;
-    ERR_clear_error();
+    clear_stale_errors();
     size_t written = 0;
     int r = SSL_write_ex(tls->ssl, bytes, len, &written);
     if (r == 1 && written == len) return HEARTH_TLS_OK;
@@ -382,6 +387,10 @@ int hearth_tls_close(hearth_tls *tls) {
 }
 
 size_t hearth_tls_output_pending(hearth_tls *tls) { return BIO_ctrl_pending(tls->wbio); }
+
+size_t hearth_tls_input_pending(hearth_tls *tls) {
+    return BIO_ctrl_pending(tls->rbio) + (size_t)SSL_pending(tls->ssl);
+}
 
 size_t hearth_tls_take_output(hearth_tls *tls, void *buf, size_t cap) {
     size_t n = 0;

@@ -91,6 +91,8 @@ public final class TLSSession {
             let n = hearth_tls_read(raw, scratch.baseAddress, scratch.count, &status)
             if n > 0 {
                 if !plaintext(UnsafeRawBufferPointer(start: scratch.baseAddress, count: n)) { return progress }
+                // Nothing buffered: another read would only say so (one OpenSSL call saved per record).
+                if hearth_tls_input_pending(raw) == 0 { return progress }
                 continue
             }
             switch status {

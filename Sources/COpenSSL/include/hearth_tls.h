@@ -66,6 +66,9 @@ int hearth_tls_handshake(hearth_tls *tls);
 /// Decrypts one record's worth of plaintext into `buf`: returns the byte count (> 0), or 0 with `*status` set
 /// to WANT_INPUT, CLOSED or ERROR. Also completes the handshake first if needed.
 size_t hearth_tls_read(hearth_tls *tls, void *buf, size_t cap, int *status);
+/// Input bytes not yet consumed (buffered ciphertext and decrypted plaintext not yet read): 0 means another
+/// `hearth_tls_read` would only report WANT_INPUT.
+size_t hearth_tls_input_pending(hearth_tls *tls);
 /// Encrypts all of `len` plaintext bytes into the output (handshake must be complete). OK or ERROR.
 int hearth_tls_write(hearth_tls *tls, const void *bytes, size_t len);
 /// Queues close_notify. OK or ERROR.
