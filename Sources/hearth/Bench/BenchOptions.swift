@@ -6,7 +6,7 @@ struct BenchOptions: Sendable {
     var scenario = "get"
     var host = "127.0.0.1"
     var port = 7411
-    /// With `--tls`: every connection to the daemon speaks TLS made from this context (Redis ones never do).
+    /// With `--tls`: every connection speaks TLS made from this context (to Redis too, with `listen --redis-port`).
     var tls: TLSContext?
     var connections = 50
     var pipeline = 1
@@ -76,7 +76,7 @@ struct BenchOptions: Sendable {
         .flag("allow-remote", "Allow a non-loopback --host."),
         .flag("json", "Print one JSON object with the results."),
         .value("listeners", "n", "listen: subscriber connections, one listener each (default: 1000)."),
-        .value("redis-port", "port", "listen: run the same fan-out against Redis pub/sub on this loopback port."),
+        .value("redis-port", "port", "listen: run the same fan-out against Redis pub/sub on this loopback port (over TLS with --tls)."),
         .flag("idle", "listen: only open idle listeners and hold them for --duration (memory per listener)."),
         .value("followers", "n", "timeline: followers of the author, one feed listener each (default: 1000)."),
         .value("departments", "n", "departments: departments to join (default: 100; users: --keys)."),

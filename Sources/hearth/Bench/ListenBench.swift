@@ -41,9 +41,9 @@ final class ListenBench {
     private var redis: Bool { o.redisPort != nil }
     private var port: Int { o.redisPort ?? o.port }
 
-    /// A connection to the daemon (TLS with --tls), or to Redis (always plain text).
+    /// A connection to the daemon, or to Redis with --redis-port (TLS with --tls, for both).
     private func connect(_ done: @escaping (Result<TCPConnection, LoopError>) -> Void) {
-        if redis { loop.connect(host: o.host, port: port, done) } else { o.connect(on: loop, done) }
+        o.connect(on: loop, port: port, done)
     }
 
     func execute() throws -> Int32 {
@@ -98,7 +98,7 @@ final class ListenBench {
         let cpu = (after?.cpuSeconds ?? 0) - cpuStart
         let us = { (p: Double) in NumberText.fixed(Double(self.latency.percentile(p)) / 1000, 3) }
         let text = """
-        hearth bench listen  \(redis ? "redis pub/sub" : "hearthd") 127.0.0.1:\(port)\(!redis && o.tls != nil ? " (TLS)" : "")  \(o.listeners) subscribers, \(o.connections) writer(s) x \(o.pipeline) in flight
+        hearth bench listen  \(redis ? "redis pub/sub" : "hearthd") 127.0.0.1:\(port)\(o.tls != nil ? " (TLS)" : "")  \(o.listeners) subscribers, \(o.connections) writer(s) x \(o.pipeline) in flight
           writes      \(NumberText.grouped(writes)) in \(o.duration) s = \(NumberText.grouped(Int(Double(writes) / o.duration))) /s
           deliveries  \(NumberText.grouped(deliveries)) = \(NumberText.grouped(Int(Double(deliveries) / o.duration))) /s
           delivery    p50 \(us(50))  p90 \(us(90))  p99 \(us(99))  max \(us(100)) ms (\(redis ? "publish sent" : "commit") -> received)
