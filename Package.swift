@@ -3,6 +3,7 @@ import PackageDescription
 
 // Layering (arrows point at dependencies):
 //   hearthd ─► HearthServer ─► HearthLoop ─► CLibUV          (only HearthLoop imports libuv)
+//                                 HearthLoop ─► HearthCrypto  (TLS streams: memory-BIO sessions driven by libuv)
 //                  ├──────────► HearthProtocol ─► HearthModel, CSimdJSON
 //                  └──────────► HearthEngine ─► HearthStorage ─► HearthModel
 //   hearthd ─► HearthStorageSQLite ─► HearthStorage, CSQLite, CXXHash (only this imports sqlite3 and xxhash)
@@ -43,12 +44,12 @@ let package = Package(
         .target(name: "HearthStorage", dependencies: ["HearthModel"]),
         .target(name: "HearthStorageSQLite", dependencies: ["HearthStorage", "HearthModel", "CSQLite", "CXXHash"]),
         .target(name: "HearthEngine", dependencies: ["HearthStorage", "HearthModel"]),
-        .target(name: "HearthLoop", dependencies: ["CLibUV"]),
-        .target(name: "HearthServer", dependencies: ["HearthRules", "HearthAuth", "HearthLoop", "HearthProtocol", "HearthEngine", "HearthStorage", "HearthModel"]),
+        .target(name: "HearthLoop", dependencies: ["CLibUV", "HearthCrypto"]),
+        .target(name: "HearthServer", dependencies: ["HearthRules", "HearthAuth", "HearthLoop", "HearthCrypto", "HearthProtocol", "HearthEngine", "HearthStorage", "HearthModel"]),
         .target(name: "HearthCheck", dependencies: ["HearthStorageSQLite", "HearthEngine", "HearthProtocol", "HearthStorage", "HearthModel"]),
-        .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthCheck", "HearthStorageSQLite", "HearthStorage", "HearthModel"]),
-        .executableTarget(name: "hearth", dependencies: ["HearthCheck", "HearthProtocol", "HearthModel", "HearthLoop", "HearthRules"]),
-        .target(name: "HearthTesting"),
+        .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthCrypto", "HearthCheck", "HearthStorageSQLite", "HearthStorage", "HearthModel"]),
+        .executableTarget(name: "hearth", dependencies: ["HearthCheck", "HearthProtocol", "HearthModel", "HearthLoop", "HearthRules", "HearthCrypto"]),
+        .target(name: "HearthTesting", dependencies: ["HearthCrypto"]),
         // Fuzz targets (`make fuzz`): libFuzzer when built with -sanitize=fuzzer, else a replayer of inputs.
         .target(name: "CFuzzShim"),
         .executableTarget(name: "hearth-fuzz",
@@ -56,7 +57,10 @@ let package = Package(
                                          "HearthStorage", "HearthStorageSQLite", "HearthLoop"],
                           path: "Sources/HearthFuzz"),
         // The Firestore-shaped Swift client library (Foundation + POSIX sockets; builds on macOS too).
-        .target(name: "HearthClient", path: "clients/swift/Sources/HearthClient"),
+        // On Linux it speaks TLS through HearthCrypto (OpenSSL); on Apple platforms through the system's TLS.
+        .target(name: "HearthClient",
+                dependencies: [.target(name: "HearthCrypto", condition: .when(platforms: [.linux]))],
+                path: "clients/swift/Sources/HearthClient"),
         .testTarget(name: "HearthClientTests", dependencies: ["HearthClient", "HearthTesting"],
                     path: "clients/swift/Tests/HearthClientTests"),
 
@@ -66,10 +70,10 @@ let package = Package(
         .testTarget(name: "HearthStorageTests", dependencies: ["HearthStorage", "HearthStorageSQLite", "HearthTesting", "HearthModel"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "HearthStorage", "HearthModel"]),
         .testTarget(name: "HearthCheckTests", dependencies: ["HearthCheck", "HearthEngine", "HearthStorageSQLite", "HearthStorage", "HearthProtocol", "HearthModel"]),
-        .testTarget(name: "HearthLoopTests", dependencies: ["HearthLoop"]),
+        .testTarget(name: "HearthLoopTests", dependencies: ["HearthLoop", "HearthCrypto", "HearthTesting"]),
         .testTarget(name: "HearthCryptoTests", dependencies: ["HearthCrypto", "HearthTesting"]),
         .testTarget(name: "HearthAuthTests", dependencies: ["HearthAuth", "HearthCrypto", "HearthModel", "HearthTesting"]),
         .testTarget(name: "HearthServerTests",
-                    dependencies: ["HearthTesting", "HearthServer", "HearthEngine", "HearthStorage", "HearthStorageSQLite", "HearthLoop", "HearthProtocol", "HearthModel"]),
+                    dependencies: ["HearthTesting", "HearthCrypto", "HearthServer", "HearthEngine", "HearthStorage", "HearthStorageSQLite", "HearthLoop", "HearthProtocol", "HearthModel"]),
     ]
 )

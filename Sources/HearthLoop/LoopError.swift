@@ -22,6 +22,15 @@ public struct LoopError: Error, Sendable, Equatable, CustomStringConvertible {
         self.operation = operation
     }
 
+    /// An error whose message is not libuv's text for the code: a TLS failure (`EPROTO`, with the reason in
+    /// `message`), for example.
+    public init(code: Int32, operation: String, message: String) {
+        self.code = code
+        self.name = String(cString: uv_err_name(code))
+        self.message = message
+        self.operation = operation
+    }
+
     /// Returns `status` unchanged when it is not negative; throws a `LoopError` otherwise.
     @discardableResult
     @inline(__always)
@@ -46,4 +55,6 @@ public struct LoopError: Error, Sendable, Equatable, CustomStringConvertible {
     public static let invalidArgument: Int32 = UV_EINVAL.rawValue
     /// `UV_ETIMEDOUT`: a deadline passed.
     public static let timedOut: Int32 = UV_ETIMEDOUT.rawValue
+    /// `UV_EPROTO`: the peer broke the protocol (a failed TLS handshake, a peer that does not speak TLS).
+    public static let protocolError: Int32 = UV_EPROTO.rawValue
 }

@@ -1,4 +1,5 @@
 import CLibUV
+import HearthCrypto
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -16,6 +17,10 @@ import Darwin
 /// connection dirty; the loop flushes each dirty connection once per iteration, just before polling,
 /// with `uv_try_write` first and `uv_write` for the remainder. At most one `uv_write` is in flight per
 /// connection; bytes sent meanwhile accumulate and go out when it completes. See docs/loop.md.
+///
+/// A connection can carry TLS (``startTLS(_:handshakeTimeoutMs:plainTextReply:onHandshake:)``, or
+/// ``EventLoop/connectTLS(host:port:context:serverName:handshakeTimeoutMs:_:)``): the same API then reads and
+/// sends plaintext. Sent plaintext is buffered as before and encrypted once per flush, not once per send.
 public final class TCPConnection: LoopHandleOwner {
     let loop: EventLoop
     private(set) var handle: UnsafeMutablePointer<uv_tcp_t>?
@@ -35,7 +40,7 @@ public final class TCPConnection: LoopHandleOwner {
     public var onDrain: (() -> Void)?
 
     /// Bytes appended and not yet handed to libuv.
-    private var out = OutputBuffer()
+    var out = OutputBuffer()
     /// Bytes owned by the in-flight `uv_write` (valid until its callback).
     private var inFlight = OutputBuffer()
     private var writeReq: UnsafeMutablePointer<uv_write_t>?
@@ -45,13 +50,17 @@ public final class TCPConnection: LoopHandleOwner {
 
     private var wantsReading = false
     private var isReading = false
-    private var closeRequested = false
+    private(set) var closeRequested = false
     private var shutdownStarted = false
     private var closeReason: LoopError?
     private var closeReasonSet = false
     private var deadline: LoopTimer?
     /// Set while a client connection is still connecting (see TCPConnection+Connect.swift).
     var connectDone: ((Result<TCPConnection, LoopError>) -> Void)?
+    /// TLS state, when the connection carries TLS (see TCPConnection+TLS.swift).
+    var tls: TLSLayer?
+    /// With TLS: plaintext sent and not yet encrypted (encrypted into `out` at the next flush).
+    var plain = OutputBuffer()
 
     /// Wraps an initialised `uv_tcp_t` and takes ownership of it (retains self through `handle->data`).
     init(loop: EventLoop, handle: UnsafeMutablePointer<uv_tcp_t>, peer: String) {
@@ -69,7 +78,7 @@ public final class TCPConnection: LoopHandleOwner {
     /// Output bytes not yet accepted by the kernel: buffered here plus still queued in `uv_write`.
     public var pendingOutputBytes: Int {
         guard let handle else { return 0 }
-        return out.count + (writeInFlight ? handle.pointee.write_queue_size : 0)
+        return out.count + plain.count + (writeInFlight ? handle.pointee.write_queue_size : 0)
     }
 
     // MARK: Reading
@@ -91,8 +100,10 @@ public final class TCPConnection: LoopHandleOwner {
         startReading()
     }
 
-    private func updateReading() {
+    func updateReading() {
         guard let handle, !closeRequested else { return }
+        // A TLS handshake reads whatever the owner asked for: it needs the peer's messages to finish.
+        let wantsReading = self.wantsReading || tls?.session.state == .handshaking
         if wantsReading && !isReading {
             let status = uv_read_start(asStream(handle), connectionAllocCallback, connectionReadCallback)
             if status < 0 { fail(LoopError(code: status, operation: "uv_read_start")); return }
@@ -105,7 +116,11 @@ public final class TCPConnection: LoopHandleOwner {
 
     func didRead(_ nread: Int, _ base: UnsafeMutableRawPointer?) {
         if nread > 0 {
-            onRead?(UnsafeRawBufferPointer(start: base, count: nread))
+            if tls != nil {
+                tlsReceived(UnsafeRawBufferPointer(start: base, count: nread))
+            } else {
+                onRead?(UnsafeRawBufferPointer(start: base, count: nread))
+            }
         } else if nread < 0 {
             if nread == Int(LoopError.eof) {
                 isReading = false
@@ -123,7 +138,7 @@ public final class TCPConnection: LoopHandleOwner {
     /// Ignored once ``close()`` or ``abort()`` was called.
     public func send(_ bytes: UnsafeRawBufferPointer) {
         guard handle != nil, !closeRequested, bytes.count > 0 else { return }
-        out.append(bytes)
+        if tls == nil { out.append(bytes) } else { plain.append(bytes) }
         scheduleFlush()
     }
 
@@ -142,8 +157,13 @@ public final class TCPConnection: LoopHandleOwner {
     /// least `maxBytes` writable bytes and returns how many it filled (0...maxBytes).
     public func send(reserving maxBytes: Int, _ write: (UnsafeMutableRawBufferPointer) -> Int) {
         guard handle != nil, !closeRequested else { return }
-        out.append(reserving: maxBytes, write)
-        if !out.isEmpty { scheduleFlush() }
+        if tls == nil {
+            out.append(reserving: maxBytes, write)
+            if !out.isEmpty { scheduleFlush() }
+        } else {
+            plain.append(reserving: maxBytes, write)
+            if !plain.isEmpty { scheduleFlush() }
+        }
     }
 
     /// Flushes buffered output now instead of waiting for the before-poll pass (same algorithm).
@@ -152,7 +172,7 @@ public final class TCPConnection: LoopHandleOwner {
         flush()
     }
 
-    private func scheduleFlush() {
+    func scheduleFlush() {
         if !isDirty {
             isDirty = true
             loop.markDirty(self)
@@ -161,7 +181,9 @@ public final class TCPConnection: LoopHandleOwner {
 
     /// Writes buffered output: `uv_try_write` first, then one `uv_write` of the remainder.
     func flush() {
-        guard let handle, !writeInFlight, !out.isEmpty else { return }
+        guard handle != nil, !writeInFlight else { return }
+        if tls != nil { encryptPending() }   // every plaintext sent this turn, at once
+        guard let handle, !out.isEmpty else { return }
         let bytes = out.readable
         var buf = uv_buf_t(base: UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: CChar.self)),
                            len: bytes.count)
@@ -198,7 +220,7 @@ public final class TCPConnection: LoopHandleOwner {
             if status != LoopError.canceled { fail(LoopError(code: status, operation: "write to \(peer)")) }
             return
         }
-        if out.isEmpty {
+        if out.isEmpty && (plain.isEmpty || tls?.session.isEstablished != true) {
             out.trim(retaining: loop.outputRetainLimit)
             outputDrained()
         } else {
@@ -225,6 +247,7 @@ public final class TCPConnection: LoopHandleOwner {
         closeRequested = true
         if isReading { uv_read_stop(asStream(handle)); isReading = false }
         if connectDone != nil { closeHandle(); return }
+        if tls != nil { tlsClosing() }   // last plaintext encrypted, close_notify queued
         if out.isEmpty && !writeInFlight {
             beginShutdown()
             return
@@ -259,6 +282,8 @@ public final class TCPConnection: LoopHandleOwner {
     }
 
     /// Records the first reason the connection is going away.
+    func noteCloseReason(_ error: LoopError?) { setReason(error) }
+
     private func setReason(_ error: LoopError?) {
         if !closeReasonSet { closeReasonSet = true; closeReason = error }
     }
@@ -273,6 +298,7 @@ public final class TCPConnection: LoopHandleOwner {
         closeRequested = true
         deadline?.cancel()
         deadline = nil
+        tls?.handshakeTimer?.cancel()
         uv_close(asHandle(handle), connectionCloseCallback)
     }
 
@@ -283,6 +309,8 @@ public final class TCPConnection: LoopHandleOwner {
         writeReq = nil
         out.deallocate()
         inFlight.deallocate()
+        plain.deallocate()
+        tlsConnectionClosed()
         let connectDone = self.connectDone
         let onClose = self.onClose
         self.connectDone = nil

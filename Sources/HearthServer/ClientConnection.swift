@@ -21,6 +21,16 @@ package protocol ClientConnection: AnyObject {
     func close()
     /// Closes at once, dropping unsent output.
     func abort()
+    /// `true` when the connection carries TLS.
+    var isTLS: Bool { get }
+    /// The verified subject of the client's certificate (RFC 2253, e.g. "CN=alice,O=Example") on a TLS port
+    /// with `--tls-client-ca`; nil otherwise. Authorization rules see it as `request.auth.token.cert_subject`.
+    var peerCertificateSubject: String? { get }
+}
+
+extension ClientConnection {
+    public var isTLS: Bool { false }
+    public var peerCertificateSubject: String? { nil }
 }
 
 extension TCPConnection: ClientConnection {}

@@ -26,7 +26,9 @@ public final class Server {
     package private(set) var readsInFlight = 0
     func offLoopReadStarted() { readsInFlight += 1 }
     func offLoopReadReturned() { readsInFlight -= 1 }
-    private var listener: TCPListener?
+    private var listeners: [TCPListener] = []
+    /// TLS (certificate, key, client CA; reloaded on SIGHUP), when configured.
+    public let tls: ServerTLS?
     private var sessions: [ObjectIdentifier: Session] = [:]
     private var hooks: [LoopHook] = []
     private var signals: [SignalWatcher] = []
@@ -38,19 +40,26 @@ public final class Server {
     private var unloggedRefusals = 0
     private var refusalLogTimer: LoopTimer?
     private var shutdownTimer: LoopTimer?
+    /// Logs TLS connections that failed before carrying a request (and TLS sent to a plain-text port).
+    lazy var tlsFailures = LogThrottle(loop: loop, logger: logger,
+                                       summary: "more connections failed TLS (a failed or timed-out handshake, plain text on a TLS port, or TLS on a plain-text port)")
     private var closingSessions = false
 
-    /// The port actually bound (useful with --port 0).
+    /// The port actually bound for `--port` (useful with --port 0): TLS when TLS is on without a separate port.
     public private(set) var boundPort = 0
+    /// With a separate TLS port (`--tls-port`): the TLS port actually bound.
+    public private(set) var boundTLSPort: Int?
 
     /// `socket` is the listening socket made first (`ServerSocket`, so a start that cannot listen changes nothing
     /// on disk); without one, `run()` listens on `config.host:config.port` itself. Reads the index catalog in
     /// the data directory (an error names the file).
-    /// `access`: the security settings already loaded (the daemon loads them before it binds); loaded from
-    /// `config.security` when nil.
+    /// `access`: the security settings already loaded, and `tls` the TLS made from `config.tls` (the daemon
+    /// makes both before it binds, so bad files stop a start before anything is touched); made here from
+    /// `config` when nil.
     public init(config: ServerConfig, store: any DocumentStore, logger: Logger, socket: ServerSocket? = nil,
-                access: AccessControl? = nil) throws {
+                access: AccessControl? = nil, tls: ServerTLS? = nil) throws {
         self.config = config
+        if let tls { self.tls = tls } else { self.tls = try config.tls.map { settings throws(HearthError) in try ServerTLS(settings) } }
         self.logger = logger
         self.store = store
         self.socket = socket
@@ -72,6 +81,9 @@ public final class Server {
         engine.onIndexesChanged = { [unowned self] index, event in self.indexChanged(index, event) }
         engine.recheckDiskSpace = { [unowned self] in self.checkDiskSpace() }
         engine.onDataLoss = { [unowned self] error in self.logDataLoss(error) }
+        if let tls = self.tls {
+            onReload("TLS certificate") { try tls.reload() }
+        }
     }
 
     private let socket: ServerSocket?
@@ -136,21 +148,21 @@ public final class Server {
         engine.adoptCurrentThread()
         try importIndexFile()
         raiseFileLimit()
-        let listener: TCPListener
-        if let socket {
-            listener = socket.listener
-            socket.target.accept = { [unowned self] conn in self.accept(conn) }
-        } else {
-            listener = try loop.listen(host: config.host, port: config.port) { [unowned self] conn in
-                self.accept(conn)
-            }
+        let socket = try self.socket ?? ServerSocket(loop: loop, addresses: config.listenAddresses)
+        socket.target.accept = { [unowned self] conn, tls, port in self.acceptTCP(conn, tls: tls, port: port) }
+        for (listener, _) in socket.listeners {
+            listener.onAcceptError = { [unowned self] e in self.noteRefusal("accepting a connection failed: \(e)") }
+            listeners.append(listener)
         }
-        listener.onAcceptError = { [unowned self] e in self.noteRefusal("accepting a connection failed: \(e)") }
-        self.listener = listener
         if let every = budget.sweepIntervalMs {
             sweepTimer = loop.timer(after: every, repeat: every) { [unowned self] in self.sweep(now: self.loop.now) }
         }
-        boundPort = listener.port
+        if config.tls?.port != nil {
+            boundPort = socket.plainPort ?? socket.port
+            boundTLSPort = socket.tlsPort
+        } else {
+            boundPort = socket.port
+        }
         hooks.append(loop.beforePoll { [unowned self] in
             self.runIndexWork()
             self.startGroupCommit()
@@ -160,10 +172,14 @@ public final class Server {
         }
         signals.append(loop.onSignal(SIGHUP) { [unowned self] in self.reload(reason: "SIGHUP") })
         prepareDiskReserve()
-        logger.info("hearthd \(HearthVersion.string) listening on \(config.host):\(boundPort), data dir \(config.dataDir), seq \(engine.lastDurableSeq)")
+        let addresses = socket.listeners.map { listener, tls in
+            let what = tls ? self.tls.map { " (\($0.startupDescription))" } ?? "" : (config.tls != nil ? " (plain text, loopback only)" : "")
+            return listener.address + what
+        }
+        logger.info("hearthd \(HearthVersion.string) listening on \(addresses.joined(separator: " and ")), data dir \(config.dataDir), seq \(engine.lastDurableSeq)")
         logger.info("security: \(access.modeSummary)\(access.enforcing || SecuritySettings.isLoopback(config.host) ? "" : " (--insecure-open)")")
         loop.run()
-        socket?.target.accept = nil
+        socket.target.accept = nil
         loop.shutdown()
     }
 
@@ -380,8 +396,8 @@ public final class Server {
         guard !shuttingDown else { return }
         shuttingDown = true
         logger.info("\(reason): shutting down (\(counted(sessions.count, "connection")), \(counted(engine.pendingCommitCount, "commit")) pending)")
-        listener?.close()
-        listener = nil
+        for listener in listeners { listener.close() }
+        listeners.removeAll()
         for s in sessions.values { s.stopReading() }
         shutdownTimer = loop.timer(after: config.shutdownGraceMs) { [unowned self] in
             self.logger.warn("shutdown grace period over; closing \(counted(self.sessions.count, "connection"))")
@@ -415,6 +431,7 @@ public final class Server {
         sweepTimer = nil
         refusalLogTimer?.cancel()
         refusalLogTimer = nil
+        tlsFailures.stop()
         shutdownTimer?.cancel()
         shutdownTimer = nil
         diskSpaceTimer?.cancel()
@@ -427,40 +444,69 @@ public final class Server {
     }
 }
 
-/// The daemon's loop and listening socket, made before anything else, so that a start that cannot listen (the
+/// The daemon's loop and listening sockets, made before anything else, so that a start that cannot listen (the
 /// port is taken, the address is wrong) fails before it creates or changes anything in the data directory.
 /// Connections that arrive before `Server.run()` wait in the kernel's backlog.
 public final class ServerSocket {
     let loop: EventLoop
-    let listener: TCPListener
+    /// One listener per address, with whether it serves TLS; in the order given.
+    let listeners: [(listener: TCPListener, tls: Bool)]
     let target = AcceptTarget()
 
-    /// The bound port (the kernel's choice when 0 was asked for).
-    public var port: Int { listener.port }
+    /// The first address's bound port (the kernel's choice when 0 was asked for).
+    public var port: Int { listeners[0].listener.port }
+    /// Bound ports by kind: the first TLS and the first plain-text listener's.
+    public var tlsPort: Int? { listeners.first(where: { $0.tls })?.listener.port }
+    public var plainPort: Int? { listeners.first(where: { !$0.tls })?.listener.port }
 
     /// Throws a message naming the address and the reason, e.g. "cannot listen on 127.0.0.1:7411: address
     /// already in use (EADDRINUSE)".
-    public init(host: String, port: Int) throws(HearthError) {
+    public convenience init(host: String, port: Int) throws(HearthError) {
+        try self.init(addresses: [ListenAddress(host: host, port: port, tls: false)])
+    }
+
+    /// Listens on every address (a new loop); throws for the first that fails, closing the others.
+    public convenience init(addresses: [ListenAddress]) throws(HearthError) {
+        let loop: EventLoop
         do {
             loop = try EventLoop()
         } catch {
             throw HearthError(.unavailable, "cannot start the event loop: \(error.message) (\(error.name))")
         }
-        let target = self.target
         do {
-            listener = try loop.listen(host: host, port: port) { conn in
-                if let accept = target.accept { accept(conn) } else { conn.abort() }
-            }
+            try self.init(loop: loop, addresses: addresses)
         } catch {
             loop.shutdown()
-            throw HearthError(.unavailable, "cannot listen on \(host):\(port): \(error.message) (\(error.name))")
+            throw error
         }
+    }
+
+    init(loop: EventLoop, addresses: [ListenAddress]) throws(HearthError) {
+        self.loop = loop
+        let target = self.target
+        var made: [(listener: TCPListener, tls: Bool)] = []
+        for address in addresses {
+            do {
+                let tls = address.tls
+                var boundPort = 0
+                let listener = try loop.listen(host: address.host, port: address.port) { conn in
+                    if let accept = target.accept { accept(conn, tls, boundPort) } else { conn.abort() }
+                }
+                boundPort = listener.port
+                made.append((listener, tls))
+            } catch {
+                for m in made { m.listener.close() }
+                throw HearthError(.unavailable, "cannot listen on \(address.host):\(address.port): \(error.message) (\(error.name))")
+            }
+        }
+        listeners = made
     }
 }
 
 /// Where a `ServerSocket` hands accepted connections (the server, once it runs).
 final class AcceptTarget {
-    var accept: ((ClientConnection) -> Void)?
+    /// The connection, whether its port serves TLS, and the port.
+    var accept: ((TCPConnection, Bool, Int) -> Void)?
 }
 
 /// "8 MiB", "1.5 MiB".

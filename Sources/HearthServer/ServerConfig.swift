@@ -45,6 +45,9 @@ public struct ServerConfig: Sendable {
     /// default: pooled clients and subscribers are idle by design).
     public var idleTimeoutMs: UInt64 = 0
 
+    /// TLS: certificate, key, optional client CA and port (see `TLSSettings`); nil serves plain text only.
+    public var tls: TLSSettings?
+
     var budgetLimits: ConnectionBudget.Limits {
         .init(maxConnections: maxConnections, maxPerAddress: maxConnectionsPerAddress, inputBytes: inputBudget,
               lineTimeoutMs: lineTimeoutMs, idleTimeoutMs: idleTimeoutMs)

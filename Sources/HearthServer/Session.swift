@@ -35,6 +35,8 @@ final class Session: SnapshotWaiter {
     private var heldRead: (slot: ResponseQueue.Slot, line: [UInt8], seq: UInt64)?
     private var readingPaused = false
     private(set) var closed = false
+    /// Some input has arrived (the first bytes are checked for a TLS handshake sent to a plain-text port).
+    private var sawInput = false
     /// Bytes of the unfinished line this connection holds, as last counted in the server's budget.
     private(set) var heldInput = 0
     /// When the unfinished line began (loop clock, ms), and when the last input arrived.
@@ -69,6 +71,11 @@ final class Session: SnapshotWaiter {
         self.lastActivityMs = server.loop.now
     }
 
+    /// The verified subject of the client's TLS certificate (RFC 2253) when the daemon requires client
+    /// certificates (`--tls-client-ca`); nil on plain-text connections and without a client CA. This is what
+    /// authorization rules see as `request.auth.token.cert_subject`.
+    var peerCertificateSubject: String? { conn.peerCertificateSubject }
+
     func start() {
         conn.onRead = { [unowned self] bytes in self.received(bytes) }
         conn.onDrain = { [unowned self] in
@@ -90,6 +97,11 @@ final class Session: SnapshotWaiter {
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
         server.engine.thread.check("Session.received")
+        if !sawInput {
+            sawInput = true
+            // A TLS record starts with 22 (handshake); no JSON request can.
+            if bytes.first == 0x16 && !conn.isTLS { server.tlsOnPlainPort(self); return }
+        }
         let now = server.loop.now
         lastActivityMs = now
         var sawLine = false

@@ -1,10 +1,58 @@
 import Foundation
+import HearthCrypto
 
 /// A blocking line client over a POSIX socket, for tests: send raw lines, read lines with a timeout, and
 /// parse responses with Foundation's JSONSerialization (an oracle independent of the server's own JSON code).
+///
+/// With a TLS context (`init(host:port:tls:serverName:)`) the same calls speak TLS: the handshake completes in
+/// `init` (throwing the TLS error when it fails) and every line is encrypted and decrypted.
 public final class WireClient {
     public let fd: Int32
     private var buffer: [UInt8] = []
+    /// The TLS session, when the client speaks TLS.
+    public private(set) var tls: TLSSession?
+
+    /// Connects and completes a TLS handshake; the certificate must name `serverName` (default `host`).
+    /// Throws the `TLSError` when the handshake fails.
+    public convenience init(host: String = "127.0.0.1", port: Int, tls context: TLSContext, serverName: String? = nil,
+                            timeout: Double = 10) throws {
+        try self.init(host: host, port: port)
+        let session = try TLSSession(context: context, serverName: serverName ?? host)
+        tls = session
+        let deadline = Date().addingTimeInterval(timeout)
+        while !session.isEstablished {
+            try sendCiphertext()
+            guard let chunk = try receiveChunk(until: deadline) else {
+                throw TestFailure("the server closed the connection during the TLS handshake")
+            }
+            do {
+                let (plain, _) = try session.receive(chunk)
+                buffer += plain
+            } catch {
+                try? sendCiphertext()
+                throw error
+            }
+        }
+        try sendCiphertext()
+    }
+
+    private func sendCiphertext() throws {
+        guard let tls else { return }
+        let out = tls.takeOutput()
+        if !out.isEmpty { try sendPlainSocket(out) }
+    }
+
+    /// One `recv` (waiting until `deadline`); nil at EOF. Throws on timeout.
+    private func receiveChunk(until deadline: Date) throws -> [UInt8]? {
+        let remaining = deadline.timeIntervalSinceNow
+        guard remaining > 0 else { throw TestFailure("timed out waiting for data") }
+        var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        if poll(&pfd, 1, Int32(remaining * 1000)) == 0 { throw TestFailure("timed out waiting for data") }
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard n > 0 else { return nil }
+        return Array(chunk[..<n])
+    }
 
     /// `receiveBuffer`, when given, caps the kernel's receive buffer (set before connecting), for tests of
     /// subscribers that stop reading.
@@ -28,8 +76,17 @@ public final class WireClient {
 
     deinit { close(fd) }
 
-    /// Sends bytes as they are.
+    /// Sends bytes as they are (encrypted first over TLS).
     public func sendRaw(_ bytes: [UInt8]) throws {
+        if let tls {
+            try tls.write(bytes)
+            try sendCiphertext()
+            return
+        }
+        try sendPlainSocket(bytes)
+    }
+
+    private func sendPlainSocket(_ bytes: [UInt8]) throws {
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -56,20 +113,35 @@ public final class WireClient {
                 buffer.removeSubrange(...nl)
                 return line
             }
-            let remaining = deadline.timeIntervalSinceNow
-            guard remaining > 0 else { throw TestFailure("timed out waiting for a line") }
-            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let pr = poll(&pfd, 1, Int32(remaining * 1000))
-            if pr == 0 { throw TestFailure("timed out waiting for a line") }
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { throw TestFailure("connection closed while waiting for a line") }
-            buffer.append(contentsOf: chunk[..<n])
+            guard let chunk = try receiveChunk(until: deadline) else {
+                throw TestFailure("connection closed while waiting for a line")
+            }
+            if let tls {
+                let (plain, progress) = try tls.receive(chunk)
+                buffer += plain
+                try sendCiphertext()
+                if progress.peerClosed && buffer.firstIndex(of: 10) == nil {
+                    throw TestFailure("connection closed (close_notify) while waiting for a line")
+                }
+            } else {
+                buffer.append(contentsOf: chunk)
+            }
         }
     }
 
     /// True when the server closed the connection (EOF within `timeout`).
     public func isClosedByPeer(timeout: Double = 5) -> Bool {
+        if let tls {
+            // Over TLS the end is close_notify (or EOF); other records in between are read and dropped.
+            let deadline = Date().addingTimeInterval(timeout)
+            while true {
+                let chunk: [UInt8]?
+                do { chunk = try receiveChunk(until: deadline) } catch { return false }   // timed out
+                guard let chunk else { return true }                                      // EOF
+                guard let (_, progress) = try? tls.receive(chunk) else { return true }     // a fatal alert
+                if progress.peerClosed { return true }
+            }
+        }
         var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         guard poll(&pfd, 1, Int32(timeout * 1000)) > 0 else { return false }
         var b: UInt8 = 0

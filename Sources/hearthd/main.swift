@@ -37,6 +37,14 @@ options:
   --shutdown-grace-ms N    how long SIGTERM/SIGINT wait for in-flight commits and output (default 5000)
   --disk-reserve-mb N      disk space held back in DIR/RESERVE so deletes still commit when the disk is
                            full (default 8; 0 keeps none)
+  --tls-cert FILE          serve TLS: the PEM certificate chain (server certificate first); needs --tls-key
+  --tls-key FILE           the certificate's PEM private key
+  --tls-client-ca FILE     require client certificates signed by these PEM CAs (mutual TLS)
+  --tls-port N             serve TLS on N and plain text on --port, which then listens on loopback only
+                           (default: --port serves TLS, and nothing serves plain text)
+  --tls-handshake-timeout MS
+                           close a connection whose TLS handshake has not finished after MS ms (default 10000;
+                           0: never)
   --rules FILE             Firestore Security Rules that judge every read, write, query and listener
                            (docs/security.md); SIGHUP and the rules op reload it
   --auth-secret-file FILE  verify HS256 tokens with the secret in FILE (at least 32 bytes)
@@ -55,7 +63,9 @@ options:
   --help                   print this help and exit
 
 Signals: SIGTERM and SIGINT stop accepting, finish in-flight commits, flush output and close the store.
-SIGHUP logs that it arrived and reloads what can be reloaded; it never stops the daemon.
+SIGHUP logs that it arrived and reloads what can be reloaded (the TLS certificate, key and client CA: new
+connections use them, open ones keep theirs; a file that does not load keeps the old ones); it never stops the
+daemon.
 One daemon per data directory: DIR/LOCK is locked while it runs, and a second one is refused.
 """
 
@@ -74,6 +84,12 @@ func fail(_ message: String) -> Never {
 var config = ServerConfig()
 var logLevel = Logger.Level.info
 var checkFirst = false
+// TLS flags, checked together once all flags are read.
+var tlsCert: String?
+var tlsKey: String?
+var tlsClientCA: String?
+var tlsPort: Int?
+var tlsHandshakeTimeoutMs: UInt64 = 10_000
 var args = CommandLine.arguments.dropFirst()[...]
 
 func fileValue(_ flag: String, _ text: String?) -> String {
@@ -145,8 +161,30 @@ while let arg = args.popFirst() {
         logLevel = level
     case "--quiet", "-q": logLevel = .warn
     case "--check": checkFirst = true
+    case "--tls-cert": guard let v = value(), !v.isEmpty else { fail("--tls-cert needs a PEM file") }; tlsCert = v
+    case "--tls-key": guard let v = value(), !v.isEmpty else { fail("--tls-key needs a PEM file") }; tlsKey = v
+    case "--tls-client-ca": guard let v = value(), !v.isEmpty else { fail("--tls-client-ca needs a PEM file") }; tlsClientCA = v
+    case "--tls-port":
+        let p = intValue("--tls-port", value())
+        guard p <= 65535 else { fail("--tls-port must be at most 65535") }
+        tlsPort = p
+    case "--tls-handshake-timeout": tlsHandshakeTimeoutMs = UInt64(intValue("--tls-handshake-timeout", value()))
     default: fail("unknown option \(arg) (see --help)")
     }
+}
+
+switch (tlsCert, tlsKey) {
+case let (cert?, key?):
+    if let tlsPort, tlsPort == config.port, tlsPort != 0 {
+        fail("--tls-port \(tlsPort) is also --port: TLS and plain text need two ports")
+    }
+    config.tls = TLSSettings(certificateFile: cert, keyFile: key, clientCAFile: tlsClientCA, port: tlsPort,
+                             handshakeTimeoutMs: tlsHandshakeTimeoutMs)
+case (_?, nil): fail("--tls-cert needs --tls-key (the certificate's private key)")
+case (nil, _?): fail("--tls-key needs --tls-cert (the certificate it belongs to)")
+case (nil, nil):
+    if tlsClientCA != nil { fail("--tls-client-ca needs --tls-cert and --tls-key (client certificates are checked over TLS)") }
+    if tlsPort != nil { fail("--tls-port needs --tls-cert and --tls-key") }
 }
 
 // A daemon must not inherit a blocked signal mask (a parent's worker thread may have spawned it with
@@ -162,18 +200,18 @@ let retention = RetentionPolicy(maxAgeMicros: config.retentionSeconds * 1_000_00
 // Protected mode, before anything is bound or opened.
 if let problem = config.security.protectionProblem(host: config.host) { fail(problem) }
 do {
-    // The rules, token keys and admin key, before anything is bound or created: a file that does not load
-    // changes nothing.
+    // The rules, token keys, admin key and certificates, then listen: a start that cannot serve must not
+    // create or change anything in the data directory.
     let access = try AccessControl(config.security)
-    // Listen first: a start that cannot bind must not create or change anything in the data directory.
-    let socket = try ServerSocket(host: config.host, port: config.port)
+    let tls = try config.tls.map { settings throws(HearthError) in try ServerTLS(settings) }
+    let socket = try ServerSocket(addresses: config.listenAddresses)
     // Then the store, which creates the directory if needed and locks it (a second daemon stops here).
     let store = try SQLiteStore(directory: config.dataDir, retention: retention)
     if checkFirst, !(try StoreCheck(store: store, dataDir: config.dataDir).beforeServing(log: { logger.info($0) }, report: report)) {
         store.close()
         exit(1)
     }
-    let server = try Server(config: config, store: store, logger: logger, socket: socket, access: access)
+    let server = try Server(config: config, store: store, logger: logger, socket: socket, access: access, tls: tls)
     try server.run()
     signal(SIGHUP, SIG_IGN)
     store.close()

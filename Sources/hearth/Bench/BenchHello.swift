@@ -1,3 +1,4 @@
+import HearthCrypto
 import HearthLoop
 import HearthProtocol
 
@@ -7,9 +8,9 @@ import HearthProtocol
 enum BenchHello {
     /// Connects to `host:port`; `done` gets the connection (paused, its callbacks free for the caller) or a
     /// message: "cannot connect to ...", "the daemon refused the hello: UNAUTHENTICATED: ...".
-    static func connect(_ loop: EventLoop, host: String, port: Int, credentials: Credentials,
+    static func connect(_ loop: EventLoop, host: String, port: Int, credentials: Credentials, tls: TLSContext? = nil,
                         _ done: @escaping (Result<TCPConnection, BenchConnectFailure>) -> Void) {
-        loop.connect(host: host, port: port) { outcome in
+        let connected: (Result<TCPConnection, LoopError>) -> Void = { outcome in
             switch outcome {
             case .failure(let e):
                 done(.failure(BenchConnectFailure("cannot connect to \(host):\(port): \(e.message)")))
@@ -18,6 +19,7 @@ enum BenchHello {
                 authenticate(c, hello: hello, credentials: credentials, done)
             }
         }
+        if let tls { loop.connectTLS(host: host, port: port, context: tls, connected) } else { loop.connect(host: host, port: port, connected) }
     }
 
     private static func authenticate(_ c: TCPConnection, hello: [UInt8], credentials: Credentials,

@@ -1,3 +1,6 @@
+import HearthCrypto
+import HearthLoop
+
 /// Everything `hearth bench` was asked to do, validated. See `specs` for the flags and their defaults.
 struct BenchOptions: Sendable {
     var scenario = "get"
@@ -5,6 +8,8 @@ struct BenchOptions: Sendable {
     var port = 7411
     /// Sent in a hello first on every connection (`--token-file`, `HEARTH_TOKEN`...).
     var credentials = Credentials.anonymous
+    /// With `--tls`: every connection speaks TLS made from this context (to Redis too, with `listen --redis-port`).
+    var tls: TLSContext?
     var connections = 50
     var pipeline = 1
     var threads = 1
@@ -73,7 +78,7 @@ struct BenchOptions: Sendable {
         .flag("allow-remote", "Allow a non-loopback --host."),
         .flag("json", "Print one JSON object with the results."),
         .value("listeners", "n", "listen: subscriber connections, one listener each (default: 1000)."),
-        .value("redis-port", "port", "listen: run the same fan-out against Redis pub/sub on this loopback port."),
+        .value("redis-port", "port", "listen: run the same fan-out against Redis pub/sub on this loopback port (over TLS with --tls)."),
         .flag("idle", "listen: only open idle listeners and hold them for --duration (memory per listener)."),
         .value("followers", "n", "timeline: followers of the author, one feed listener each (default: 1000)."),
         .value("departments", "n", "departments: departments to join (default: 100; users: --keys)."),
@@ -89,6 +94,9 @@ struct BenchOptions: Sendable {
         host = connection.host
         port = connection.port
         credentials = connection.credentials
+        if let options = connection.tls {
+            do { tls = try options.makeContext() } catch { throw UsageError(error.description) }
+        }
         connections = try args.int("connections", default: 50, min: 1, max: 10_000)
         pipeline = try args.int("pipeline", default: 1, min: 1, max: 4096)
         threads = min(connections, try args.int("threads", default: 1, min: 1, max: 64))
@@ -117,6 +125,14 @@ struct BenchOptions: Sendable {
         if !allowRemote && !BenchOptions.isLoopback(host) {
             throw UsageError("--host \(host) is not a loopback address; pass --allow-remote to load a remote daemon.")
         }
+    }
+
+    /// Opens one connection to the daemon: TCP, then the TLS handshake with `--tls`.
+    /// Opens a connection to the daemon (or to `port`) with TLS when `--tls`, and says hello with the run's
+    /// credentials (or `credentials`, e.g. none for Redis) before handing it over.
+    func connect(on loop: EventLoop, port: Int? = nil, credentials: Credentials? = nil,
+                 _ done: @escaping (Result<TCPConnection, BenchConnectFailure>) -> Void) {
+        BenchHello.connect(loop, host: host, port: port ?? self.port, credentials: credentials ?? self.credentials, tls: tls, done)
     }
 
     /// 127.0.0.0/8, ::1 and localhost.

@@ -21,7 +21,7 @@ struct BenchReport {
     func text() -> String {
         let r = main.result
         let threads = max(1, min(options.threads, options.connections))
-        var lines = ["hearth bench \(options.scenario)  \(options.host):\(options.port)  \(options.connections) connections x \(options.pipeline) in flight, \(threads) thread\(threads == 1 ? "" : "s"), \(mode)"
+        var lines = ["hearth bench \(options.scenario)  \(options.host):\(options.port)\(options.tls != nil ? " (TLS)" : "")  \(options.connections) connections x \(options.pipeline) in flight, \(threads) thread\(threads == 1 ? "" : "s"), \(mode)"
                      + (options.rate.map { " at \(NumberText.grouped(Int($0))) req/s" } ?? "")]
         if let load {
             lines.append("  load        \(NumberText.grouped(options.keys)) documents of \(options.docSize) bytes in \(NumberText.fixed(load.elapsed, 2)) s (\(NumberText.grouped(Int(load.opsPerSecond))) sets/s)")
@@ -68,6 +68,7 @@ struct BenchReport {
         w.key("scenario"); w.string(options.scenario)
         w.key("host"); w.string(options.host)
         w.key("port"); w.int(Int64(options.port))
+        w.key("tls"); w.bool(options.tls != nil)
         w.key("connections"); w.int(Int64(options.connections))
         w.key("pipeline"); w.int(Int64(options.pipeline))
         w.key("threads"); w.int(Int64(max(1, min(options.threads, options.connections))))

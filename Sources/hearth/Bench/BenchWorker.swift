@@ -119,7 +119,7 @@ final class BenchWorker: @unchecked Sendable {
         var pending = connectionCount
         var failure: String?
         for i in 0..<connectionCount {
-            BenchHello.connect(loop, host: options.host, port: options.port, credentials: options.credentials) { outcome in
+            options.connect(on: loop) { outcome in
                 pending -= 1
                 switch outcome {
                 case .success(let c): tcps[i] = c

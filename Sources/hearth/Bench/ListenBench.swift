@@ -43,13 +43,18 @@ final class ListenBench {
     /// Redis gets no hello.
     private var credentials: Credentials { redis ? .anonymous : o.credentials }
 
+    /// A connection to the daemon, or to Redis with --redis-port (TLS with --tls, for both).
+    private func connect(_ done: @escaping (Result<TCPConnection, BenchConnectFailure>) -> Void) {
+        o.connect(on: loop, port: port, credentials: credentials, done)
+    }
+
     func execute() throws -> Int32 {
         let serverPID = o.serverPID ?? ProcStats.listeningPID(port: port)
         let before = serverPID.flatMap { ProcStats.sample(pid: $0) }
         var failure: String?
         let subscriberConnections = o.idle ? min(o.connections, o.listeners) : o.listeners
         for _ in 0..<subscriberConnections {
-            BenchHello.connect(loop, host: o.host, port: port, credentials: credentials) { [unowned self] r in
+            connect { [unowned self] r in
                 switch r {
                 case .failure(let e): failure = e.message; self.loop.stop()
                 case .success(let c): self.subscribed(c)
@@ -75,7 +80,7 @@ final class ListenBench {
         }
 
         for _ in 0..<o.connections {
-            BenchHello.connect(loop, host: o.host, port: port, credentials: credentials) { [unowned self] r in
+            connect { [unowned self] r in
                 let c: TCPConnection
                 switch r {
                 case .failure(let e): failure = "writer: \(e.message)"; self.loop.stop(); return
@@ -100,7 +105,7 @@ final class ListenBench {
         let cpu = (after?.cpuSeconds ?? 0) - cpuStart
         let us = { (p: Double) in NumberText.fixed(Double(self.latency.percentile(p)) / 1000, 3) }
         let text = """
-        hearth bench listen  \(redis ? "redis pub/sub" : "hearthd") 127.0.0.1:\(port)  \(o.listeners) subscribers, \(o.connections) writer(s) x \(o.pipeline) in flight
+        hearth bench listen  \(redis ? "redis pub/sub" : "hearthd") 127.0.0.1:\(port)\(o.tls != nil ? " (TLS)" : "")  \(o.listeners) subscribers, \(o.connections) writer(s) x \(o.pipeline) in flight
           writes      \(NumberText.grouped(writes)) in \(o.duration) s = \(NumberText.grouped(Int(Double(writes) / o.duration))) /s
           deliveries  \(NumberText.grouped(deliveries)) = \(NumberText.grouped(Int(Double(deliveries) / o.duration))) /s
           delivery    p50 \(us(50))  p90 \(us(90))  p99 \(us(99))  max \(us(100)) ms (\(redis ? "publish sent" : "commit") -> received)

@@ -20,13 +20,13 @@ struct OptionSpec: Sendable {
         OptionSpec(name: name, short: short, valueName: nil, help: help)
     }
 
-    /// `--host` / `--port` / `--timeout` and the credentials (`--token`, `--token-file`, `--admin-key-file`),
-    /// accepted by every subcommand that talks to the daemon.
+    /// `--host` / `--port` / `--timeout`, the credentials (`--token`, `--token-file`, `--admin-key-file`) and
+    /// the TLS flags, accepted by every subcommand that talks to the daemon.
     static let connection: [OptionSpec] = [
         .value("host", "host", "Daemon address: an IP literal or localhost (default: 127.0.0.1)."),
         .value("port", "port", "Daemon port (default: 7411)."),
         .value("timeout", "seconds", "How long to wait to connect and for each response (default: 10)."),
-    ] + Credentials.specs
+    ] + Credentials.specs + TLSOptions.specs
 }
 
 /// A positional argument. A variadic one takes every remaining positional (at least one unless optional).

@@ -1,10 +1,13 @@
-/// Where to reach the daemon and who to be there: `--host`, `--port`, `--timeout`, and the credentials
-/// (`Credentials`: `--token`, `--token-file`, `--admin-key-file`, `HEARTH_TOKEN`, `HEARTH_ADMIN_KEY`).
+/// Where to reach the daemon, how, and who to be there: `--host`, `--port`, `--timeout`, TLS (`TLSOptions`),
+/// and the credentials (`Credentials`: `--token`, `--token-file`, `--admin-key-file`, `HEARTH_TOKEN`,
+/// `HEARTH_ADMIN_KEY`).
 struct ConnectionOptions {
     var host = "127.0.0.1"
     var port = 7411
     var timeout = 10.0
     var credentials = Credentials.anonymous
+    /// Nil: plain text.
+    var tls: TLSOptions?
 
     init(_ args: ParsedArguments) throws(UsageError) {
         if let h = args.string("host") {
@@ -14,12 +17,14 @@ struct ConnectionOptions {
         port = try args.int("port", default: 7411, min: 1, max: 65535)
         timeout = try args.double("timeout", default: 10, min: 0.001) ?? 10
         credentials = try Credentials(args)
+        tls = try TLSOptions(args)
     }
 
-    /// Connects and, with credentials, sends the hello first and waits for its answer (`HelloRefused` when
-    /// the daemon says no); the client's `identity` is the uid (or "admin") the daemon confirmed.
+    /// Connects (with TLS when asked) and, with credentials, sends the hello first and waits for its answer
+    /// (`HelloRefused` when the daemon says no); the client's `identity` is the uid (or "admin") the daemon
+    /// confirmed.
     func connect() throws -> BlockingClient {
-        let client = try BlockingClient(host: host, port: port, timeout: timeout)
+        let client = try BlockingClient(host: host, port: port, timeout: timeout, tls: tls?.makeContext())
         client.identity = try credentials.authenticate(client, timeout: timeout)
         return client
     }

@@ -3,19 +3,34 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import HearthCrypto
 
 /// A blocking newline-delimited JSON client over one POSIX TCP socket, for the one-shot subcommands and
 /// the shell. Not thread-safe. Lines are sent with `send(line:)`; responses are read whole with
 /// `readLine(timeout:)`, or incrementally with `readAvailable(_:)` after `poll` says the socket is readable.
+/// With a TLS context every byte on the socket is TLS: the handshake completes in `init`, and each read
+/// decrypts everything that arrived, so the lines `poll` announced are in the line buffer afterwards.
 final class BlockingClient {
     let fd: Int32
     let endpoint: String
     /// Who the daemon accepted this connection as (set by `ConnectionOptions.connect` after the hello).
     var identity: String?
     private var framer = LineBuffer()
+    private var tls: TLSSession?
 
-    /// Connects to `host:port` (IP literal, `localhost`, or a name the resolver knows), with `TCP_NODELAY`.
-    /// Throws `ClientError.connect` if no address accepts within `timeout` seconds.
+    /// Connects to `host:port` (IP literal, `localhost`, or a name the resolver knows), with `TCP_NODELAY`,
+    /// then, with `tls`, completes a TLS handshake (the certificate must name `host`). Throws
+    /// `ClientError.connect` if no address accepts or the handshake fails within `timeout` seconds.
+    convenience init(host: String, port: Int, timeout: Double, tls: TLSContext?) throws(ClientError) {
+        try self.init(host: host, port: port, timeout: timeout)
+        guard let tls else { return }
+        let session: TLSSession
+        do { session = try TLSSession(context: tls, serverName: host) } catch { throw .connect("TLS: \(error.message)") }
+        self.tls = session
+        try handshake(session, timeout: timeout)
+    }
+
+    /// Connects to `host:port` in plain text; see `init(host:port:timeout:tls:)`.
     init(host: String, port: Int, timeout: Double) throws(ClientError) {
         endpoint = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         var hints = addrinfo()
@@ -69,6 +84,15 @@ final class BlockingClient {
     func send(line: [UInt8]) throws(ClientError) {
         var bytes = line
         bytes.append(10)
+        if let tls {
+            do { try tls.write(bytes) } catch { throw .io("TLS with \(endpoint): \(error.message)") }
+            try sendTLSOutput(tls)
+            return
+        }
+        try sendAll(bytes)
+    }
+
+    private func sendAll(_ bytes: [UInt8]) throws(ClientError) {
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -107,17 +131,67 @@ final class BlockingClient {
         return open
     }
 
-    /// One `recv` into the line buffer; false at EOF.
+    /// One `recv` into the line buffer (decrypted with TLS); false at EOF (or the daemon's close_notify).
     private func fill() throws(ClientError) -> Bool {
+        guard let chunk = try receiveChunk() else { return false }
+        guard let tls else {
+            framer.append(chunk[...])
+            return true
+        }
+        let received: (plaintext: [UInt8], progress: TLSSession.Progress)
+        do {
+            received = try tls.receive(chunk)
+        } catch {
+            try? sendTLSOutput(tls)
+            throw .io("TLS with \(endpoint): \(error.message)")
+        }
+        framer.append(received.plaintext[...])
+        try sendTLSOutput(tls)
+        return !received.progress.peerClosed
+    }
+
+    /// One `recv`; nil at EOF.
+    private func receiveChunk() throws(ClientError) -> [UInt8]? {
         var chunk = [UInt8](repeating: 0, count: 65536)
         var n = 0
         repeat {
             n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         } while n < 0 && errno == EINTR
         if n < 0 { throw .io("read from \(endpoint) failed: \(String(cString: strerror(errno)))") }
-        if n == 0 { return false }
-        framer.append(chunk[..<n])
-        return true
+        if n == 0 { return nil }
+        chunk.removeSubrange(n...)
+        return chunk
+    }
+
+    // MARK: TLS
+
+    private func sendTLSOutput(_ tls: TLSSession) throws(ClientError) {
+        let out = tls.takeOutput()
+        if !out.isEmpty { try sendAll(out) }
+    }
+
+    /// Runs the handshake to its end within `timeout` seconds.
+    private func handshake(_ tls: TLSSession, timeout: Double) throws(ClientError) {
+        let deadline = Clock.nanos() + UInt64(max(0, timeout) * 1e9)
+        while !tls.isEstablished {
+            try sendTLSOutput(tls)
+            let now = Clock.nanos()
+            guard now < deadline else { throw .connect("TLS handshake with \(endpoint) did not finish within \(timeout) s") }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pfd, 1, Int32(min(UInt64(Int32.max), (deadline - now) / 1_000_000 + 1)))
+            if ready <= 0 { continue }
+            guard let chunk = try receiveChunk() else {
+                throw .connect("TLS handshake with \(endpoint) failed: the daemon closed the connection (is TLS on for this port?)")
+            }
+            do {
+                let (plaintext, _) = try tls.receive(chunk)
+                framer.append(plaintext[...])
+            } catch {
+                try? sendTLSOutput(tls)
+                throw .connect("TLS with \(endpoint): \(error.message)")
+            }
+        }
+        try sendTLSOutput(tls)
     }
 }
 

@@ -178,6 +178,7 @@ struct Migration {
         if settings.dryRun { parts.append("--dry-run") }
         if settings.connection.host != "127.0.0.1" { parts += ["--host", shellQuote(settings.connection.host)] }
         if settings.connection.port != 7411 { parts += ["--port", String(settings.connection.port)] }
+        if let tls = settings.connection.tls { parts += tls.arguments.map(shellQuote) }
         if let after { parts += ["--resume-after", shellQuote(after)] }
         return parts.joined(separator: " ")
     }

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+import ssl as _ssl
 from typing import Any, Iterable
 
 from .auth import Credentials, TokenSource
@@ -46,9 +47,13 @@ class Client:
 
     def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, reconnect: bool = False,
                  reconnect_delay: float = 0.05, max_reconnect_delay: float = 2.0,
-                 max_line_bytes: int = 1 << 28, credentials: Credentials | None = None) -> None:
+                 max_line_bytes: int = 1 << 28, credentials: Credentials | None = None,
+                 ssl: _ssl.SSLContext | None = None, server_hostname: str | None = None) -> None:
         self.host = host
         self.port = port
+        self.ssl = ssl
+        """The TLS context (``None``: plain text); re-connections use it too."""
+        self.server_hostname = server_hostname
         self.reconnect = reconnect
         self.reconnect_delay = reconnect_delay
         self.max_reconnect_delay = max_reconnect_delay
@@ -75,8 +80,10 @@ class Client:
         return self
 
     async def _connect(self) -> Connection:
-        """A new connection, authenticated (unless anonymous) before anything else is sent on it."""
-        conn = await Connection.open(self.host, self.port, self._ids, max_line_bytes=self._max_line_bytes)
+        """A new connection with this client's address and TLS settings, authenticated (unless anonymous)
+        before anything else is sent on it."""
+        conn = await Connection.open(self.host, self.port, self._ids, max_line_bytes=self._max_line_bytes,
+                                     ssl=self.ssl, server_hostname=self.server_hostname)
         try:
             fields = await self._credentials.hello_fields()
             if fields is not None:
@@ -337,7 +344,8 @@ class _Connector:
 def connect(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, reconnect: bool = False,
             reconnect_delay: float = 0.05, max_reconnect_delay: float = 2.0,
             max_line_bytes: int = 1 << 28, token: TokenSource | None = None, token_file: str | None = None,
-            admin_key: str | None = None, admin_key_file: str | None = None) -> _Connector:
+            admin_key: str | None = None, admin_key_file: str | None = None, ssl: _ssl.SSLContext | None = None,
+            server_hostname: str | None = None) -> _Connector:
     """Connects to hearthd: ``client = await hearth.connect(port=7411)`` or
     ``async with hearth.connect(...) as client:``. The first connection must succeed (``OSError`` otherwise,
     :class:`UnauthenticatedError` when the hello is refused); with ``reconnect=True`` later losses are
@@ -345,8 +353,13 @@ def connect(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, reconnect: bo
 
     Identity (at most one; default: ``HEARTH_TOKEN``, else ``HEARTH_ADMIN_KEY``, else anonymous): ``token``
     (a JWT, or a callable returning one, sync or async, asked on every connect), ``token_file`` (re-read on
-    every connect), ``admin_key``, ``admin_key_file``. Conflicting sources raise ``ValueError`` here."""
+    every connect), ``admin_key``, ``admin_key_file``. Conflicting sources raise ``ValueError`` here.
+
+    TLS: pass ``ssl``, an :class:`ssl.SSLContext`, as :func:`asyncio.open_connection` takes it, e.g.
+    ``ssl.create_default_context(cafile="ca.pem")`` (add ``load_cert_chain("client.pem", "client.key")`` for a
+    daemon that requires client certificates). The daemon's certificate must name ``host``, or
+    ``server_hostname`` when given."""
     credentials = Credentials(token=token, token_file=token_file, admin_key=admin_key, admin_key_file=admin_key_file)
     return _Connector(lambda: Client(host, port, reconnect=reconnect, reconnect_delay=reconnect_delay,
                                      max_reconnect_delay=max_reconnect_delay, max_line_bytes=max_line_bytes,
-                                     credentials=credentials))
+                                     credentials=credentials, ssl=ssl, server_hostname=server_hostname))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import ssl as _ssl
 from collections import OrderedDict
 from typing import Any, Callable, Protocol
 
@@ -71,9 +72,25 @@ class Connection:
 
     @classmethod
     async def open(cls, host: str, port: int, ids: "itertools.count[int]", *,
-                   max_line_bytes: int = 1 << 28) -> "Connection":
-        """Connects; raises ``OSError`` (e.g. ``ConnectionRefusedError``) when the daemon is not there."""
-        reader, writer = await asyncio.open_connection(host, port, limit=max_line_bytes)
+                   max_line_bytes: int = 1 << 28, ssl: _ssl.SSLContext | None = None,
+                   server_hostname: str | None = None) -> "Connection":
+        """Connects; raises ``OSError`` (e.g. ``ConnectionRefusedError``) when the daemon is not there. With
+        ``ssl`` the connection speaks TLS (as :func:`asyncio.open_connection` does; the certificate must name
+        ``server_hostname``, default ``host``): a failed certificate check raises
+        :class:`ssl.SSLCertVerificationError`, a daemon that does not speak TLS on this port
+        :class:`HearthConnectionError` saying so."""
+        try:
+            reader, writer = await asyncio.open_connection(
+                host, port, limit=max_line_bytes, ssl=ssl,
+                server_hostname=(server_hostname or host) if ssl is not None else None)
+        except _ssl.SSLCertVerificationError:
+            raise
+        except _ssl.SSLError as e:
+            if e.reason == "WRONG_VERSION_NUMBER":
+                raise HearthConnectionError(
+                    f"TLS handshake with {host}:{port} failed: the daemon answered in plain text "
+                    f"(TLS is not on for this port) ({e})") from e
+            raise HearthConnectionError(f"TLS handshake with {host}:{port} failed: {e}") from e
         return cls(reader, writer, ids)
 
     @property

@@ -30,6 +30,8 @@ final class Connection: @unchecked Sendable {
     private var helloSent = false
     /// The server accepted `hello` on the current link, so silence means trouble.
     private var heartbeatsOn = false
+    /// TLS made from `settings.tls` at the first connection, kept for reconnections (session resumption).
+    private var tlsClient: TLSClient?
 
     init(host: String, port: Int, settings: HearthSettings) {
         self.host = host
@@ -86,13 +88,26 @@ final class Connection: @unchecked Sendable {
 
     private func openLink() throws {
         let fd: Int32
+        var cipher: TLSCipher?
+        var received: [UInt8] = []
         do {
             fd = try Socket.connect(host: host, port: port, timeout: settings.connectTimeout)
+            if let tls = settings.tls {
+                do {
+                    if tlsClient == nil { tlsClient = try TLSClient(tls) }
+                    let c = try tlsClient!.cipher(host: host)
+                    received = try c.handshake(fd: fd, endpoint: "\(host):\(port)", timeout: settings.connectTimeout)
+                    cipher = c
+                } catch {
+                    Socket.closeDescriptor(fd)
+                    throw error
+                }
+            }
         } catch {
             if !listeners.isEmpty { scheduleReconnect() }
             throw error
         }
-        let l = Link(fd: fd, queue: queue,
+        let l = Link(fd: fd, queue: queue, cipher: cipher, received: received,
                      onLine: { [unowned self] line in self.handleLine(line) },
                      onClose: { [unowned self] reason in self.linkClosed(reason) })
         link = l

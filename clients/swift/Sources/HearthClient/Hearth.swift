@@ -15,6 +15,8 @@ public struct HearthSettings: Sendable {
     /// replaced. 0 turns them off (as does a server that refuses `hello`). The server accepts 0.1 s to 1 h;
     /// other positive values are brought within that range.
     public var heartbeatInterval: TimeInterval = 5
+    /// TLS (see `HearthTLS`); nil speaks plain text. Verification is on unless `insecureSkipVerify`.
+    public var tls: HearthTLS?
 
     public init(dispatchQueue: DispatchQueue = DispatchQueue(label: "hearth.callbacks")) {
         self.dispatchQueue = dispatchQueue

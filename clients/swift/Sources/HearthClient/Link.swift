@@ -3,8 +3,11 @@ import Foundation
 /// One open TCP socket: non-blocking reads and writes driven by dispatch sources on the owning connection's
 /// serial queue, newline framing in, an output buffer out. Every method must be called on that queue; the
 /// callbacks run there too. `onClose` is called exactly once, after which the link delivers nothing more.
+/// With a `TLSCipher` (handshake already done) every byte on the socket is TLS: lines are encrypted as they
+/// are sent and received bytes decrypted before framing.
 final class Link: @unchecked Sendable {
     let fd: Int32
+    private let cipher: TLSCipher?
     private let queue: DispatchQueue
     private let onLine: (ArraySlice<UInt8>) -> Void
     private let onClose: (String) -> Void
@@ -20,8 +23,12 @@ final class Link: @unchecked Sendable {
     /// When a byte last arrived (for liveness checks).
     private(set) var lastReceived = DispatchTime.now()
 
-    init(fd: Int32, queue: DispatchQueue, onLine: @escaping (ArraySlice<UInt8>) -> Void, onClose: @escaping (String) -> Void) {
+    /// `received`: plaintext that arrived with the TLS handshake, framed first.
+    init(fd: Int32, queue: DispatchQueue, cipher: TLSCipher? = nil, received: [UInt8] = [],
+         onLine: @escaping (ArraySlice<UInt8>) -> Void, onClose: @escaping (String) -> Void) {
         self.fd = fd
+        self.cipher = cipher
+        self.input = received
         self.queue = queue
         self.onLine = onLine
         self.onClose = onClose
@@ -42,13 +49,18 @@ final class Link: @unchecked Sendable {
         readSource = r
         writeSource = w
         r.resume()
+        if !input.isEmpty { deliverLines() }
     }
 
     /// Queues one line (a newline is appended) and writes as much as the socket takes now.
     func send(line: [UInt8]) {
         guard isOpen else { return }
-        output += line
-        output.append(10)
+        if let cipher {
+            do { output += try cipher.encrypt(line + [10]) } catch { close("TLS: \(HearthError.from(error).message)"); return }
+        } else {
+            output += line
+            output.append(10)
+        }
         flush()
     }
 
@@ -96,8 +108,21 @@ final class Link: @unchecked Sendable {
             }
             if n == 0 { return }
             lastReceived = .now()
-            input += chunk[..<n]
-            deliverLines()
+            if let cipher {
+                let received: (plaintext: [UInt8], closed: Bool)
+                do { received = try cipher.receive(chunk[..<n]) } catch {
+                    close("TLS: \(HearthError.from(error).message)")
+                    return
+                }
+                input += received.plaintext
+                let reply = cipher.takeOutput()   // e.g. a key update
+                if !reply.isEmpty { output += reply; flush() }
+                deliverLines()
+                if received.closed { close("connection closed by the server"); return }
+            } else {
+                input += chunk[..<n]
+                deliverLines()
+            }
         }
     }
 
