@@ -97,6 +97,20 @@ public final class Hearth: Sendable {
         try await withCheckedThrowingContinuation { cont in connection.authenticate(credentials) { cont.resume(with: $0) } }
     }
 
+    /// Callback form of `authenticate(_:)`; `completion` runs on `settings.dispatchQueue`.
+    public func authenticate(_ credentials: HearthCredentials? = nil,
+                             completion: @escaping @Sendable (HearthIdentity?, Error?) -> Void) {
+        let queue = settings.dispatchQueue
+        connection.authenticate(credentials) { result in
+            queue.async {
+                switch result {
+                case .success(let who): completion(who, nil)
+                case .failure(let error): completion(nil, error)
+                }
+            }
+        }
+    }
+
     /// Who the server accepted this instance's connection as, from the last hello answered (nil before, or
     /// when anonymous).
     public var identity: HearthIdentity? { connection.identity.get() }

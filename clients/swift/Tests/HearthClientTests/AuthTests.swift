@@ -29,17 +29,19 @@ import Testing
         let server = try FakeServer()
         let db = Hearth(port: server.port, settings: Self.settings(.token(Self.token)))
         defer { db.terminate() }
-        let ping = Task { try await db.ping() }
+        // Callback forms send from this thread: the tests do not wait on the (possibly busy) task pool.
+        let got = Recorder<DocumentSnapshot>()
+        db.document("a/b").getDocument(completion: got.callback)
         let c = try await server.accept()
         let hello = try await c.readLine()
         #expect(hello == #"{"id":1,"op":"hello","token":"\#(Self.token)"}"#)
-        // The ping is held while the hello is unanswered.
+        // The get is held while the hello is unanswered.
         await #expect(throws: (any Error).self) { try await c.readLine(timeout: 0.3) }
         try c.reply(try Self.object(hello), Self.authOK)
-        let p = try await c.readLine()
-        #expect(p == #"{"id":2,"op":"ping"}"#)
-        try c.reply(try Self.object(p), #""ok":true,"seq":7"#)
-        #expect(try await ping.value == 7)
+        let get = try await c.readLine()
+        #expect(get == #"{"id":2,"op":"get","path":"a/b"}"#)
+        try c.reply(try Self.object(get), #""ok":true,"doc":null"#)
+        #expect(try await got.wait(for: 1)[0].exists == false)
         #expect(db.identity == HearthIdentity(uid: "alice", isAdmin: false, expiresAt: Date(timeIntervalSince1970: 1767225600)))
     }
 
@@ -48,14 +50,15 @@ import Testing
         let key = #"admin-key-0123456789abcdef-"quoted"-\back"#
         let db = Hearth(port: server.port, settings: Self.settings(.adminKey(key)))
         defer { db.terminate() }
-        let ping = Task { try await db.ping() }
+        let got = Recorder<DocumentSnapshot>()
+        db.document("a/b").getDocument(completion: got.callback)
         let c = try await server.accept()
         let hello = try await c.readLine()
         #expect(hello == #"{"adminKey":"admin-key-0123456789abcdef-\"quoted\"-\\back","id":1,"op":"hello"}"#)
         #expect(try Self.object(hello)["adminKey"] as? String == key)
         try c.reply(try Self.object(hello), #""ok":true,"auth":{"admin":true}"#)
-        try c.reply(try await c.read(), #""ok":true,"seq":1"#)
-        _ = try await ping.value
+        try c.reply(try await c.read(), #""ok":true,"doc":null"#)
+        try await got.wait(for: 1)
         #expect(db.identity?.isAdmin == true && db.identity?.uid == nil)
     }
 
@@ -63,12 +66,13 @@ import Testing
         let server = try FakeServer()
         let db = Hearth(port: server.port, settings: Self.settings(.none))
         defer { db.terminate() }
-        let ping = Task { try await db.ping() }
+        let got = Recorder<DocumentSnapshot>()
+        db.document("a/b").getDocument(completion: got.callback)
         let c = try await server.accept()
         let line = try await c.readLine()
-        #expect(line == #"{"id":1,"op":"ping"}"#)
-        try c.reply(try Self.object(line), #""ok":true,"seq":0"#)
-        _ = try await ping.value
+        #expect(line == #"{"id":1,"op":"get","path":"a/b"}"#)
+        try c.reply(try Self.object(line), #""ok":true,"doc":null"#)
+        try await got.wait(for: 1)
         #expect(db.identity == nil)
     }
 
@@ -150,10 +154,12 @@ import Testing
         let server = try FakeServer()
         let db = Hearth(port: server.port, settings: Self.settings(.tokenProvider { throw Offline() }))
         defer { db.terminate() }
-        await #expect(throws: HearthError.self) { _ = try await db.ping() }
-        do { _ = try await db.ping() } catch let e as HearthError {
-            #expect(e.code == .unauthenticated && e.message.hasPrefix("the token provider failed"), "\(e)")
-        }
+        let got = Recorder<DocumentSnapshot>()
+        db.document("a/b").getDocument(completion: got.callback)
+        let idle = try await server.accept()
+        let e = try await got.waitForError() as? HearthError
+        #expect(e?.code == .unauthenticated && e?.message.hasPrefix("the token provider failed") == true, "\(String(describing: e))")
+        idle.close()
     }
 
     @Test func authenticateRefreshesOnTheLiveConnectionAndKeepsListeners() async throws {
@@ -170,21 +176,24 @@ import Testing
         try c.send(#"{"sub":"1","type":"snapshot","seq":4,"initial":true,"doc":null}"#)
         try await rec.wait(for: 1)
 
-        let refresh = Task { try await db.authenticate(token: Self.later) }
+        let refresh = Recorder<HearthIdentity>()
+        db.authenticate(.token(Self.later), completion: refresh.callback)
         let hello = try await c.readLine()
         #expect(hello == #"{"id":3,"op":"hello","token":"\#(Self.later)"}"#)
         try c.reply(try Self.object(hello), Self.authOK.replacingOccurrences(of: "1767225600", with: "1767229200"))
-        #expect(try await refresh.value?.expiresAt == Date(timeIntervalSince1970: 1767229200))
+        #expect(try await refresh.wait(for: 1)[0].expiresAt == Date(timeIntervalSince1970: 1767229200))
+        #expect(db.identity?.expiresAt == Date(timeIntervalSince1970: 1767229200))
         // Same subscription: a push for sub 1 still arrives, and nothing else was sent.
         try c.send(#"{"sub":"1","type":"snapshot","seq":5,"doc":\#(fakeDoc("c/d", #"{"v":1}"#, updated: 5))}"#)
         let snaps = try await rec.wait(for: 2)
         #expect(snaps[1].get("v") as? Int == 1)
 
         // A refused refresh throws and keeps the accepted token for the next connection.
-        let refused = Task { try await db.authenticate(token: "bad.token.x") }
+        let refused = Recorder<HearthIdentity>()
+        db.authenticate(.token("bad.token.x"), completion: refused.callback)
         let bad = try await c.readLine()
         try c.reply(try Self.object(bad), Self.refusal)
-        await #expect(throws: HearthError.self) { _ = try await refused.value }
+        #expect((try await refused.waitForError() as? HearthError)?.code == .unauthenticated)
         c.close()
         let c2 = try await server.accept()
         #expect(try Self.object(try await c2.readLine())["token"] as? String == Self.later)
@@ -197,19 +206,21 @@ import Testing
         try (Self.token + "\r\n").write(toFile: path, atomically: true, encoding: .utf8)
         let db = Hearth(port: server.port, settings: Self.settings(.tokenFile(path)))
         defer { db.terminate() }
-        let ping = Task { try await db.ping() }
+        let got = Recorder<DocumentSnapshot>()
+        db.document("a/b").getDocument(completion: got.callback)
         let c = try await server.accept()
         let hello = try await c.readLine()
         #expect(hello == #"{"id":1,"op":"hello","token":"\#(Self.token)"}"#)
         try c.reply(try Self.object(hello), Self.authOK)
-        try c.reply(try await c.read(), #""ok":true,"seq":0"#)
-        _ = try await ping.value
+        try c.reply(try await c.read(), #""ok":true,"doc":null"#)
+        try await got.wait(for: 1)
 
         let missing = Hearth(port: server.port, settings: Self.settings(.tokenFile("/nonexistent/token")))
         defer { missing.terminate() }
-        let failed = Task { try await missing.ping() }
+        let failed = Recorder<DocumentSnapshot>()
+        missing.document("a/b").getDocument(completion: failed.callback)
         let idle = try await server.accept()
-        await #expect(throws: HearthError(.invalidArgument, "cannot read /nonexistent/token")) { _ = try await failed.value }
+        #expect(try await failed.waitForError() as? HearthError == HearthError(.invalidArgument, "cannot read /nonexistent/token"))
         idle.close()
     }
 }
