@@ -42,6 +42,13 @@ enum Fixture {
         try TestJWT.hs256(secret: secret, payload: claims(extra), header: header)
     }
 
+    /// Runs blocking work (openssl processes) on a GCD thread rather than the tests' small task pool.
+    static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
     static func writeFile(_ contents: [UInt8]) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-auth-\(UUID().uuidString)").path
         try Data(contents).write(to: URL(fileURLWithPath: path))

@@ -11,6 +11,12 @@ import Foundation
 /// answers a request) and re-issues each listen with `resumeAfter` and the database `history` that seq
 /// belongs to (when the server named one). All mutable state is confined to `queue`, hence
 /// `@unchecked Sendable`.
+///
+/// Authentication: unless the credentials are `.none`, every new link first sends a hello with the token
+/// or admin key (a token provider is asked, a file read, each time) and holds every other request, the
+/// listeners' re-subscriptions included, until the hello is answered; they then go out in order. A refused
+/// hello fails the held requests and ends every listener with the server's error (UNAUTHENTICATED), and
+/// closes the link. A hello sent later on the link (heartbeats, `authenticate`) carries the credentials too.
 final class Connection: @unchecked Sendable {
     typealias Handler = @Sendable (Result<[String: JSON], HearthError>) -> Void
 
@@ -32,11 +38,23 @@ final class Connection: @unchecked Sendable {
     private var heartbeatsOn = false
     /// TLS made from `settings.tls` at the first connection, kept for reconnections (session resumption).
     private var tlsClient: TLSClient?
+    /// The credentials of every new link (`.environment` already resolved; a failure to resolve it fails
+    /// every request).
+    private var credentials: Result<HearthCredentials, HearthError>
+    /// True while the current link's hello is being prepared or awaits its answer.
+    private var authenticating = false
+    /// Requests submitted while the link authenticates; sent, in order, once the hello is answered.
+    private var held: [(request: [String: JSON], handler: Handler)] = []
+    /// The credential field the current link authenticated with, repeated in its later hellos.
+    private var helloFields: [String: JSON] = [:]
+    /// The identity the server confirmed last (readable from any thread).
+    let identity = LockedValue<HearthIdentity?>(nil)
 
     init(host: String, port: Int, settings: HearthSettings) {
         self.host = host
         self.port = port
         self.settings = settings
+        credentials = settings.credentials.resolved()
     }
 
     // MARK: requests
@@ -77,6 +95,12 @@ final class Connection: @unchecked Sendable {
             do { try openLink() } catch { return handler(.failure(HearthError.from(error))) }
         }
         guard let link else { return handler(.failure(.unavailable("not connected"))) }
+        if authenticating { return held.append((request, handler)) }
+        write(request, on: link, handler)
+    }
+
+    /// Writes one request on `link` now (an `id` is added).
+    private func write(_ request: [String: JSON], on link: Link, _ handler: @escaping Handler) {
         nextID += 1
         var req = request
         req["id"] = .int(nextID)
@@ -84,9 +108,102 @@ final class Connection: @unchecked Sendable {
         link.send(line: JSON.object(req).serialized)
     }
 
+    // MARK: authentication
+
+    /// Re-authenticates the live link with a hello (token refresh); listeners stay. With `newCredentials`,
+    /// those become the instance's credentials for later links once the server accepts them; without, the
+    /// current ones are asked again (a provider called, a file re-read).
+    func authenticate(_ newCredentials: HearthCredentials?, _ done: @escaping @Sendable (Result<HearthIdentity?, HearthError>) -> Void) {
+        queue.async {
+            let chosen: HearthCredentials
+            do {
+                chosen = try (newCredentials.map { $0.resolved() } ?? self.credentials).get()
+            } catch {
+                return done(.failure(HearthError.from(error)))
+            }
+            guard !chosen.isAnonymous else { return done(.failure(.invalid("no credentials to authenticate with: pass a token"))) }
+            chosen.helloFields { fields in
+                self.queue.async {
+                    guard case .success(let fields) = fields else { return done(fields.map { _ in nil }) }
+                    self.submit(fields.merging(["op": .string("hello")]) { $1 }) { result in
+                        switch result {
+                        case .success(let obj):
+                            self.credentials = .success(chosen)
+                            self.helloFields = fields
+                            let who = HearthIdentity(auth: obj["auth"])
+                            self.identity.set(who)
+                            done(.success(who))
+                        case .failure(let error):
+                            done(.failure(error))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends the new link's hello (after asking the credentials for their field); the link is ready once it
+    /// is answered.
+    private func beginHello(on l: Link, with creds: HearthCredentials) {
+        authenticating = true
+        creds.helloFields { fields in
+            self.queue.async {
+                guard self.link === l else { return }
+                switch fields {
+                case .failure(let error):
+                    self.helloRefused(on: l, error)
+                case .success(let fields):
+                    self.helloFields = fields
+                    var req = fields
+                    req["op"] = .string("hello")
+                    let withHeartbeats = !self.listeners.isEmpty && self.settings.heartbeatInterval > 0
+                    if withHeartbeats {
+                        req["heartbeatMs"] = .int(self.heartbeatMs)
+                        self.helloSent = true
+                    }
+                    self.write(req, on: l) { result in
+                        guard self.link === l else { return }
+                        switch result {
+                        case .success(let obj):
+                            self.authenticating = false
+                            if withHeartbeats { self.heartbeatsOn = true }
+                            self.identity.set(HearthIdentity(auth: obj["auth"]))
+                            self.linkReady(l)
+                        case .failure(let error):
+                            self.helloRefused(on: l, error)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The link may carry requests: listeners (re-)subscribe, then the held requests go out in order.
+    private func linkReady(_ l: Link) {
+        for core in listeners.values.sorted(by: { $0.localID < $1.localID }) { issueListen(core) }
+        let waiting = held
+        held = []
+        for h in waiting { write(h.request, on: l, h.handler) }
+    }
+
+    /// The hello failed: the held requests fail and every listener ends with the error; the link closes.
+    private func helloRefused(on l: Link, _ error: HearthError) {
+        authenticating = false
+        let waiting = held
+        held = []
+        let ended = listeners.values.sorted { $0.localID < $1.localID }
+        listeners.removeAll()
+        for core in ended { core.sub = nil }
+        subs.removeAll()
+        for h in waiting { h.handler(.failure(error)) }
+        for core in ended { core.fail(error) }
+        l.close("hello refused: \(error)")
+    }
+
     // MARK: link lifecycle
 
     private func openLink() throws {
+        let creds = try credentials.get()
         let fd: Int32
         var cipher: TLSCipher?
         var received: [UInt8] = []
@@ -113,16 +230,19 @@ final class Connection: @unchecked Sendable {
         link = l
         helloSent = false
         heartbeatsOn = false
+        helloFields = [:]
         l.start()
-        for core in listeners.values.sorted(by: { $0.localID < $1.localID }) { issueListen(core) }
         watchLiveness(of: l)
+        if creds.isAnonymous { linkReady(l) } else { beginHello(on: l, with: creds) }
     }
 
     private func linkClosed(_ reason: String) {
         link = nil
-        let failed = pending[pendingHead...]
+        authenticating = false
+        let failed = Array(pending[pendingHead...]) + held.map { (id: Int64(0), handler: $0.handler) }
         pending = []
         pendingHead = 0
+        held = []
         for p in failed { p.handler(.failure(.unavailable("connection lost: \(reason)"))) }
         for core in subs.values { core.sub = nil }
         subs.removeAll()
@@ -217,6 +337,7 @@ final class Connection: @unchecked Sendable {
     func addListener(_ core: ListenerCore) {
         queue.async {
             guard !self.terminated else { return core.fail(.unavailable("the Hearth instance was terminated")) }
+            if case .failure(let error) = self.credentials { return core.fail(error) }
             self.listeners[core.localID] = core
             if self.link == nil {
                 if (try? self.openLink()) == nil { self.scheduleReconnect() }
@@ -243,10 +364,11 @@ final class Connection: @unchecked Sendable {
     private func issueListen(_ core: ListenerCore) {
         if !helloSent, settings.heartbeatInterval > 0 {
             helloSent = true
-            let ms = min(max(Int64((min(settings.heartbeatInterval, 3600) * 1000).rounded()), 100), 3_600_000)
-            // An older server refuses `hello`: then there are no heartbeats and no liveness check.
+            // An older server refuses `hello`: then there are no heartbeats and no liveness check. The
+            // credentials go along, so the connection keeps its identity.
             let l = link
-            submit(["op": .string("hello"), "heartbeatMs": .int(ms)]) { [unowned self] result in
+            let hello = helloFields.merging(["op": .string("hello"), "heartbeatMs": .int(heartbeatMs)]) { $1 }
+            submit(hello) { [unowned self] result in
                 if case .success = result, self.link === l { self.heartbeatsOn = true }
             }
         }
@@ -274,6 +396,11 @@ final class Connection: @unchecked Sendable {
                 core.fail(error)
             }
         }
+    }
+
+    /// The heartbeat period asked of the server, within its 100 ms to 1 h range.
+    private var heartbeatMs: Int64 {
+        min(max(Int64((min(settings.heartbeatInterval, 3600) * 1000).rounded()), 100), 3_600_000)
     }
 
     /// The listener's state could not be continued from a snapshot: subscribe afresh (the listener diffs the

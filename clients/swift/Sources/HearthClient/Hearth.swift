@@ -17,6 +17,9 @@ public struct HearthSettings: Sendable {
     public var heartbeatInterval: TimeInterval = 5
     /// TLS (see `HearthTLS`); nil speaks plain text. Verification is on unless `insecureSkipVerify`.
     public var tls: HearthTLS?
+    /// Who the instance is: a hello with it is the first line of every connection (see `HearthCredentials`).
+    /// By default `HEARTH_TOKEN`, else `HEARTH_ADMIN_KEY`, else anonymous.
+    public var credentials: HearthCredentials = .environment
 
     public init(dispatchQueue: DispatchQueue = DispatchQueue(label: "hearth.callbacks")) {
         self.dispatchQueue = dispatchQueue
@@ -79,6 +82,40 @@ public final class Hearth: Sendable {
     public func ping() async throws -> Int64 {
         try await connection.call(["op": .string("ping")])["seq"]?.intValue ?? 0
     }
+
+    /// Re-authenticates the live connection with a new token (token refresh, before the old one expires);
+    /// listeners stay subscribed. Once the server accepts it, the token is also used for later reconnects.
+    /// Throws `.unauthenticated` with the server's reason when it is refused (the previous credentials
+    /// stay). Returns who the server accepted.
+    @discardableResult
+    public func authenticate(token: String) async throws -> HearthIdentity? {
+        try await authenticate(.token(token))
+    }
+
+    /// Re-authenticates the live connection with `credentials`, or, without, with the configured ones
+    /// asked again (a token provider called, a token file re-read). Listeners stay subscribed.
+    @discardableResult
+    public func authenticate(_ credentials: HearthCredentials? = nil) async throws -> HearthIdentity? {
+        try await withCheckedThrowingContinuation { cont in connection.authenticate(credentials) { cont.resume(with: $0) } }
+    }
+
+    /// Callback form of `authenticate(_:)`; `completion` runs on `settings.dispatchQueue`.
+    public func authenticate(_ credentials: HearthCredentials? = nil,
+                             completion: @escaping @Sendable (HearthIdentity?, Error?) -> Void) {
+        let queue = settings.dispatchQueue
+        connection.authenticate(credentials) { result in
+            queue.async {
+                switch result {
+                case .success(let who): completion(who, nil)
+                case .failure(let error): completion(nil, error)
+                }
+            }
+        }
+    }
+
+    /// Who the server accepted this instance's connection as, from the last hello answered (nil before, or
+    /// when anonymous).
+    public var identity: HearthIdentity? { connection.identity.get() }
 
     /// Points this instance at another daemon address. The current connection is dropped; later requests
     /// and every active listener (resuming where it was) use the new address.

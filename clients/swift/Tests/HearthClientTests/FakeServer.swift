@@ -67,14 +67,24 @@ final class FakeConnection: @unchecked Sendable {
         try await offPool { Unchecked(try self.readBlocking(timeout: timeout)) }.value
     }
 
+    /// Reads the next request line exactly as sent (without the newline).
+    func readLine(timeout: Double = 10) async throws -> String {
+        try await offPool { String(decoding: try self.readLineBlocking(timeout: timeout), as: UTF8.self) }
+    }
+
     private func readBlocking(timeout: Double) throws -> [String: Any] {
+        let line = Data(try readLineBlocking(timeout: timeout))
+        guard let obj = try JSONSerialization.jsonObject(with: line) as? [String: Any] else { throw TestFailure("not an object") }
+        return obj
+    }
+
+    private func readLineBlocking(timeout: Double) throws -> [UInt8] {
         let deadline = Date().addingTimeInterval(timeout)
         while true {
             if let nl = buffer.firstIndex(of: 10) {
-                let line = Data(buffer[..<nl])
+                let line = Array(buffer[..<nl])
                 buffer.removeSubrange(...nl)
-                guard let obj = try JSONSerialization.jsonObject(with: line) as? [String: Any] else { throw TestFailure("not an object") }
-                return obj
+                return line
             }
             var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let left = deadline.timeIntervalSinceNow
