@@ -28,6 +28,14 @@ struct Compiler {
     var calls: [Set<Int>] = []
     var nextSlot = 0
     var allowCount = 0
+    /// Set whenever an expression reading `resource` is compiled (reset around each function and allow).
+    var readsResource = false
+    /// Functions whose own body reads `resource`.
+    var resourceFunctions = Set<Int>()
+    /// Functions an allow condition calls directly, while it is being compiled.
+    var allowCalls = Set<Int>()
+    /// Per allow: its methods, whether its condition reads `resource` itself, and the functions it calls.
+    var allowResourceUse: [(methods: UInt8, direct: Bool, calls: Set<Int>)] = []
 
     static let namespaces: Set<String> = ["math", "timestamp", "duration", "latlng", "hashing"]
     static let globalBuiltins: [String: Builtin] = [
@@ -61,7 +69,23 @@ struct Compiler {
         }
         try checkRecursion()
         return Program(version: file.version, roots: roots, databaseSlots: databaseSlots, functions: functions,
-                       slotCount: nextSlot, allowCount: allowCount)
+                       slotCount: nextSlot, allowCount: allowCount, resourceMethods: resourceMethods())
+    }
+
+    /// The methods for which some allow condition may read `resource`, directly or through the functions it
+    /// calls (transitively): a request of another method needs no stored document to be judged.
+    func resourceMethods() -> UInt8 {
+        var memo: [Int: Bool] = [:]
+        func uses(_ f: Int) -> Bool {
+            if let known = memo[f] { return known }
+            memo[f] = false                       // recursion is refused; this only stops a cycle here
+            let r = resourceFunctions.contains(f) || calls[f].contains(where: uses)
+            memo[f] = r
+            return r
+        }
+        var mask: UInt8 = 0
+        for a in allowResourceUse where a.direct || a.calls.contains(where: uses) { mask |= a.methods }
+        return mask
     }
 
     mutating func compileMatch(_ m: Syntax.Match, parent: Scope, pattern: String, varCount: Int, restSeen: Bool) throws(CompileError) -> MatchNode {
@@ -110,7 +134,10 @@ struct Compiler {
                     bits |= CompiledAllow.bit(method)
                 }
             }
+            readsResource = false
+            allowCalls = []
             let condition: CExpr? = try a.condition.map { e throws(CompileError) in try compileExpr(e, scope, nil) }
+            allowResourceUse.append((bits, readsResource, allowCalls))
             allows.append(CompiledAllow(methods: bits, condition: condition, pos: a.pos, id: allowCount))
             allowCount += 1
         }
@@ -151,6 +178,7 @@ struct Compiler {
                 nextSlot += 1
             }
             var lets: [Int] = []
+            readsResource = false
             for (name, e, pos) in f.lets {
                 if locals.names[name] != nil { throw CompileError(pos, "'\(name)' is already declared in this function") }
                 let compiled = try compileExpr(e, scope, locals)
@@ -159,6 +187,8 @@ struct Compiler {
                 nextSlot += 1
             }
             let body = try compileExpr(f.body, scope, locals)
+            if readsResource { resourceFunctions.insert(index) }
+            readsResource = false
             functions[index] = CompiledFunction(name: f.name, paramSlots: params, letSlots: lets, body: body)
         }
     }
@@ -201,7 +231,7 @@ struct Compiler {
             if let slot = scope.pathVariable(name) { return .slot(slot) }
             switch name {
             case "request": return .request
-            case "resource": return .resource(e.pos)
+            case "resource": readsResource = true; return .resource(e.pos)
             default: break
             }
             if Compiler.namespaces.contains(name) {
@@ -298,7 +328,7 @@ struct Compiler {
            !["limit", "offset", "orderBy"].contains(name) {
             throw CompileError(pos, "request.query.\(name) is not supported (request.query has limit, offset, orderBy)")
         }
-        if name == "data", isBare(base, "resource", scope, locals) { return .resourceData(pos) }
+        if name == "data", isBare(base, "resource", scope, locals) { readsResource = true; return .resourceData(pos) }
         if name == "data", case .member(let inner, "resource") = base.kind, isBare(inner, "request", scope, locals) {
             return .requestResourceData(pos)
         }
@@ -322,7 +352,7 @@ struct Compiler {
                 if n != args.count {
                     throw CompileError(pos, "function '\(name)' takes \(n) argument\(n == 1 ? "" : "s"), not \(args.count)")
                 }
-                if let caller = locals?.function { calls[caller].insert(index) }
+                if let caller = locals?.function { calls[caller].insert(index) } else { allowCalls.insert(index) }
                 return .call(index, try compileArgs(args, scope, locals), pos)
             }
             if let b = Compiler.globalBuiltins[name] {
@@ -345,6 +375,7 @@ struct Compiler {
             try checkArity(method.arity, args.count, name + "()", pos)
             let receiver: CExpr
             if case .member(let inner, "data") = base.kind, isBare(inner, "resource", scope, locals) {
+                readsResource = true
                 receiver = .resourceData(base.pos)
             } else {
                 receiver = try compileExpr(base, scope, locals)

@@ -192,8 +192,12 @@ final class Program: Sendable {
     let functions: [CompiledFunction]
     let slotCount: Int
     let allowCount: Int
+    /// Methods (`CompiledAllow.bit`) for which some allow condition may read `resource`.
+    let resourceMethods: UInt8
 
-    init(version: Int, roots: [MatchNode], databaseSlots: [Int], functions: [CompiledFunction], slotCount: Int, allowCount: Int) {
+    init(version: Int, roots: [MatchNode], databaseSlots: [Int], functions: [CompiledFunction], slotCount: Int, allowCount: Int,
+         resourceMethods: UInt8) {
+        self.resourceMethods = resourceMethods
         self.version = version
         self.roots = roots
         self.databaseSlots = databaseSlots

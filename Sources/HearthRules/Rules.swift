@@ -60,6 +60,13 @@ public final class Rules: Sendable {
         }
     }
 
+    /// False when no allow condition for `method` reads `resource` (directly or through a function): the
+    /// caller may then leave `RuleRequest.resource` nil without reading or decoding the stored document.
+    /// (`resource == null` is then never evaluated, so the answer cannot depend on it.)
+    public func readsResource(_ method: RuleMethod) -> Bool {
+        program.resourceMethods & CompiledAllow.bit(method) != 0
+    }
+
     public func evaluate(_ request: RuleRequest, reader: any RuleDocumentReader) -> RuleDecision {
         var judge = Judgement(rules: self, request: request, reader: reader)
         return judge.run()

@@ -63,6 +63,9 @@ final class Session: SnapshotWaiter {
     var expiryTimer: LoopTimer?
     /// While rules are enforced: what each listener listens to, to judge it again.
     var listenTargets: [String: ListenTarget] = [:]
+    /// The TLS client certificate's subject has been added to the identity (once the first request came, the
+    /// handshake being complete).
+    var certificateAdopted = false
 
     init(conn: ClientConnection, server: Server) {
         self.conn = conn

@@ -6,6 +6,7 @@ import HearthAuth
 import HearthEngine
 import HearthModel
 import HearthRules
+import HearthStorage
 
 /// The one place that decides who a connection is and what it may do (docs/security.md): verifies tokens
 /// and the admin key for `hello`, holds the rules (reloadable), and judges each read, query, commit and
@@ -87,6 +88,18 @@ public final class AccessControl {
         self.rules = rules
         self.rulesSummary = summary
         return summary
+    }
+
+    /// The stored document's fields as the rules' `resource`, decoded only when some rule for `method` reads
+    /// `resource` (most reads under rules that check only `request.auth` decode nothing).
+    func resource(for method: RuleMethod, _ doc: StoredDocument?, codec: any DocumentCodec) throws(HearthError) -> MapValue? {
+        guard let rules else { return nil }
+        return try Self.resource(for: method, doc, rules: rules, codec: codec)
+    }
+
+    static func resource(for method: RuleMethod, _ doc: StoredDocument?, rules: Rules, codec: any DocumentCodec) throws(HearthError) -> MapValue? {
+        guard let doc, rules.readsResource(method) else { return nil }
+        return try codec.decode(doc.data)
     }
 
     // MARK: Authentication

@@ -13,7 +13,7 @@ extension Context {
     /// A document read as a `get` (published state).
     func judgeGet(_ path: DocumentPath, _ doc: StoredDocument?) throws(HearthError) {
         guard judged else { return }
-        let fields = try doc.map { (d) throws(HearthError) in try engine.fields(of: d) }
+        let fields = try access.resource(for: .get, doc, codec: engine.codec)
         _ = try access.judge(session.principal, .get, what: "get of \(path)", path: path, resource: fields,
                              reader: PublishedRuleReader(engine: engine))
     }
@@ -47,7 +47,7 @@ struct OffLoopJudge: Sendable {
 
     func get(_ path: DocumentPath, _ doc: StoredDocument?, snapshot: any StoreSnapshot) throws(HearthError) {
         let reader = SnapshotRuleReader(snapshot: snapshot, codec: codec)
-        let fields = try doc.map { (d) throws(HearthError) in try codec.decode(d.data) }
+        let fields = try AccessControl.resource(for: .get, doc, rules: rules, codec: codec)
         _ = try AccessControl.judge(rules: rules, principal, .get, what: "get of \(path)", path: path, resource: fields, reader: reader)
     }
 }

@@ -12,9 +12,25 @@ extension Session {
     /// Sets who the connection speaks for (a successful hello): arms the expiry of a token, and judges every
     /// listener again under the new identity.
     func authenticated(as principal: Principal) {
-        self.principal = principal
+        self.principal = withCertificate(principal)
         armExpiry()
         rejudgeListeners()
+    }
+
+    /// A verified TLS client certificate (mutual TLS) adds its subject to the identity the rules see:
+    /// `request.auth.token.cert_subject`, and `request.auth.uid` too when the connection gave no token.
+    func withCertificate(_ p: Principal) -> Principal {
+        guard let subject = peerCertificateSubject else { return p }
+        switch p {
+        case .anonymous:
+            return .user(RuleAuth(uid: subject, token: MapValue([.init(key: "cert_subject", value: .string(subject)),
+                                                                 .init(key: "sub", value: .string(subject))])), expiresAt: nil)
+        case .user(var auth, let exp):
+            auth.token["cert_subject"] = .string(subject)
+            return .user(auth, expiresAt: exp)
+        case .expired, .admin:
+            return p
+        }
     }
 
     /// Sets the expiry timer for the identity's `expiresAt` (at most a day ahead; it re-arms until then).
@@ -35,6 +51,10 @@ extension Session {
     /// UNAUTHENTICATED when the connection's token has expired (its listeners then end with it), else nil.
     /// Runs before every request that needs an identity, and when the expiry timer fires.
     func expiredCredentials() -> HearthError? {
+        if !certificateAdopted {
+            certificateAdopted = true
+            principal = withCertificate(principal)
+        }
         checkExpiry()
         guard case .expired(let uid, let at) = principal else { return nil }
         return HearthError(.unauthenticated, "the token of uid \(uid) expired at \(Self.time(at)); send hello with a fresh token")
@@ -59,7 +79,7 @@ extension Session {
         switch target {
         case .document(let path):
             let doc = try server.engine.get(path)
-            let fields = try doc.map { (d) throws(HearthError) in try server.engine.fields(of: d) }
+            let fields = try access.resource(for: .get, doc, codec: server.engine.codec)
             let reads = try access.judge(principal, .get, what: "listen to \(path)", path: path, resource: fields, reader: reader)
             return [path] + reads
         case .query(let q):
