@@ -88,10 +88,11 @@ enum Commands {
                    discussion: CheckCommand.discussion, options: CheckCommand.specs) { a in
             try CheckCommand.run(a)
         },
-        Subcommand(name: "rules", abstract: "Firestore Security Rules tools: 'rules check FILE' compiles a rules file offline.",
+        Subcommand(name: "rules", abstract: "Firestore Security Rules tools: 'rules check FILE' compiles a rules file offline; 'rules test CASES' runs allow/deny cases against a daemon.",
                    discussion: RulesCommand.discussion,
-                   positionals: [PositionalSpec(name: "action", help: "check"),
-                                 PositionalSpec(name: "file", help: "The rules file (firestore.rules).", variadic: true)]) { a in
+                   positionals: [PositionalSpec(name: "action", help: "check or test"),
+                                 PositionalSpec(name: "file", help: "The rules file (check) or the JSON file of cases (test).", variadic: true)],
+                   options: OptionSpec.connection) { a in
             try RulesCommand.run(a)
         },
         Subcommand(name: "bench", abstract: "Load generator: measure throughput and latency of the daemon.",
