@@ -124,6 +124,24 @@ import Testing
         #expect(try c.request(#"{"op":"ping"}"#).isOK)
     }
 
+    @Test func theCLIAuthenticatesFromAFileOrTheEnvironment() throws {
+        let tokenFile = s.mint.dir + "/alice.jwt"
+        try (try s.token("alice")).write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let port = ["--port", String(s.daemon.port)]
+        let set = try CLIProcess.run(["set", "users/alice", #"{"n":1}"#, "--token-file", tokenFile] + port)
+        #expect(set.status == 0, "\(set.stdout)\(set.stderr)")
+        let denied = try CLIProcess.run(["get", "users/bob"] + port, environment: ["HEARTH_TOKEN": try s.token("alice")])
+        #expect(denied.status == 1 && denied.stderr.contains("PERMISSION_DENIED"), "\(denied.stdout)\(denied.stderr)")
+        let expired = try CLIProcess.run(["get", "users/alice", "--token-file", tokenFile] + port,
+                                         environment: [:])
+        #expect(expired.status == 0, "\(expired.stderr)")
+        try (try s.token("alice", ttl: -3600)).write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let refused = try CLIProcess.run(["get", "users/alice", "--token-file", tokenFile] + port)
+        #expect(refused.status == 1 && refused.stderr.contains("UNAUTHENTICATED") && refused.stderr.contains("expired"), "\(refused.stderr)")
+        let admin = try CLIProcess.run(["get", "users/alice", "--admin-key-file", s.adminKeyFile] + port)
+        #expect(admin.status == 0, "\(admin.stderr)")
+    }
+
     @Test func tooManyFailedHellosAreRefusedForAWhile() throws {
         let c = try s.daemon.connect()
         for _ in 0..<5 { #expect(try c.call(["op": "hello", "adminKey": "wrong key, guessed"]).errorCode == "UNAUTHENTICATED") }
