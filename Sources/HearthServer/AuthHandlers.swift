@@ -32,9 +32,9 @@ enum AuthHandlers {
                 access.throttle.failed(address, now: now)
                 let tripped = access.throttle.refusal(address, now: now) != nil
                 if tripped {
-                    ctx.server.logger.warn("hello from \(ctx.session.conn.peer) refused: \(e.message); \(address) reached \(access.throttle.limit) failures in a minute and is refused for a while")
+                    ctx.server.helloRefusals.note("hello from \(ctx.session.conn.peer) refused: \(e.message); \(address) reached \(access.throttle.limit) failures in a minute and its hellos are refused for a while")
                 } else {
-                    ctx.server.logger.info("hello from \(ctx.session.conn.peer) refused: \(e.message)")
+                    ctx.server.helloRefusals.note("hello from \(ctx.session.conn.peer) refused: \(e.message)")
                 }
                 throw e
             }

@@ -36,9 +36,11 @@ public final class Server {
     /// Connections, unfinished input and timeouts across all connections.
     var budget: ConnectionBudget
     private var sweepTimer: LoopTimer?
-    /// Refusals and accept failures not yet logged (logged at most once a second, with their count).
-    private var unloggedRefusals = 0
-    private var refusalLogTimer: LoopTimer?
+    /// Refused or closed connections and failed accepts (at most one line a second, then a count).
+    lazy var refusals = LogThrottle(loop: loop, logger: logger,
+                                    summary: "more connections refused, closed over the input budget, or failed to be accepted")
+    /// Refused hellos (bad tokens or admin keys), likewise.
+    lazy var helloRefusals = LogThrottle(loop: loop, logger: logger, summary: "more hellos refused")
     private var shutdownTimer: LoopTimer?
     /// Logs TLS connections that failed before carrying a request (and TLS sent to a plain-text port).
     lazy var tlsFailures = LogThrottle(loop: loop, logger: logger,
@@ -306,19 +308,7 @@ public final class Server {
 
     /// Logs a refused or closed connection or a failed accept, at most one line a second (with how many there
     /// were).
-    func noteRefusal(_ line: String) {
-        unloggedRefusals += 1
-        guard refusalLogTimer == nil else { return }
-        logger.info(line)
-        unloggedRefusals = 0
-        refusalLogTimer = loop.timer(after: 1000) { [unowned self] in
-            self.refusalLogTimer = nil
-            if self.unloggedRefusals > 0 {
-                self.logger.info("\(self.unloggedRefusals) more connection\(self.unloggedRefusals == 1 ? "" : "s") refused, closed over the input budget, or failed to be accepted in the last second (\(self.sessions.count) open, limit \(self.budget.limits.maxConnections))")
-                self.unloggedRefusals = 0
-            }
-        }
-    }
+    func noteRefusal(_ line: String) { refusals.note(line) }
 
     /// Raises the soft limit on open files to the hard limit, and logs what that allows.
     private func raiseFileLimit() {
@@ -429,8 +419,8 @@ public final class Server {
         closeReaders()
         sweepTimer?.cancel()
         sweepTimer = nil
-        refusalLogTimer?.cancel()
-        refusalLogTimer = nil
+        refusals.stop()
+        helloRefusals.stop()
         tlsFailures.stop()
         shutdownTimer?.cancel()
         shutdownTimer = nil
