@@ -30,7 +30,7 @@ final class FakeServer: @unchecked Sendable {
     deinit { close(listenFD) }
 
     /// Waits for the client's next connection (on a GCD thread, not the test's cooperative pool).
-    func accept(timeout: Double = 10) async throws -> FakeConnection {
+    func accept(timeout: Double = TestTimeouts.barrier) async throws -> FakeConnection {
         try await offPool { try self.acceptBlocking(timeout: timeout) }
     }
 
@@ -63,12 +63,12 @@ final class FakeConnection: @unchecked Sendable {
     deinit { close() }
 
     /// Reads the next request line as an object (throws on timeout or EOF), off the cooperative pool.
-    func read(timeout: Double = 10) async throws -> [String: Any] {
+    func read(timeout: Double = TestTimeouts.barrier) async throws -> [String: Any] {
         try await offPool { Unchecked(try self.readBlocking(timeout: timeout)) }.value
     }
 
     /// Reads the next request line exactly as sent (without the newline).
-    func readLine(timeout: Double = 10) async throws -> String {
+    func readLine(timeout: Double = TestTimeouts.barrier) async throws -> String {
         try await offPool { String(decoding: try self.readLineBlocking(timeout: timeout), as: UTF8.self) }
     }
 
@@ -97,7 +97,7 @@ final class FakeConnection: @unchecked Sendable {
     }
 
     /// Reads requests until one with this op, answering `hello` with ok on the way; returns it.
-    func expect(_ op: String, timeout: Double = 10) async throws -> [String: Any] {
+    func expect(_ op: String, timeout: Double = TestTimeouts.barrier) async throws -> [String: Any] {
         while true {
             let r = try await read(timeout: timeout)
             if r["op"] as? String == op { return r }

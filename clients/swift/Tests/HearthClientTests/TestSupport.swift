@@ -89,14 +89,14 @@ final class Recorder<T: Sendable>: @unchecked Sendable {
 
     /// Waits until at least `count` values arrived; returns them (throws on timeout).
     @discardableResult
-    func wait(for count: Int, timeout: Double = 10) async throws -> [T] {
+    func wait(for count: Int, timeout: Double = TestTimeouts.barrier) async throws -> [T] {
         let v = try await poll(timeout: timeout) { let v = self.values; return v.count >= count ? v : nil }
         guard let v else { throw TestFailure("timed out waiting for \(count) snapshots (have \(values.count), errors \(failures))") }
         return v
     }
 
     /// Waits until an error arrived.
-    func waitForError(timeout: Double = 10) async throws -> Error {
+    func waitForError(timeout: Double = TestTimeouts.barrier) async throws -> Error {
         guard let e = try await poll(timeout: timeout, { self.failures.first }) else { throw TestFailure("timed out waiting for an error") }
         return e
     }
@@ -140,4 +140,11 @@ func hearthCode(_ body: () async throws -> Void) async -> HearthError.Code? {
     } catch {
         return nil
     }
+}
+
+/// How long a test waits for an event it is sure will come (a barrier, not a sleep: a passing test never waits
+/// it out). Generous, because the whole suite runs its tests in parallel on few cores: tests that block a
+/// thread while the daemon works can keep a client's tasks from running for seconds.
+enum TestTimeouts {
+    static let barrier: Double = 60
 }
