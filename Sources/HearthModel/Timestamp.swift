@@ -32,19 +32,9 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     public func writeRFC3339(into p: UnsafeMutablePointer<UInt8>) {
         let secs = seconds
         let frac = micros - secs * 1_000_000
-        var days = secs >= 0 ? secs / 86_400 : -((-secs + 86_399) / 86_400)
+        let days = secs >= 0 ? secs / 86_400 : -((-secs + 86_399) / 86_400)
         let sod = secs - days * 86_400
-        // Civil-from-days (Howard Hinnant).
-        days += 719_468
-        let era = (days >= 0 ? days : days - 146_096) / 146_097
-        let doe = days - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        var y = yoe + era * 400
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        if m <= 2 { y += 1 }
+        let (y, m, d) = CivilDate.date(days: days)
         func put(_ v: Int64, _ width: Int, _ at: Int) {
             var v = v
             var i = at + width - 1
@@ -82,7 +72,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
               s[10] == 84 || s[10] == 116 || s[10] == 32,
               let hour = digits(11, 2), s[13] == 58, let minute = digits(14, 2), s[16] == 58, let second = digits(17, 2)
         else { return nil }
-        guard year >= 1, (1...12).contains(month), day >= 1, day <= daysIn(month: month, year: year),
+        guard year >= 1, (1...12).contains(month), day >= 1, day <= CivilDate.daysIn(month: month, year: year),
               hour <= 23, minute <= 59, second <= 59 else { return nil }
         var i = 19
         var frac: Int64 = 0
@@ -110,27 +100,10 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
             return nil
         }
         guard i == n else { return nil }
-        let days = daysFromCivil(year: year, month: month, day: day)
+        let days = CivilDate.days(year: year, month: month, day: day)
         let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset
         let t = Timestamp(micros: secs * 1_000_000 + frac)
         return t.isInRange ? t : nil
     }
 
-    static func daysIn(month: Int64, year: Int64) -> Int64 {
-        switch month {
-        case 2: return (year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)) ? 29 : 28
-        case 4, 6, 9, 11: return 30
-        default: return 31
-        }
-    }
-
-    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let mp = month > 2 ? month - 3 : month + 9
-        let doy = (153 * mp + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
-    }
 }
