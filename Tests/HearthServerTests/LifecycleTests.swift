@@ -60,6 +60,18 @@ import Testing
         #expect(daemon.log.contains("SIGTERM: shutting down (1 connection, 0 commits pending)"), "\(daemon.log)")
     }
 
+    /// Counts in log lines agree with their nouns: "1 connection", "2 connections".
+    @Test func logCountsUseTheSingularForOne() throws {
+        let one = try DaemonProcess(extraArgs: ["--max-connections", "1"])
+        #expect(one.waitForLog("serving at most 1 connection, "), "\(one.log)")
+        let two = try DaemonProcess(extraArgs: ["--max-connections", "2"])
+        #expect(two.waitForLog("serving at most 2 connections, "), "\(two.log)")
+        let c1 = try two.connect(), c2 = try two.connect()
+        #expect(try c1.request(#"{"op":"ping"}"#).isOK && c2.request(#"{"op":"ping"}"#).isOK)
+        #expect(two.stop() == 0)
+        #expect(two.log.contains("shutting down (2 connections, 0 commits pending)"), "\(two.log)")
+    }
+
     // MARK: Start-up failures
 
     @Test func aStartThatCannotListenCreatesNothing() throws {
