@@ -1,7 +1,7 @@
 # Hearth: `make run` starts the daemon on the embedded store, `make test` runs the whole suite.
 # Both install the Debian packages they need when missing.
 
-DEBS      := libuv1-dev libsqlite3-dev libxxhash-dev libsimdjson-dev libssl-dev openssl pkg-config python3
+DEBS      := libuv1-dev libsqlite3-dev libxxhash-dev libsimdjson-dev libssl-dev openssl pkg-config python3 netcat-openbsd
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT     ?= swift
 HOST      ?= 127.0.0.1

@@ -51,4 +51,16 @@ import Testing
         #expect(documented == "INVALID_ARGUMENT" && guide.contains("refused with `invalidArgument`"))
         #expect(!doc.contains("document size, output budget"), "RESOURCE_EXHAUSTED is not for document size")
     }
+
+    /// README names every Debian package `make` installs (the Makefile's DEBS), netcat for the quick
+    /// start's `nc` among them.
+    @Test func theReadmeNamesThePackagesMakeInstalls() throws {
+        let makefile = try String(contentsOf: Self.repoRoot.appendingPathComponent("Makefile"), encoding: .utf8)
+        let readme = try String(contentsOf: Self.repoRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let line = makefile.split(separator: "\n").first { $0.hasPrefix("DEBS") }
+        let debs = line.map { $0.split(separator: "=", maxSplits: 1).last!.split(separator: " ").map(String.init) } ?? []
+        #expect(debs.contains("python3") && debs.contains("netcat-openbsd"), "\(debs)")
+        for p in debs { #expect(readme.contains(p), "README.md does not name \(p)") }
+        #expect(readme.contains("nc 127.0.0.1 7411"))
+    }
 }

@@ -207,6 +207,26 @@ import Testing
         let table = doc.split(separator: "\n").filter { $0.hasPrefix("| `--") }
         let documented = Set(table.map { row in String(row.dropFirst(3).prefix { $0 != " " && $0 != "`" }) })
         #expect(flags == documented, "in --help only: \(flags.subtracting(documented)); in the docs only: \(documented.subtracting(flags))")
+
+        // Each default --help states ("(default 7411", "(default ./data;") is the table's default column.
+        var helpText: [String: String] = [:]
+        var current: String?
+        for line in text.split(separator: "\n") {
+            let t = line.trimmingCharacters(in: .whitespaces)
+            if t.hasPrefix("--") { current = String(t.prefix { $0 != " " }); helpText[current!] = t; continue }
+            if let c = current, line.hasPrefix("      ") { helpText[c, default: ""] += " " + t } else { current = nil }
+        }
+        var compared = 0
+        for row in table {
+            let cells = row.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            let flag = String(cells[1].dropFirst().prefix { $0 != " " && $0 != "`" })
+            let tableDefault = cells[2].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+            guard let help = helpText[flag], let r = help.range(of: "(default ") else { continue }
+            let stated = String(help[r.upperBound...].prefix { $0 != ";" && $0 != ")" && $0 != " " && $0 != ":" })
+            #expect(stated == tableDefault, "\(flag): --help says default \(stated), docs/operations.md says \(tableDefault)")
+            compared += 1
+        }
+        #expect(compared >= 15, "defaults compared: \(compared)")
     }
 }
 
