@@ -7,7 +7,8 @@ import Testing
 /// (`.package(path: "../hearth")` with `.product(name: "HearthClient", package: "hearth")`, exactly as
 /// clients/swift/README.md shows it), built with `swift build` and run against a real daemon.
 ///
-/// - `toplevel`: top-level code (`main.swift`) awaiting `batch.commit()`, `setData`, `updateData`,
+/// - `toplevel`: top-level code (`main.swift`) on the shared instance (`Hearth.hearth()`, its port from
+///   `HEARTH_PORT`) awaiting `batch.commit()`, `setData`, `updateData`,
 ///   `delete`, `addDocument(data:)` and `setData(from:)`. Each must wait for the server (the process exits
 ///   right after) and throw its error; the test reads back what was written.
 /// - `snippet1`...: every ```swift block of docs/clients.md, pasted as the whole `main.swift` of its own
@@ -26,8 +27,7 @@ import Testing
 
     struct Item: Codable { var n: Int }
 
-    let port = Int(ProcessInfo.processInfo.environment["HEARTH_PORT"] ?? "7411") ?? 7411
-    let db = Hearth(host: "127.0.0.1", port: port)
+    let db = Hearth.hearth()   // the shared instance, at HEARTH_HOST / HEARTH_PORT
 
     let batch = db.batch()
     batch.setData(["n": 1], forDocument: db.document("top/batch"))
