@@ -27,7 +27,7 @@ import asyncio
 import itertools
 import random
 import ssl as _ssl
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .auth import Credentials, TokenSource
 from .connection import Connection
@@ -69,6 +69,9 @@ class Client:
         self._credentials = credentials if credentials is not None else Credentials()
         self.auth: dict[str, Any] | None = None
         """The server's ``auth`` answer to the last hello: ``{"uid", "admin", "expiresAt"}``, or ``None``."""
+        self._state: tuple[str, str | None] = ("disconnected", "not connected yet")
+        self._state_listeners: dict[int, Callable[[str, str | None], None]] = {}
+        self._state_ids = itertools.count(1)
         self.auth_error: Exception | None = None
         """Why the last reconnect could not authenticate (an :class:`UnauthenticatedError`, or the token
         source's exception), or ``None``."""
@@ -93,9 +96,41 @@ class Client:
             raise
         return conn
 
+    # -- connection state ------------------------------------------------------------------------------
+
+    @property
+    def connection_state(self) -> tuple[str, str | None]:
+        """``("connected", None)`` while a connection is up (and its hello was accepted), else
+        ``("disconnected", reason)``: not connected yet, the connection was lost, a reconnect attempt failed
+        (its error), or the client was closed."""
+        return self._state
+
+    def add_connection_state_listener(self, callback: Callable[[str, str | None], None]) -> Callable[[], None]:
+        """Calls ``callback(state, reason)`` with the current state (on the next loop turn), then on every
+        change of :attr:`connection_state`; returns a function that removes it. A listener on a server that
+        cannot be reached (``reconnect=True`` after a drop) keeps waiting and resumes when it is back; this is
+        how an application learns about it meanwhile. A failed attempt with the same reason as the previous
+        one is not reported again. Callbacks run on the event loop and must not block."""
+        key = next(self._state_ids)
+        self._state_listeners[key] = callback
+        state = self._state
+        asyncio.get_running_loop().call_soon(lambda: callback(*state) if key in self._state_listeners else None)
+
+        def remove() -> None:
+            self._state_listeners.pop(key, None)
+        return remove
+
+    def _set_state(self, state: str, reason: str | None = None) -> None:
+        if (state, reason) == self._state:
+            return
+        self._state = (state, reason)
+        for callback in list(self._state_listeners.values()):
+            callback(state, reason)
+
     def _attach(self, conn: Connection) -> None:
         self._conn = conn
         self._connected.set()
+        self._set_state("connected")
         conn.closed.add_done_callback(lambda _f: self._on_lost(conn))
 
     def _on_lost(self, conn: Connection) -> None:
@@ -104,6 +139,7 @@ class Client:
         self._conn = None
         if self._closed:
             return
+        self._set_state("disconnected", "connection lost")
         self._connected.clear()
         if self.reconnect and (self._reconnect_task is None or self._reconnect_task.done()):
             self._reconnect_task = asyncio.get_running_loop().create_task(self._reconnect_loop(),
@@ -115,10 +151,12 @@ class Client:
             await asyncio.sleep(delay * random.uniform(0.75, 1.25))
             try:
                 conn = await self._connect()
-            except OSError:
+            except OSError as e:
+                self._set_state("disconnected", f"cannot connect to {self.host}:{self.port}: {e}")
                 delay = min(delay * 2, self.max_reconnect_delay)
                 continue
             except Exception as e:  # the hello was refused, or the token source failed: ask again later
+                self._set_state("disconnected", f"hello refused: {e}")
                 self.auth_error = e
                 delay = min(delay * 2, self.max_reconnect_delay)
                 continue
@@ -165,6 +203,7 @@ class Client:
         if self._closed:
             return
         self._closed = True
+        self._set_state("disconnected", "closed")
         self._connected.set()
         if self._reconnect_task is not None:
             self._reconnect_task.cancel()
