@@ -1,7 +1,7 @@
 # Hearth: `make run` starts the daemon on the embedded store, `make test` runs the whole suite.
 # Both install the Debian packages they need when missing.
 
-DEBS      := libuv1-dev libsqlite3-dev libxxhash-dev libsimdjson-dev libssl-dev openssl pkg-config python3
+DEBS      := libuv1-dev libsqlite3-dev libxxhash-dev libsimdjson-dev libssl-dev openssl pkg-config python3 netcat-openbsd
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT     ?= swift
 HOST      ?= 127.0.0.1
@@ -9,7 +9,7 @@ PORT      ?= 7411
 DATA_DIR  ?= ./data
 ARGS      ?=
 
-.PHONY: all deps build release run test test-swift test-python bench fuzz fmt clean
+.PHONY: all deps build release run test test-swift test-python typecheck-python bench fuzz fmt clean
 
 all: build
 
@@ -35,9 +35,22 @@ test: deps
 	$(SWIFT) test --skip-build
 	@$(MAKE) --no-print-directory test-python
 
-test-python:
+test-python: typecheck-python
 	@if [ -d clients/python/tests ]; then \
 	  HEARTHD_BIN=$(CURDIR)/.build/debug/hearthd python3 -m unittest discover -s clients/python/tests -t clients/python -v; \
+	fi
+
+# mypy --strict on the Python package; mypy is installed from PyPI when missing and PyPI is reachable,
+# else the check is skipped with a message (it is a development tool, not a dependency of the package).
+typecheck-python:
+	@if ! python3 -m mypy --version >/dev/null 2>&1; then \
+	  echo "make: installing mypy from PyPI for the Python type check"; \
+	  python3 -m pip install --quiet mypy >/dev/null 2>&1 || true; \
+	fi; \
+	if python3 -m mypy --version >/dev/null 2>&1; then \
+	  cd clients/python && python3 -m mypy --strict hearth; \
+	else \
+	  echo "make: SKIPPED the Python type check: mypy is not installed and could not be installed from PyPI"; \
 	fi
 
 # Fuzz targets (Sources/HearthFuzz) with libFuzzer, FUZZ_SECONDS each. New corpus entries go to

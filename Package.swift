@@ -15,7 +15,7 @@ import PackageDescription
 // See docs/architecture.md.
 let package = Package(
     name: "Hearth",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v14), .iOS(.v17), .tvOS(.v17)],
     products: [
         .executable(name: "hearthd", targets: ["hearthd"]),
         .executable(name: "hearth", targets: ["hearth"]),

@@ -17,12 +17,12 @@ public enum ErrorCode: String, Sendable, CaseIterable, Codable {
     /// One line saying when the code is used; docs/protocol.md repeats it.
     public var summary: String {
         switch self {
-        case .invalidArgument: return "The request is malformed: bad JSON, unknown op, missing or mistyped field, bad path or value."
+        case .invalidArgument: return "The request is malformed (bad JSON, unknown op, missing or mistyped field, bad path or value) or over a data limit: document size, nesting, ID length, list lengths."
         case .notFound: return "The document does not exist (update, or a precondition exists:true)."
         case .alreadyExists: return "The document exists (create, or a precondition exists:false)."
         case .failedPrecondition: return "A precondition (updateTime) failed, or the query needs an index that does not exist."
         case .aborted: return "The commit conflicted with a concurrent one; retry it."
-        case .resourceExhausted: return "A limit was exceeded: line or document size, output budget of a slow subscriber, or the disk is full."
+        case .resourceExhausted: return "A limit of the server was exceeded: request line size, an input or output budget, connections, or the disk is full."
         case .permissionDenied: return "The security rules refused the request (the message names the rule, or the field a query must constrain), or an admin op came without the admin key."
         case .unauthenticated: return "A token or admin key was refused (the message says why: expired, bad signature, wrong audience...), or the connection's token expired: send hello with a fresh one."
         case .unimplemented: return "The op or option is known but not available in this build."

@@ -323,12 +323,12 @@ public final class Server {
         // Files the daemon needs besides connections: the store's connections, readers, the WAL, logs.
         let capacity = max(0, files - 64 - config.readers)
         if config.maxConnections > capacity {
-            logger.info("open-file limit \(files) allows about \(capacity) connections, below --max-connections \(config.maxConnections): serving at most \(capacity)")
+            logger.info("open-file limit \(files) allows about \(counted(capacity, "connection")), below --max-connections \(config.maxConnections): serving at most \(capacity)")
             var limits = config.budgetLimits
             limits.maxConnections = capacity
             budget = ConnectionBudget(limits)
         } else {
-            logger.info("open-file limit \(files); serving at most \(config.maxConnections) connections, \(config.inputBudget) bytes of unfinished input")
+            logger.info("open-file limit \(files); serving at most \(counted(config.maxConnections, "connection")), \(config.inputBudget) bytes of unfinished input")
         }
     }
 

@@ -47,7 +47,9 @@ import Testing
 
         let delete = try hearth("delete", "customers/c1")
         #expect(delete.status == 0)
-        #expect(delete.stdout.hasPrefix("deleted customers/c1"))
+        #expect(delete.stdout.hasPrefix("deleted customers/c1 (if it existed) at "), "\(delete.stdout)")
+        let again = try hearth("delete", "customers/c1")
+        #expect(again.status == 0 && again.stdout.hasPrefix("deleted customers/c1 (if it existed) at "), "\(again.stdout)")
         let gone = try hearth("get", "customers/c1")
         #expect(gone.status == 0)
         #expect(gone.stdout == "customers/c1: not found\n")
@@ -74,7 +76,11 @@ import Testing
         let commit = try hearth("commit", #"[{"op":"set","path":"m/2","data":{"n":1}},{"op":"delete","path":"m/1"}]"#)
         #expect(commit.status == 0, "\(commit.stderr)")
         #expect(commit.stdout.hasPrefix("committed 2 writes at "), "\(commit.stdout)")
-        #expect(commit.stdout.contains("\n  m/2  updated "))
+        #expect(commit.stdout.contains("\n  m/2  set, update time "), "\(commit.stdout)")
+        #expect(commit.stdout.contains("\n  m/1  deleted (if it existed), update time "), "\(commit.stdout)")
+        let kinds = try hearth("commit", #"[{"op":"create","path":"m/3","data":{}},{"op":"update","path":"m/3","data":{"n":2}},{"op":"verify","path":"m/2","precondition":{"exists":true}}]"#)
+        #expect(kinds.stdout.contains("\n  m/3  created, ") && kinds.stdout.contains("\n  m/3  updated, ")
+                && kinds.stdout.contains("\n  m/2  verified, "), "\(kinds.stdout)")
         let both = try hearth("get", "m/1", "m/2")
         #expect(both.stdout.hasPrefix("m/1: not found\nm/2  (created "), "\(both.stdout)")
     }
@@ -131,11 +137,35 @@ import Testing
         #expect(bad.status == 2)
     }
 
+    /// Arguments the shell already grouped stay one value: `where name == 'Ada Lovelace'` compares with
+    /// "Ada Lovelace". JSON values and a whole query in one argument still work as before.
+    @Test func shellGroupedArgumentsStayOneValue() throws {
+        #expect(try hearth("commit", #"[{"op":"set","path":"sp/1","data":{"name":"Ada Lovelace","tags":["a b"]}},{"op":"set","path":"sp/2","data":{"name":"Ada","n":2}},{"op":"set","path":"sp/3","data":{"name":"Lovelace"}}]"#).status == 0)
+        func ids(_ args: [String]) throws -> [String] {
+            let r = try CLIProcess.run(args + ["--port", String(daemon.port), "--json"])
+            #expect(r.status == 0, "\(args): \(r.stderr)")
+            let docs = try object(r.stdout)["docs"] as? [[String: Any]] ?? []
+            return docs.compactMap { $0["id"] as? String }
+        }
+        #expect(try ids(["query", "sp", "where", "name", "==", "Ada Lovelace"]) == ["1"])
+        #expect(try ids(["query", "sp", "where", "name", "==", "Ada Lovelace", "limit", "1"]) == ["1"])
+        #expect(try ids(["query", "sp", "where", "name", "==", #""Ada Lovelace""#]) == ["1"])
+        #expect(try ids(["query", "sp where name == \"Ada Lovelace\""]) == ["1"])
+        #expect(try ids(["query", "sp where n == 2"]) == ["2"])
+        #expect(try ids(["query", "sp", "where", "tags", "array-contains", "a b"]) == ["1"])
+        #expect(try ids(["query", "sp", "where", "name", "in", #"["Ada", "Lovelace"]"#, "order", "by", "name"]) == ["2", "3"])
+        let count = try hearth("count", "sp", "where", "name", "==", "Ada Lovelace")
+        #expect(count.stdout.hasPrefix("count: 1 "), "\(count.stdout)")
+        let listen = try hearth("listen", "sp", "where", "name", "==", "Ada Lovelace", "--events", "1")
+        #expect(listen.stdout.contains("(initial), 1 in view, 1 change"), "\(listen.stdout)")
+    }
+
     @Test func usageErrorsExitTwo() throws {
         for args in [["frobnicate"], ["get"], ["set", "a/b"], ["set", "a/b", "{not json"], ["set", "a/b", "[1]"],
                      ["get", "a/b", "--bogus"], ["get", "a/b", "--port", "x"], ["commit", "{}"],
                      ["set", "a/b", "{}", "--merge", "--merge-fields", "x"], ["bench", "nosuch"],
-                     ["bench", "get", "--host", "10.1.2.3"], ["bench", "get", "--connections", "0"]] {
+                     ["bench", "get", "--host", "10.1.2.3"], ["bench", "get", "--connections", "0"],
+                     ["send", #"{"op":"ping""#], ["send", "ping"], ["send", "[1]"], ["send", ""]] {
             let r = try CLIProcess.run(args)
             #expect(r.status == 2, "\(args): \(r.stderr)")
             #expect(r.stderr.hasPrefix("Error: "), "\(args): \(r.stderr)")

@@ -25,7 +25,7 @@ import Testing
         let out = r.stdout
         let setAt = out.range(of: "set s/1 at ")
         let firstGet = out.range(of: "s/1  (created ")
-        let deleted = out.range(of: "deleted s/1 at ")
+        let deleted = out.range(of: "deleted s/1 (if it existed) at ")
         let missing = out.range(of: "s/1: not found")
         #expect(setAt != nil && firstGet != nil && deleted != nil && missing != nil, "\(out)")
         if let setAt, let firstGet, let deleted, let missing {
@@ -121,5 +121,42 @@ import Testing
         #expect(text.status == 0)
         #expect(text.stdout.contains("throughput"))
         #expect(text.stdout.contains("p99.9"))
+    }
+
+    /// Every scenario runs twice against the same daemon (the second run finds the first run's documents,
+    /// indexes and listeners' data) and prints, with `--json`, one object with the common fields.
+    /// `callrecords` goes before `query`, whose index and records it creates.
+    @Test func everyScenarioRepeatsAgainstOneDaemonAndHonoursJSON() throws {
+        let short = ["--duration", "0.4", "--warmup", "0.1"]
+        let runs: [(String, [String])] = [
+            ("ping", ["--connections", "2"] + short),
+            ("get", ["--connections", "2", "--keys", "100"] + short),
+            ("set", ["--connections", "2", "--keys", "100"] + short),
+            ("mixed", ["--connections", "2", "--keys", "100"] + short),
+            ("listen", ["--connections", "1", "--listeners", "20"] + short),
+            ("callrecords", ["--connections", "2", "--keys", "20", "--preload", "200"] + short),
+            ("query", ["--connections", "2", "--keys", "20"] + short),
+            ("timeline", ["--followers", "40", "--listeners", "8"] + short),
+            ("departments", ["--connections", "2", "--keys", "50", "--departments", "10"] + short),
+        ]
+        for (scenario, args) in runs {
+            for run in 1...2 {
+                let r = try CLIProcess.run(["bench", scenario] + args + port + ["--json"], timeout: 120)
+                #expect(r.status == 0, "\(scenario) run \(run): \(r.stderr)\n\(r.stdout)")
+                guard let report = try? JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any] else {
+                    Issue.record("\(scenario) run \(run) printed no JSON object: \(r.stdout)")
+                    continue
+                }
+                #expect(report["scenario"] as? String == scenario)
+                #expect(report["port"] as? Int == daemon.port)
+                for key in ["host", "tls", "connections", "pipeline", "warmup_s", "duration_limit_s", "elapsed_s",
+                            "requests", "ops_per_sec", "errors", "error_codes", "latency_us", "server"] {
+                    #expect(report[key] != nil, "\(scenario) --json lacks \(key): \(r.stdout)")
+                }
+                #expect(report["errors"] as? Int == 0, "\(scenario) run \(run): \(r.stdout)")
+                #expect((report["requests"] as? Int ?? 0) > 0, "\(scenario) run \(run) measured nothing: \(r.stdout)")
+                #expect((report["server"] as? [String: Any])?["pid"] as? Int == Int(daemon.pid))
+            }
+        }
     }
 }

@@ -60,6 +60,18 @@ import Testing
         #expect(daemon.log.contains("SIGTERM: shutting down (1 connection, 0 commits pending)"), "\(daemon.log)")
     }
 
+    /// Counts in log lines agree with their nouns: "1 connection", "2 connections".
+    @Test func logCountsUseTheSingularForOne() throws {
+        let one = try DaemonProcess(extraArgs: ["--max-connections", "1"])
+        #expect(one.waitForLog("serving at most 1 connection, "), "\(one.log)")
+        let two = try DaemonProcess(extraArgs: ["--max-connections", "2"])
+        #expect(two.waitForLog("serving at most 2 connections, "), "\(two.log)")
+        let c1 = try two.connect(), c2 = try two.connect()
+        #expect(try c1.request(#"{"op":"ping"}"#).isOK && c2.request(#"{"op":"ping"}"#).isOK)
+        #expect(two.stop() == 0)
+        #expect(two.log.contains("shutting down (2 connections, 0 commits pending)"), "\(two.log)")
+    }
+
     // MARK: Start-up failures
 
     @Test func aStartThatCannotListenCreatesNothing() throws {
@@ -195,6 +207,26 @@ import Testing
         let table = doc.split(separator: "\n").filter { $0.hasPrefix("| `--") }
         let documented = Set(table.map { row in String(row.dropFirst(3).prefix { $0 != " " && $0 != "`" }) })
         #expect(flags == documented, "in --help only: \(flags.subtracting(documented)); in the docs only: \(documented.subtracting(flags))")
+
+        // Each default --help states ("(default 7411", "(default ./data;") is the table's default column.
+        var helpText: [String: String] = [:]
+        var current: String?
+        for line in text.split(separator: "\n") {
+            let t = line.trimmingCharacters(in: .whitespaces)
+            if t.hasPrefix("--") { current = String(t.prefix { $0 != " " }); helpText[current!] = t; continue }
+            if let c = current, line.hasPrefix("      ") { helpText[c, default: ""] += " " + t } else { current = nil }
+        }
+        var compared = 0
+        for row in table {
+            let cells = row.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+            let flag = String(cells[1].dropFirst().prefix { $0 != " " && $0 != "`" })
+            let tableDefault = cells[2].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
+            guard let help = helpText[flag], let r = help.range(of: "(default ") else { continue }
+            let stated = String(help[r.upperBound...].prefix { $0 != ";" && $0 != ")" && $0 != " " && $0 != ":" })
+            #expect(stated == tableDefault, "\(flag): --help says default \(stated), docs/operations.md says \(tableDefault)")
+            compared += 1
+        }
+        #expect(compared >= 15, "defaults compared: \(compared)")
     }
 }
 

@@ -83,7 +83,10 @@ struct BenchOptions: Sendable {
         .value("followers", "n", "timeline: followers of the author, one feed listener each (default: 1000)."),
         .value("departments", "n", "departments: departments to join (default: 100; users: --keys)."),
         .value("preload", "n", "callrecords: call records loaded before measuring (default: 20000)."),
-    ] + OptionSpec.connection.filter { $0.name != "timeout" }
+    ] + OptionSpec.connection.filter { $0.name != "timeout" }.map { spec in
+        // The bench's connections are opened by the event loop, which takes addresses, not names.
+        spec.name == "host" ? .value("host", "host", "Daemon address: an IP literal or localhost (default: 127.0.0.1).") : spec
+    }
 
     init(_ args: ParsedArguments) throws(UsageError) {
         scenario = args.positionals[0]

@@ -15,6 +15,8 @@ struct PhasePlan {
     var requests: Int?
     var showProgress: Bool
     var label: String
+    /// What the progress line calls the requests counted so far: "measured", or "written" while loading.
+    var countWord = "measured"
     var serverPID: Int32?
     var make: @Sendable (BenchOptions) -> any BenchScenario
 }
@@ -89,8 +91,8 @@ enum BenchPhase {
 
         var outcome = PhaseOutcome()
         let sampler = Sampler(pid: plan.serverPID)
-        var progress = ProgressLine(label: plan.label, enabled: plan.showProgress, start: schedule.start,
-                                    measureStart: schedule.measureStart)
+        var progress = ProgressLine(label: plan.label, countWord: plan.countWord, enabled: plan.showProgress,
+                                    start: schedule.start, measureStart: schedule.measureStart)
         while true {
             var deadline = progress.nextTick
             if sampler.startTime == nil { deadline = min(deadline, schedule.measureStart) }
@@ -158,6 +160,7 @@ private final class Sampler {
 /// The live progress line on stderr (only when stderr is a terminal): refreshed once a second.
 private struct ProgressLine {
     let label: String
+    let countWord: String
     let enabled: Bool
     let start: UInt64
     let measureStart: UInt64
@@ -166,8 +169,9 @@ private struct ProgressLine {
     private var lastCompleted = 0
     private var shown = false
 
-    init(label: String, enabled: Bool, start: UInt64, measureStart: UInt64) {
+    init(label: String, countWord: String, enabled: Bool, start: UInt64, measureStart: UInt64) {
         self.label = label
+        self.countWord = countWord
         self.enabled = enabled
         self.start = start
         self.measureStart = measureStart
@@ -188,7 +192,7 @@ private struct ProgressLine {
         lastCompleted = completed
         lastMeasured = measured
         let seconds = Int((now - start) / 1_000_000_000)
-        let phase = now < measureStart ? "warming up" : "measured \(NumberText.grouped(measured))"
+        let phase = now < measureStart ? "warming up" : "\(countWord) \(NumberText.grouped(measured))"
         Console.status("\r\u{1B}[K[\(seconds)s] \(label): \(NumberText.grouped(rate)) ops/s, \(phase), errors \(errors)")
         shown = true
     }

@@ -130,10 +130,13 @@ struct BenchReport {
         return (v * scale).rounded() / scale
     }
 
-    private func histogram(_ h: LatencyHistogram, _ w: inout JSONWriter) {
+    private func histogram(_ h: LatencyHistogram, _ w: inout JSONWriter) { BenchReport.histogram(h, &w) }
+
+    /// A latency histogram as `{"min":..,"mean":..,"p50":..,"p90":..,"p99":..,"p99_9":..,"max":..,"count":..}` (µs).
+    static func histogram(_ h: LatencyHistogram, _ w: inout JSONWriter) {
         w.beginObject()
         w.key("min"); w.int(Int64(h.minimum))
-        w.key("mean"); w.double(rounded(h.mean, 1))
+        w.key("mean"); w.double((h.mean * 10).rounded() / 10)
         for (name, p) in BenchReport.percentiles { w.key(name); w.int(Int64(h.percentile(p))) }
         w.key("max"); w.int(Int64(h.max))
         w.key("count"); w.int(Int64(h.total))

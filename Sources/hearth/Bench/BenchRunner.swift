@@ -21,7 +21,7 @@ enum BenchRunner {
             let docs = options.documents
             let plan = PhasePlan(connections: min(options.connections, 16), pipeline: 64, threads: 1, warmup: 0,
                                  duration: 600, requests: options.keys, showProgress: progress, label: "loading \(docs.keys) keys",
-                                 serverPID: nil, make: { _ in LoadScenario(docs) })
+                                 countWord: "written", serverPID: nil, make: { _ in LoadScenario(docs) })
             let load = try BenchPhase.run(options, plan)
             report.load = load
             let failed = load.result.errors.values.reduce(0, +) + load.result.unanswered

@@ -73,7 +73,19 @@ final class ListenBench {
 
         if o.idle {
             let grown = Double((subscribed?.rssBytes ?? 0) - (before?.rssBytes ?? 0))
-            Console.line("idle: \(o.listeners) listeners on \(subscriberConnections) connections; daemon RSS \(mib(before?.rssBytes)) -> \(mib(subscribed?.rssBytes)) MiB: \(Int(grown / Double(o.listeners))) bytes per listener, \(Int(grown / Double(subscriberConnections))) bytes per connection; holding for \(o.duration) s")
+            if o.json {
+                var r = WorkloadReport(o, port: port, connections: subscriberConnections, requests: 0, errors: [:])
+                r.server(serverPID, cpuStart: cpuStart, seconds: 0)
+                r.bool("idle", true)
+                r.int("listeners", o.listeners)
+                r.int("rss_before_bytes", before?.rssBytes ?? 0)
+                r.int("rss_subscribed_bytes", subscribed?.rssBytes ?? 0)
+                r.int("bytes_per_listener", Int(grown / Double(o.listeners)))
+                r.int("bytes_per_connection", Int(grown / Double(subscriberConnections)))
+                Console.line(r.text())
+            } else {
+                Console.line("idle: \(o.listeners) listeners on \(subscriberConnections) connections; daemon RSS \(mib(before?.rssBytes)) -> \(mib(subscribed?.rssBytes)) MiB: \(Int(grown / Double(o.listeners))) bytes per listener, \(Int(grown / Double(subscriberConnections))) bytes per connection; holding for \(o.duration) s")
+            }
             _ = loop.timer(after: UInt64(o.duration * 1000)) { [unowned self] in self.finish() }
             loop.run()
             return ExitCode.ok
@@ -111,7 +123,18 @@ final class ListenBench {
           delivery    p50 \(us(50))  p90 \(us(90))  p99 \(us(99))  max \(us(100)) ms (\(redis ? "publish sent" : "commit") -> received)
           server      \(serverPID.map { "pid \($0): \(NumberText.fixed(cpu / o.duration * 100, 1))% CPU, RSS \(mib(after?.rssBytes)) MiB" } ?? "not found")
         """
-        Console.line(text)
+        if o.json {
+            var r = WorkloadReport(o, port: port, connections: o.connections, requests: writes, errors: [:])
+            r.histogram("latency_us", latency)
+            r.server(serverPID, cpuStart: cpuStart, seconds: o.duration)
+            r.string("target", redis ? "redis" : "hearthd")
+            r.int("listeners", o.listeners)
+            r.int("deliveries", deliveries)
+            r.double("deliveries_per_sec", (Double(deliveries) / o.duration).rounded())
+            Console.line(r.text())
+        } else {
+            Console.line(text)
+        }
         return ExitCode.ok
     }
 

@@ -119,6 +119,10 @@ enum Workload {
         e.isEmpty ? "none" : e.sorted { $0.key < $1.key }.map { "\($0.key) x\($0.value)" }.joined(separator: ", ")
     }
 
+    /// A tag unique to this run (base 36 of the wall-clock microseconds), so that a scenario run again
+    /// against the same daemon works on documents of its own instead of finding the previous run's.
+    static func runTag() -> String { String(UInt64(realtimeMicros()), radix: 36) }
+
     static func pad(_ v: Int, _ width: Int) -> String {
         let s = String(v)
         return s.count >= width ? s : String(repeating: "0", count: width - s.count) + s
@@ -134,7 +138,8 @@ enum Workload {
 /// docs/guides/timelines.md's post, without its reads), in one atomic commit (a commit holds up to 10,000 writes; a larger
 /// fan-out is split into commits sent back to back); `--pipeline` posts are kept in flight. Reported: posts/s
 /// (all of a post's commits acknowledged), and per post the time from its first commit's commitTime (and
-/// from when the author sent it) until the LAST follower has received it.
+/// from when the author sent it) until the LAST follower has received it. The followers' user IDs carry a
+/// tag of the run (`users/t<tag>f000001`), so each run starts from empty feeds and runs repeat.
 final class TimelineBench {
     let o: BenchOptions
     let loop: EventLoop
@@ -158,13 +163,17 @@ final class TimelineBench {
     var completed = 0
     var lastCompletedNanos: UInt64 = 0
     var errors: [String: Int] = [:]
-    static let pathKey = Array(#""path":"users/f"#.utf8)
+    /// `users/t<run>f`: the followers of this run.
+    let followerPrefix: String
+    let pathKey: [UInt8]
     static let commitTimeKey = Array(#""commitTime":""#.utf8)
 
     init(_ o: BenchOptions) throws {
         self.o = o
         loop = try EventLoop()
         lastSeen = [Int](repeating: -1, count: o.followers)
+        followerPrefix = "users/t\(Workload.runTag())f"
+        pathKey = Array(#""path":"\#(followerPrefix)"#.utf8)
     }
 
     static func run(_ o: BenchOptions) throws -> Int32 { try TimelineBench(o).execute() }
@@ -188,7 +197,7 @@ final class TimelineBench {
             }
             var i = k
             while i < f {
-                s.send(#"{"op":"listen","query":{"collection":"users/f\#(Workload.pad(i, 6))/user-feed","orderBy":[["timestamp","desc"]],"limit":20}}"#, now: 0)
+                s.send(#"{"op":"listen","query":{"collection":"\#(followerPrefix)\#(Workload.pad(i, 6))/user-feed","orderBy":[["timestamp","desc"]],"limit":20}}"#, now: 0)
                 i += nSubs
             }
         }
@@ -222,7 +231,7 @@ final class TimelineBench {
         }
         loop.run()
         drainCheck.cancel()
-        let server = Workload.serverLine(serverPID, cpuStart: cpuStart, seconds: o.duration)
+        let server = o.json ? "" : Workload.serverLine(serverPID, cpuStart: cpuStart, seconds: o.duration)
         for c in subscribers + [author!] { c.connection.abort() }
         let measuredPosts = max(0, measuredEndPost - firstMeasured)
         var incomplete = 0
@@ -237,7 +246,22 @@ final class TimelineBench {
           errors      \(Workload.errorsText(errors))
           server      \(server)
         """
-        Console.line(text)
+        if o.json {
+            var r = WorkloadReport(o, connections: nSubs + 1, requests: measuredAcked, errors: errors)
+            r.histogram("latency_us", fromCommit)
+            r.server(serverPID, cpuStart: cpuStart, seconds: o.duration)
+            r.int("followers", f)
+            r.int("listener_connections", nSubs)
+            r.int("writes_per_post", f + 3)
+            r.int("commits_per_post", commitsPerPost)
+            r.int("posts_measured", measuredPosts)
+            r.int("posts_incomplete", incomplete)
+            r.double("deliveries_per_sec", (Double(measuredAcked * f) / o.duration).rounded())
+            r.histogram("sent_to_last_follower_us", fromSend)
+            Console.line(r.text())
+        } else {
+            Console.line(text)
+        }
         return errors.isEmpty && incomplete == 0 ? ExitCode.ok : ExitCode.serverError
     }
 
@@ -258,7 +282,7 @@ final class TimelineBench {
                                 #"{"op":"set","path":"posts/\#(id)","data":{"authorId":"author","text":"post \#(p)","timestamp":{"$serverTimestamp":true}}}"#,
                                 #"{"op":"set","path":"users/author/user-feed/\#(id)""# + entry]
         writes.reserveCapacity(o.followers + 3)
-        for i in 0..<o.followers { writes.append(#"{"op":"set","path":"users/f\#(Workload.pad(i, 6))/user-feed/\#(id)""# + entry) }
+        for i in 0..<o.followers { writes.append(#"{"op":"set","path":"\#(followerPrefix)\#(Workload.pad(i, 6))/user-feed/\#(id)""# + entry) }
         let now = loop.hrtimeNanos()
         sentNanos.append(now)
         commitMicros.append(0)
@@ -292,14 +316,15 @@ final class TimelineBench {
     }
 
     /// A pushed line: the first `"initial":true` per listener readies it; later ones carry feed paths
-    /// `users/f<6 digits>/user-feed/p<7 digits>` (removed ones too, which are older); the highest post seen
-    /// advances that follower, covering every post in between (coalesced snapshots).
+    /// `users/t<run>f<6 digits>/user-feed/p<7 digits>` (removed ones too, which are older); the highest post
+    /// seen advances that follower, covering every post in between (coalesced snapshots).
     private func pushed(_ line: UnsafeRawBufferPointer) {
         guard line.count > 6, line[2] == UInt8(ascii: "s") else { return }
+        if Workload.find(Array(#""initial":true"#.utf8), in: line) != nil { initial += 1; return }
         var i = 0
         var follower = -1
         var best = -1
-        while let j = Workload.find(TimelineBench.pathKey, in: line, from: i) {
+        while let j = Workload.find(pathKey, in: line, from: i) {
             i = j
             guard j + 6 + 12 + 7 <= line.count else { break }
             var fnum = 0
@@ -309,10 +334,7 @@ final class TimelineBench {
             follower = fnum
             best = max(best, pnum)
         }
-        if follower < 0 {
-            if Workload.find(Array(#""initial":true"#.utf8), in: line) != nil { initial += 1 }
-            return
-        }
+        if follower < 0 { return }
         guard follower < lastSeen.count, best > lastSeen[follower], best < delivered.count else { return }
         let now = loop.hrtimeNanos()
         for p in (lastSeen[follower] + 1)...best {
@@ -340,7 +362,8 @@ final class TimelineBench {
 /// `--keys` to a random department: create `department_memberships/u<k>_d<d>` and increment
 /// `departments/d<d>.memberCount`, atomically. A double join is refused with ALREADY_EXISTS (the whole
 /// commit, so the counter stays exact); those are counted apart, not as errors. At the end the counters'
-/// sum is checked against the memberships.
+/// sum is checked against the memberships. Department IDs carry a tag of the run (`departments/r<tag>d7`),
+/// so a run again against the same daemon starts from empty departments; the check covers all runs.
 final class DepartmentsBench {
     let o: BenchOptions
     let loop: EventLoop
@@ -351,6 +374,8 @@ final class DepartmentsBench {
     var measuring = false
     var stopped = false
     var random: FastRandom
+    /// `r<run>d`: the departments of this run are `<prefix><n>`.
+    let prefix = "r\(Workload.runTag())d"
 
     init(_ o: BenchOptions) throws {
         self.o = o
@@ -368,12 +393,12 @@ final class DepartmentsBench {
         var d = 0
         while d < o.departments {
             let end = min(o.departments, d + 500)
-            let writes = (d..<end).map { #"{"op":"set","path":"departments/d\#($0)","data":{"departmentId":"d\#($0)","departmentName":"Department \#($0)","memberCount":0}}"# }
+            let writes = (d..<end).map { #"{"op":"set","path":"departments/\#(prefix)\#($0)","data":{"departmentId":"\#(prefix)\#($0)","departmentName":"Department \#($0)","memberCount":0}}"# }
             let r = Workload.call(loop, clients[0], #"{"op":"commit","writes":["# + writes.joined(separator: ",") + "]}")
             guard r.contains(#""ok":true"#) else { Console.error("error: setup failed: \(r)"); return ExitCode.serverError }
             d = end
         }
-        if !o.json { Console.error("departments: \(o.departments) departments created; users u0..u\(o.keys - 1)") }
+        if !o.json { Console.error("departments: \(o.departments) departments created (\(prefix)0...); users u0..u\(o.keys - 1)") }
         var cpuStart = Workload.cpu(serverPID)
         for c in clients {
             c.onResponse = { [unowned self, unowned c] kind, line, _, sent in
@@ -419,14 +444,26 @@ final class DepartmentsBench {
                       count(memberships): \(count)
           server      \(server)
         """
-        Console.line(text)
+        if o.json {
+            var r = WorkloadReport(o, connections: o.connections, requests: joins, errors: errors)
+            r.histogram("latency_us", latency)
+            r.server(serverPID, cpuStart: cpuStart, seconds: o.duration)
+            r.int("keys", o.keys)
+            r.int("departments", o.departments)
+            r.int("double_joins", doubles)
+            r.string("check_sum_response", sum)
+            r.string("check_count_response", count)
+            Console.line(r.text())
+        } else {
+            Console.line(text)
+        }
         return errors.isEmpty ? ExitCode.ok : ExitCode.serverError
     }
 
     private func send(_ c: WorkloadClient) {
         guard !stopped else { return }
         let u = random.below(UInt64(o.keys)), d = random.below(UInt64(o.departments))
-        c.send(#"{"op":"commit","writes":[{"op":"create","path":"department_memberships/u\#(u)_d\#(d)","data":{"userId":"u\#(u)","departmentId":"d\#(d)","joinedAt":{"$serverTimestamp":true}}},{"op":"update","path":"departments/d\#(d)","data":{"memberCount":{"$increment":1}}}]}"#,
+        c.send(#"{"op":"commit","writes":[{"op":"create","path":"department_memberships/u\#(u)_\#(prefix)\#(d)","data":{"userId":"u\#(u)","departmentId":"\#(prefix)\#(d)","joinedAt":{"$serverTimestamp":true}}},{"op":"update","path":"departments/\#(prefix)\#(d)","data":{"memberCount":{"$increment":1}}}]}"#,
                now: loop.hrtimeNanos())
     }
 }
@@ -542,7 +579,24 @@ final class CallRecordsBench {
           errors      \(Workload.errorsText(errors))
           server      \(server)
         """
-        Console.line(text)
+        if o.json {
+            var r = WorkloadReport(o, connections: o.connections, requests: queries + appends, errors: errors)
+            var both = queryLatency
+            both.merge(appendLatency)
+            r.histogram("latency_us", both)
+            r.server(serverPID, cpuStart: cpuStart, seconds: o.duration)
+            r.int("customers", Int(customers))
+            r.int("preload", o.preload)
+            r.int("read_percent", o.readPercent)
+            r.int("queries", queries)
+            r.histogram("query_latency_us", queryLatency)
+            r.int("appends", appends)
+            r.histogram("append_latency_us", appendLatency)
+            r.double("index_ready_ms", indexMs.rounded())
+            Console.line(r.text())
+        } else {
+            Console.line(text)
+        }
         return errors.isEmpty ? ExitCode.ok : ExitCode.serverError
     }
 

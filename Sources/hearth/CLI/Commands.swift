@@ -50,19 +50,19 @@ enum Commands {
         Subcommand(name: "query", abstract: "Run a query written as words.",
                    discussion: "Example: hearth query calls where customerId == c1 order by callDate desc limit 10\nValues are JSON (\"c1\", 30, true, [1,2], {\"$timestamp\":\"...\"}) or bare words (strings). Raw queries: hearth send '{\"op\":\"query\",...}'.",
                    positionals: [PositionalSpec(name: "query", help: QuerySyntax.usage, variadic: true)], options: common) { a in
-            var words = ShortFormArguments(rest: Substring(a.positionals.joined(separator: " ")))
+            var words = ShortFormArguments(arguments: a.positionals)
             return try OneShot.run(RequestBuilder.query("query", &words, id: 1), a)
         },
         Subcommand(name: "count", abstract: "Count the results of a query written as words.",
                    positionals: [PositionalSpec(name: "query", help: QuerySyntax.usage, variadic: true)], options: common) { a in
-            var words = ShortFormArguments(rest: Substring(a.positionals.joined(separator: " ")))
+            var words = ShortFormArguments(arguments: a.positionals)
             return try OneShot.run(RequestBuilder.query("count", &words, id: 1), a)
         },
         Subcommand(name: "listen", abstract: "Subscribe to a document or a query and print snapshots as they arrive.",
                    discussion: "A path with an even number of segments listens to that document; otherwise the words are a query: hearth listen calls where customerId == c1. Runs until --events snapshots were printed or it is interrupted.",
                    positionals: [PositionalSpec(name: "target", help: "PATH, or " + QuerySyntax.usage, variadic: true)],
                    options: [.value("events", "n", "Exit after this many pushed lines.")] + common) { a in
-            var words = ShortFormArguments(rest: Substring(a.positionals.joined(separator: " ")))
+            var words = ShortFormArguments(arguments: a.positionals)
             return try ListenCommand.run(RequestBuilder.listen(&words, id: 1), a)
         },
         Subcommand(name: "ping", abstract: "Check that the daemon answers; prints its durable seq and the round trip.",

@@ -119,18 +119,21 @@ enum RequestBuilder {
         ClientRequest(op: op, line: build(op, id: id) { _ in })
     }
 
-    /// A line sent verbatim. Its `op` is read for rendering when the line parses; it is sent either way.
+    /// A line sent verbatim once it parses as a JSON object (else a usage error: exit 2, nothing sent); its `op`
+    /// and paths are read for rendering.
     static func raw(_ text: String) throws(UsageError) -> ClientRequest {
         let bytes = Array(text.utf8)
         if bytes.contains(10) || bytes.contains(13) { throw UsageError("A raw request must be a single line.") }
         let parser = JSONParser()
-        var op = ""
-        var paths: [String] = []
-        if let root = try? parser.parse(bytes) {
-            op = root["op"]?.string ?? ""
-            if let p = root["path"]?.string { paths = [p] }
-            if let list = root["paths"] { paths = list.elements.compactMap { $0.string } }
+        let root: JSONRef
+        do { root = try parser.parse(bytes) } catch {
+            throw UsageError("The request is not valid JSON: \(error.message). Nothing was sent.")
         }
+        guard root.isObject else { throw UsageError("A request must be a JSON object ({\"op\":...}). Nothing was sent.") }
+        let op = root["op"]?.string ?? ""
+        var paths: [String] = []
+        if let p = root["path"]?.string { paths = [p] }
+        if let list = root["paths"] { paths = list.elements.compactMap { $0.string } }
         return ClientRequest(op: op, line: bytes, paths: paths)
     }
 

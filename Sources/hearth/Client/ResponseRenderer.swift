@@ -22,9 +22,10 @@ enum ResponseRenderer {
         "set": { i in writeResult(i.root, verb: "set") },
         "create": { i in writeResult(i.root, verb: "created") },
         "update": { i in writeResult(i.root, verb: "updated") },
-        "delete": { i in writeResult(i.root, verb: "deleted") },
+        // The daemon does not say whether the document existed (a delete of a missing one succeeds).
+        "delete": { i in writeResult(i.root, verb: "deleted", note: " (if it existed)") },
         "add": { i in writeResult(i.root, verb: "added") },
-        "commit": { i in commitResult(i.root) },
+        "commit": { i in commitResult(i.root, writeOps: commitOps(i.request)) },
         "ping": { i in
             let full = i.root["diskFull"].map(PrettyJSON.compact) == "true" ? "; disk full: only deletes are accepted" : ""
             return "pong: durable seq \(i.root["seq"].map(PrettyJSON.compact) ?? "?") (round trip \(NumberText.millis(micros: i.elapsedNanos / 1000)) ms)\(full)"
@@ -100,21 +101,33 @@ enum ResponseRenderer {
         return "\(path)  (created \(created), updated \(updated))\n\(data)"
     }
 
-    static func writeResult(_ root: JSONRef, verb: String) -> String {
+    static func writeResult(_ root: JSONRef, verb: String, note: String = "") -> String {
         let path = root["path"]?.string ?? "?"
         let time = root["updateTime"]?.string ?? "?"
         let seq = root["seq"].map(PrettyJSON.compact) ?? "?"
-        var text = "\(verb) \(path) at \(time) (seq \(seq))"
+        var text = "\(verb) \(path)\(note) at \(time) (seq \(seq))"
         if let t = root["transformResults"] { text += "\ntransform results: " + PrettyJSON.compact(t) }
         return text
     }
 
-    static func commitResult(_ root: JSONRef) -> String {
+    /// What each write of a commit request did, by its `op`: the verb a commit's result line shows.
+    static let commitVerbs = ["set": "set", "create": "created", "update": "updated",
+                              "delete": "deleted (if it existed)", "verify": "verified"]
+
+    /// The `op` of each write of a commit request ("" where it cannot be read).
+    static func commitOps(_ request: ClientRequest) -> [String] {
+        let parser = JSONParser()
+        guard let root = try? parser.parse(request.line), let writes = root["writes"] else { return [] }
+        return writes.elements.map { $0["op"]?.string ?? "" }
+    }
+
+    static func commitResult(_ root: JSONRef, writeOps: [String] = []) -> String {
         let results = root["results"].map { Array($0.elements) } ?? []
         let seq = root["seq"].map(PrettyJSON.compact) ?? "?"
         var text = "committed \(results.count) write\(results.count == 1 ? "" : "s") at \(root["commitTime"]?.string ?? "?") (seq \(seq))"
-        for r in results {
-            text += "\n  \(r["path"]?.string ?? "?")  updated \(r["updateTime"]?.string ?? "?")"
+        for (n, r) in results.enumerated() {
+            let verb = n < writeOps.count ? commitVerbs[writeOps[n]] ?? "written" : "written"
+            text += "\n  \(r["path"]?.string ?? "?")  \(verb), update time \(r["updateTime"]?.string ?? "?")"
             if let t = r["transformResults"] { text += "  transform results: " + PrettyJSON.compact(t) }
         }
         return text

@@ -6,7 +6,8 @@ import HearthProtocol
 ///                [limit N] [select FIELD[,FIELD...]]
 ///
 /// OP is one of `== != < <= > >= in not-in array-contains array-contains-any`. VALUE is JSON (`"c1"`, `30`,
-/// `true`, `[1,2]`, `{"$timestamp":"2026-11-01T00:00:00Z"}`) or a bare word, taken as a string.
+/// `true`, `[1,2]`, `{"$timestamp":"2026-11-01T00:00:00Z"}`) or a bare word, taken as a string. On the command
+/// line, a value the shell's quotes kept together is one value: `where name == 'Ada Lovelace'`.
 enum QuerySyntax {
     static let operators: Set<String> = ["==", "!=", "<", "<=", ">", ">=", "in", "not-in", "array-contains", "array-contains-any"]
     static let usage = "COLLECTION [where F OP V [and ...]] [order by F [desc], ...] [limit N] [select F,...]"
@@ -92,7 +93,8 @@ enum QuerySyntax {
 extension ShortFormArguments {
     /// The next token: a JSON object, array or string taken whole (it may contain spaces), else a word.
     mutating func token() -> String? {
-        rest = rest.drop { $0 == " " || $0 == "\t" }
+        if let whole = wholeArgumentValue() { return whole }
+        _ = refill()
         guard let first = rest.first else { return nil }
         guard first == "{" || first == "[" || first == "\"" else { return optionalWord() }
         var depth = 0

@@ -8,8 +8,46 @@ enum ShellAction {
 
 /// The words of a short form after its name. `word` takes the next whitespace-separated token; `json`
 /// takes the rest of the line (JSON may contain spaces).
+///
+/// From a shell line, `rest` is the whole line. From a command line (`init(arguments:)`), the arguments the
+/// shell already split come one at a time: each is split into words in turn, except that a value which
+/// starts an argument is that whole argument (`where name == 'Ada Lovelace'` compares with "Ada
+/// Lovelace"), so the shell's quotes keep a value with spaces together.
 struct ShortFormArguments {
     var rest: Substring
+    /// Command-line arguments not yet moved into `rest`.
+    private var pending: ArraySlice<String> = []
+
+    init(rest: Substring) { self.rest = rest }
+
+    init(arguments: [String]) {
+        rest = ""
+        pending = arguments[...]
+    }
+
+    /// True when `rest` holds only spaces; moves the next command-line argument into it when there is one.
+    /// Returns whether that happened (so the next token starts an argument).
+    mutating func refill() -> Bool {
+        rest = rest.drop { $0 == " " || $0 == "\t" }
+        guard rest.isEmpty else { return false }
+        while let next = pending.popFirst() {
+            rest = Substring(next)
+            if !next.isEmpty { return true }
+        }
+        return false
+    }
+
+    /// A value (see `QuerySyntax`): a whole command-line argument when one starts here and is not JSON
+    /// (JSON is read by `token()`, which may stop before the end of the argument), else nil.
+    mutating func wholeArgumentValue() -> String? {
+        guard refill() else { return nil }
+        let text = String(rest)
+        let first = text.first ?? " "
+        if "{[\"".contains(first) { return nil }
+        if !text.contains(" ") && !text.contains("\t") { return nil }
+        rest = rest[rest.endIndex...]
+        return text
+    }
 
     /// The next token, or a usage error naming `what`.
     mutating func word(_ what: String) throws(UsageError) -> String {
@@ -18,7 +56,7 @@ struct ShortFormArguments {
     }
 
     mutating func optionalWord() -> String? {
-        rest = rest.drop { $0 == " " || $0 == "\t" }
+        _ = refill()
         guard !rest.isEmpty else { return nil }
         let end = rest.firstIndex { $0 == " " || $0 == "\t" } ?? rest.endIndex
         let w = String(rest[..<end])
@@ -35,8 +73,9 @@ struct ShortFormArguments {
 
     /// The rest of the line, trimmed; a usage error naming `what` when empty.
     mutating func json(_ what: String) throws(UsageError) -> String {
-        let text = rest.trimmingSpaces
+        let text = ([String(rest)] + pending).joined(separator: " ").trimmingSpaces
         rest = rest[rest.endIndex...]
+        pending = []
         guard !text.isEmpty else { throw UsageError("missing \(what)") }
         return text
     }
@@ -50,7 +89,7 @@ struct ShortFormArguments {
     }
 
     func expectEnd() throws(UsageError) {
-        let extra = rest.trimmingSpaces
+        let extra = ([String(rest)] + pending).joined(separator: " ").trimmingSpaces
         if !extra.isEmpty { throw UsageError("unexpected '\(extra)'") }
     }
 }

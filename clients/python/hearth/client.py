@@ -27,7 +27,7 @@ import asyncio
 import itertools
 import random
 import ssl as _ssl
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .auth import Credentials, TokenSource
 from .connection import Connection
@@ -62,13 +62,16 @@ class Client:
         self._conn: Connection | None = None
         self._connected = asyncio.Event()
         self._closed = False
-        self._reconnect_task: asyncio.Task | None = None
+        self._reconnect_task: asyncio.Task[None] | None = None
         self._listeners: set[Listener] = set()
         self.reconnects = 0
         """How many times the connection has been re-established."""
         self._credentials = credentials if credentials is not None else Credentials()
-        self.auth: dict | None = None
+        self.auth: dict[str, Any] | None = None
         """The server's ``auth`` answer to the last hello: ``{"uid", "admin", "expiresAt"}``, or ``None``."""
+        self._state: tuple[str, str | None] = ("disconnected", "not connected yet")
+        self._state_listeners: dict[int, Callable[[str, str | None], None]] = {}
+        self._state_ids = itertools.count(1)
         self.auth_error: Exception | None = None
         """Why the last reconnect could not authenticate (an :class:`UnauthenticatedError`, or the token
         source's exception), or ``None``."""
@@ -93,10 +96,42 @@ class Client:
             raise
         return conn
 
+    # -- connection state ------------------------------------------------------------------------------
+
+    @property
+    def connection_state(self) -> tuple[str, str | None]:
+        """``("connected", None)`` while a connection is up (and its hello was accepted), else
+        ``("disconnected", reason)``: not connected yet, the connection was lost, a reconnect attempt failed
+        (its error), or the client was closed."""
+        return self._state
+
+    def add_connection_state_listener(self, callback: Callable[[str, str | None], None]) -> Callable[[], None]:
+        """Calls ``callback(state, reason)`` with the current state (on the next loop turn), then on every
+        change of :attr:`connection_state`; returns a function that removes it. A listener on a server that
+        cannot be reached (``reconnect=True`` after a drop) keeps waiting and resumes when it is back; this is
+        how an application learns about it meanwhile. A failed attempt with the same reason as the previous
+        one is not reported again. Callbacks run on the event loop and must not block."""
+        key = next(self._state_ids)
+        self._state_listeners[key] = callback
+        state = self._state
+        asyncio.get_running_loop().call_soon(lambda: callback(*state) if key in self._state_listeners else None)
+
+        def remove() -> None:
+            self._state_listeners.pop(key, None)
+        return remove
+
+    def _set_state(self, state: str, reason: str | None = None) -> None:
+        if (state, reason) == self._state:
+            return
+        self._state = (state, reason)
+        for callback in list(self._state_listeners.values()):
+            callback(state, reason)
+
     def _attach(self, conn: Connection) -> None:
         self._conn = conn
         self._connected.set()
-        conn.closed.add_done_callback(lambda _f, c=conn: self._on_lost(c))
+        self._set_state("connected")
+        conn.closed.add_done_callback(lambda _f: self._on_lost(conn))
 
     def _on_lost(self, conn: Connection) -> None:
         if self._conn is not conn:
@@ -104,6 +139,7 @@ class Client:
         self._conn = None
         if self._closed:
             return
+        self._set_state("disconnected", "connection lost")
         self._connected.clear()
         if self.reconnect and (self._reconnect_task is None or self._reconnect_task.done()):
             self._reconnect_task = asyncio.get_running_loop().create_task(self._reconnect_loop(),
@@ -115,10 +151,12 @@ class Client:
             await asyncio.sleep(delay * random.uniform(0.75, 1.25))
             try:
                 conn = await self._connect()
-            except OSError:
+            except OSError as e:
+                self._set_state("disconnected", f"cannot connect to {self.host}:{self.port}: {e}")
                 delay = min(delay * 2, self.max_reconnect_delay)
                 continue
             except Exception as e:  # the hello was refused, or the token source failed: ask again later
+                self._set_state("disconnected", f"hello refused: {e}")
                 self.auth_error = e
                 delay = min(delay * 2, self.max_reconnect_delay)
                 continue
@@ -165,6 +203,7 @@ class Client:
         if self._closed:
             return
         self._closed = True
+        self._set_state("disconnected", "closed")
         self._connected.set()
         if self._reconnect_task is not None:
             self._reconnect_task.cancel()
@@ -184,14 +223,14 @@ class Client:
 
     # -- raw protocol -------------------------------------------------------------------------------------
 
-    async def request(self, op: str, **fields: Any) -> dict:
+    async def request(self, op: str, **fields: Any) -> dict[str, Any]:
         """Sends ``{"op": op, "id": n, **fields}`` and returns the ok response (see the module docstring)."""
         conn = await self._wait_connection()
         return await conn.request({"op": op, **fields})
 
     # -- reads --------------------------------------------------------------------------------------------
 
-    async def hello(self, *, heartbeat_ms: int | None = None) -> dict:
+    async def hello(self, *, heartbeat_ms: int | None = None) -> dict[str, Any]:
         """Sets connection options (``heartbeat_ms``: heartbeats while idle, 0 turns them off); returns the
         server's ``version``, ``seq`` and the database's ``history`` ID (``None`` from an older server). The
         option lasts for this connection only. The client's credentials go along, so the connection keeps
@@ -204,7 +243,7 @@ class Client:
             self.auth = r["auth"]
         return {"version": r.get("version"), "seq": r.get("seq"), "history": r.get("history")}
 
-    async def authenticate(self, token: TokenSource | None = None) -> dict | None:
+    async def authenticate(self, token: TokenSource | None = None) -> dict[str, Any] | None:
         """Re-authenticates the live connection with a hello (token refresh, before the old token expires);
         listeners stay subscribed. With ``token`` (a string or a callable, as for :func:`connect`), that
         becomes the client's credential for later reconnects too, once the server accepts it; without,
@@ -222,7 +261,7 @@ class Client:
 
     async def ping(self) -> int:
         """The last durable seq."""
-        return (await self.request("ping"))["seq"]
+        return int((await self.request("ping"))["seq"])
 
     async def get(self, path: str) -> Document | None:
         """The document at ``path``, or ``None`` when it does not exist."""
@@ -235,29 +274,29 @@ class Client:
 
     # -- writes -------------------------------------------------------------------------------------------
 
-    async def _write(self, op: str, fields: dict) -> WriteResult:
+    async def _write(self, op: str, fields: dict[str, Any]) -> WriteResult:
         return WriteResult.from_wire(await self.request(op, **fields), id_key="docId")
 
-    async def create(self, path: str, data: dict) -> WriteResult:
+    async def create(self, path: str, data: dict[str, Any]) -> WriteResult:
         """Creates the document; ``ALREADY_EXISTS`` if it exists."""
         return await self._write("create", write_fields(path, data))
 
-    async def set(self, path: str, data: dict, *, merge: bool = False, merge_fields: Iterable[str] | None = None,
-                  precondition: Precondition | dict | None = None) -> WriteResult:
+    async def set(self, path: str, data: dict[str, Any], *, merge: bool = False, merge_fields: Iterable[str] | None = None,
+                  precondition: Precondition | dict[str, Any] | None = None) -> WriteResult:
         """Replaces the document, or with ``merge=True`` / ``merge_fields=[...]`` merges into it."""
         return await self._write("set", write_fields(path, data, merge=merge, merge_fields=merge_fields,
                                                      precondition=precondition))
 
-    async def update(self, path: str, data: dict, *,
-                     precondition: Precondition | dict | None = None) -> WriteResult:
+    async def update(self, path: str, data: dict[str, Any], *,
+                     precondition: Precondition | dict[str, Any] | None = None) -> WriteResult:
         """Changes fields; top-level keys are dotted field paths. ``NOT_FOUND`` if absent."""
         return await self._write("update", write_fields(path, data, precondition=precondition))
 
-    async def delete(self, path: str, *, precondition: Precondition | dict | None = None) -> WriteResult:
+    async def delete(self, path: str, *, precondition: Precondition | dict[str, Any] | None = None) -> WriteResult:
         """Deletes the document (succeeds when it is absent, unless a precondition says otherwise)."""
         return await self._write("delete", write_fields(path, precondition=precondition, has_data=False))
 
-    async def add(self, collection: str, data: dict) -> WriteResult:
+    async def add(self, collection: str, data: dict[str, Any]) -> WriteResult:
         """Creates a document with a new 20-character ID in ``collection``; the result's ``id`` is it."""
         return await self._write("add", {"collection": collection, "data": encode(data)})
 
@@ -265,7 +304,7 @@ class Client:
         """A new empty :class:`Batch` for :meth:`commit`."""
         return Batch()
 
-    async def commit(self, writes: Batch | Iterable[dict]) -> CommitResult:
+    async def commit(self, writes: Batch | Iterable[dict[str, Any]]) -> CommitResult:
         """Applies all writes atomically (all or none, one seq); a failure names the write's index."""
         return CommitResult.from_wire(await self.request("commit", writes=encode_writes(writes)))
 
@@ -274,31 +313,35 @@ class Client:
     async def query(self, collection: str | None = None, **query: Any) -> QueryResult:
         """Runs a query (keyword arguments of :func:`hearth.queries.query_fields`)."""
         r = await self.request("query", **query_fields(collection, **query))
-        return QueryResult([Document.from_wire(d) for d in r.get("docs", [])], r.get("seq"))
+        return QueryResult([doc for d in r.get("docs", []) if (doc := Document.from_wire(d)) is not None], r.get("seq"))
 
     async def count(self, collection: str | None = None, **query: Any) -> int:
         """The number of documents the query returns."""
-        return (await self.request("count", **query_fields(collection, **query)))["count"]
+        return int((await self.request("count", **query_fields(collection, **query)))["count"])
 
-    async def aggregate(self, aggregations: dict, collection: str | None = None, **query: Any) -> dict:
+    async def aggregate(self, aggregations: dict[str, Any], collection: str | None = None, **query: Any) -> dict[str, Any]:
         """Runs aggregations (alias -> :class:`Count` / :class:`Sum` / :class:`Avg`) over the query; returns
         alias -> decoded value."""
         r = await self.request("aggregate", query=query_fields(collection, **query),
                                aggregations=encode_aggregations(aggregations))
-        return decode(r.get("result", {}))
+        result: dict[str, Any] = decode(r.get("result", {}))
+        return result
 
-    async def explain(self, collection: str | None = None, **query: Any) -> dict:
+    async def explain(self, collection: str | None = None, **query: Any) -> dict[str, Any]:
         """The query's plan (wire form): index per branch, ranges, entries examined, documents returned."""
-        return (await self.request("explain", **query_fields(collection, **query)))["plan"]
+        plan: dict[str, Any] = (await self.request("explain", **query_fields(collection, **query)))["plan"]
+        return plan
 
-    async def create_index(self, collection: str, fields: list, *, scope: str = "collection") -> dict:
+    async def create_index(self, collection: str, fields: list[Any], *, scope: str = "collection") -> dict[str, Any]:
         """Declares a composite index (fields: ``[["a","asc"], ["b","desc"]]``); returns its description."""
         r = await self.request("index", action="create", collection=collection, scope=scope,
                                fields=[list(f) for f in fields])
-        return r["index"]
+        index: dict[str, Any] = r["index"]
+        return index
 
-    async def list_indexes(self) -> list[dict]:
-        return (await self.request("index", action="list"))["indexes"]
+    async def list_indexes(self) -> list[dict[str, Any]]:
+        indexes: list[dict[str, Any]] = (await self.request("index", action="list"))["indexes"]
+        return indexes
 
     async def drop_index(self, index_id: int) -> None:
         await self.request("index", action="drop", indexId=index_id)
@@ -329,7 +372,7 @@ class _Connector:
         self._factory = client_factory
         self._client: Client | None = None
 
-    def __await__(self):
+    def __await__(self) -> Any:
         return self._factory()._open().__await__()
 
     async def __aenter__(self) -> Client:

@@ -32,7 +32,7 @@ from .errors import HearthConnectionError, HearthError, ProtocolError
 class PushTarget(Protocol):
     """What a listener exposes to the connection that routes its pushed lines."""
 
-    def on_push(self, message: dict) -> None: ...
+    def on_push(self, message: dict[str, Any]) -> None: ...
 
     def on_heartbeat(self, seq: int) -> None: ...
 
@@ -45,7 +45,7 @@ def dumps(message: Any) -> bytes:
 class _Pending:
     __slots__ = ("future", "on_ok", "is_listen")
 
-    def __init__(self, future: asyncio.Future, on_ok: Callable[[dict], None] | None, is_listen: bool) -> None:
+    def __init__(self, future: asyncio.Future[Any], on_ok: Callable[[dict[str, Any]], None] | None, is_listen: bool) -> None:
         self.future = future
         self.on_ok = on_ok
         self.is_listen = is_listen
@@ -60,14 +60,14 @@ class Connection:
         self._writer = writer
         self._ids = ids
         self._pending: OrderedDict[Any, _Pending] = OrderedDict()
-        self._subs: dict[str, PushTarget] = {}
-        self._held: list[dict] = []
+        self._subs: dict[str | int, PushTarget] = {}
+        self._held: list[dict[str, Any]] = []
         self._open_listens = 0
         self.server_error: HearthError | None = None
         """The connection-level error the server pushed before closing, if any."""
         self.unrouted_pushes = 0
         """Pushed lines dropped because no listener was registered for their sub (a diagnostic)."""
-        self.closed: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.closed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._task = asyncio.create_task(self._read_loop(), name="hearth-read")
 
     @classmethod
@@ -97,7 +97,7 @@ class Connection:
     def is_closed(self) -> bool:
         return self.closed.done()
 
-    async def request(self, message: dict, on_ok: Callable[[dict], None] | None = None) -> dict:
+    async def request(self, message: dict[str, Any], on_ok: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
         """Sends ``message`` (its ``id`` is replaced by a fresh one) and awaits the ok response."""
         if self.is_closed:
             raise HearthConnectionError("connection is closed")
@@ -113,9 +113,10 @@ class Connection:
             await self._writer.drain()
         except (ConnectionError, OSError) as e:
             self._shutdown(HearthConnectionError(f"connection lost while sending: {e}"))
-        return await future
+        response: dict[str, Any] = await future
+        return response
 
-    def register_sub(self, sub: str, target: PushTarget) -> None:
+    def register_sub(self, sub: str | int, target: PushTarget) -> None:
         """Routes pushes for ``sub`` to ``target`` from now on (and replays any held for it)."""
         self._subs[sub] = target
         held = [m for m in self._held if m.get("sub") == sub]
@@ -124,7 +125,7 @@ class Connection:
             for m in held:
                 target.on_push(m)
 
-    def unregister_sub(self, sub: str) -> None:
+    def unregister_sub(self, sub: str | int) -> None:
         """Stops routing ``sub``; later pushes for it are dropped."""
         self._subs.pop(sub, None)
 
@@ -147,7 +148,7 @@ class Connection:
     # -- reading ---------------------------------------------------------------------------------------
 
     async def _read_loop(self) -> None:
-        error: Exception = HearthConnectionError("connection closed by the server")
+        error: HearthConnectionError = HearthConnectionError("connection closed by the server")
         try:
             while True:
                 line = await self._reader.readline()
@@ -176,7 +177,7 @@ class Connection:
             error.__cause__ = self.server_error
         self._shutdown(error)
 
-    def _dispatch(self, message: dict) -> None:
+    def _dispatch(self, message: dict[str, Any]) -> None:
         if "ok" in message:
             self._on_response(message)
         elif "type" in message:
@@ -184,7 +185,7 @@ class Connection:
         else:
             raise ProtocolError(f"line with neither 'ok' nor 'type': {str(message)[:200]}")
 
-    def _on_response(self, message: dict) -> None:
+    def _on_response(self, message: dict[str, Any]) -> None:
         rid = message.get("id")
         entry = self._pending.pop(rid, None) if rid is not None else None
         if entry is None:
@@ -203,7 +204,7 @@ class Connection:
         if self._open_listens == 0:
             self._held.clear()
 
-    def _on_push(self, message: dict) -> None:
+    def _on_push(self, message: dict[str, Any]) -> None:
         if message.get("type") == "error" and message.get("sub") is None:
             self.server_error = HearthError.from_wire(message.get("error"))
             return
@@ -213,8 +214,10 @@ class Connection:
                 for target in list(self._subs.values()):
                     target.on_heartbeat(seq)
             return
-        target = self._subs.get(message.get("sub"))
-        if target is not None:
+        sub = message.get("sub")
+        found = self._subs.get(sub) if isinstance(sub, (str, int)) else None
+        if found is not None:
+            target = found
             target.on_push(message)
         elif self._open_listens > 0:
             self._held.append(message)

@@ -88,33 +88,33 @@ class _State:
     synced: bool = False            # the current subscription's first snapshot has been applied
     resuming: bool = False          # the current subscription was sent with resumeAfter
     emitted: bool = False           # a snapshot has been yielded to the consumer
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Listener:
     """Base of :class:`QueryListener` and :class:`DocumentListener`; see the module docstring."""
 
-    def __init__(self, client: "Client", spec: dict, heartbeat_ms: int | None) -> None:
+    def __init__(self, client: "Client", spec: dict[str, Any], heartbeat_ms: int | None) -> None:
         self._client = client
         self._spec = spec
         self._heartbeat_ms = heartbeat_ms
-        self._items: deque = deque()            # waiting snapshots, then at most one terminal item
+        self._items: deque[Any] = deque()            # waiting snapshots, then at most one terminal item
         self._wakeup = asyncio.Event()
         self._state = _State()
-        self._sub: str | None = None
+        self._sub: str | int | None = None
         self._conn: "Connection | None" = None
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._close_requested = asyncio.Event()
         self._ended = asyncio.Event()          # ended by a pushed error or a protocol error
         self._end_is_local = False             # ended by the client (needs an unlisten)
         self._finished = False                 # a terminal item was queued
         self._exhausted = False                # the consumer has seen the terminal item
-        self._subscribed: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._subscribed: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
     # -- consumer side ---------------------------------------------------------------------------------
 
     @property
-    def sub(self) -> str | None:
+    def sub(self) -> str | int | None:
         """The server's subscription id on the current connection (``None`` while not subscribed)."""
         return self._sub
 
@@ -171,7 +171,7 @@ class Listener:
         """How many snapshots are waiting to be consumed (0 or 1 while the consumer keeps up)."""
         return sum(1 for i in self._items if i is not _END and not isinstance(i, _Failure))
 
-    def __anext__(self):
+    def __anext__(self) -> Any:
         return self.next()
 
     def __aiter__(self) -> AsyncIterator[Any]:
@@ -276,7 +276,7 @@ class Listener:
             if self._heartbeat_ms is not None:
                 message["heartbeatMs"] = self._heartbeat_ms
             try:
-                await conn.request(message, on_ok=lambda r, c=conn: self._on_listening(c, r))
+                await conn.request(message, on_ok=lambda r: self._on_listening(conn, r))
             except HearthConnectionError as e:
                 if self._client._reconnecting():
                     continue
@@ -313,7 +313,7 @@ class Listener:
             if not self._client._reconnecting():
                 raise conn.closed.result()
 
-    def _on_listening(self, conn: "Connection", response: dict) -> None:
+    def _on_listening(self, conn: "Connection", response: dict[str, Any]) -> None:
         sub = response.get("sub")
         if not isinstance(sub, (str, int)) or isinstance(sub, bool):
             self._fail(ProtocolError(f"listen response without a sub: {response!r}"), local=False)
@@ -324,7 +324,7 @@ class Listener:
         # (a drop before that keeps the previous seq and history together).
         history = response.get("history")
         self._state.sub_history = history if isinstance(history, str) else None
-        conn.register_sub(self._sub, self)
+        conn.register_sub(sub, self)
 
     async def _unlisten(self, conn: "Connection") -> None:
         sub, self._sub = self._sub, None
@@ -338,7 +338,7 @@ class Listener:
 
     # -- pushed lines (called synchronously by the connection's read loop) ----------------------------
 
-    def on_push(self, message: dict) -> None:
+    def on_push(self, message: dict[str, Any]) -> None:
         if self._finished or self._close_requested.is_set():
             return
         kind = message.get("type")
@@ -357,7 +357,7 @@ class Listener:
         if st.synced and st.last_seq is not None and seq > st.last_seq:
             st.last_seq = seq
 
-    def _take_seq(self, message: dict) -> int:
+    def _take_seq(self, message: dict[str, Any]) -> int:
         seq = message.get("seq")
         if not isinstance(seq, int) or isinstance(seq, bool):
             raise ProtocolError(f"snapshot without an integer seq: {str(message)[:300]}")
@@ -387,14 +387,14 @@ class Listener:
     def _yielded(self, snapshot: Any) -> None:
         """Notes the snapshot handed to the consumer (the base of later merged changes)."""
 
-    def _on_snapshot(self, message: dict) -> None:
+    def _on_snapshot(self, message: dict[str, Any]) -> None:
         raise NotImplementedError
 
 
 class QueryListener(Listener):
     """Listens to a query; yields :class:`QuerySnapshot` objects (see the module docstring)."""
 
-    def __init__(self, client: "Client", query: dict, heartbeat_ms: int | None) -> None:
+    def __init__(self, client: "Client", query: dict[str, Any], heartbeat_ms: int | None) -> None:
         super().__init__(client, {"query": query}, heartbeat_ms)
         self._docs: list[Document] = []
         self._consumer_docs: list[Document] = []   # docs of the last snapshot yielded
@@ -404,7 +404,7 @@ class QueryListener(Listener):
         """The current ordered result as last applied (a copy)."""
         return list(self._docs)
 
-    def _on_snapshot(self, message: dict) -> None:
+    def _on_snapshot(self, message: dict[str, Any]) -> None:
         st = self._state
         seq = self._take_seq(message)
         changes = [DocumentChange.from_wire(c) for c in message.get("changes", [])]
@@ -449,7 +449,7 @@ class DocumentListener(Listener):
         self._doc: Document | None = None
         self._consumer_doc: Document | None = None   # doc of the last snapshot yielded
 
-    def _on_snapshot(self, message: dict) -> None:
+    def _on_snapshot(self, message: dict[str, Any]) -> None:
         st = self._state
         seq = self._take_seq(message)
         if "doc" not in message:

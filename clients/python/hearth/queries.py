@@ -42,11 +42,11 @@ def encode_where(where: Any) -> Any:
     raise TypeError(f"where must be a filter or a list of filters, not {type(where).__name__}")
 
 
-def encode_order_by(order_by: Any) -> list:
+def encode_order_by(order_by: Any) -> list[Any]:
     """The wire ``orderBy``: a list of ``"field"`` and ``["field", "asc"|"desc"]``."""
     if isinstance(order_by, str):
         return [order_by]
-    out: list = []
+    out: list[Any] = []
     for o in order_by:
         if isinstance(o, str):
             out.append(o)
@@ -57,7 +57,7 @@ def encode_order_by(order_by: Any) -> list:
     return out
 
 
-def _cursor(values: Any) -> list:
+def _cursor(values: Any) -> list[Any]:
     if not isinstance(values, (list, tuple)):
         raise TypeError("a cursor is a list of order values (a prefix of the query's normalized order)")
     return [encode(v) for v in values]
@@ -67,7 +67,7 @@ def query_fields(collection: str | None = None, *, collection_group: str | None 
                  parent: str | None = None, where: Any = None, order_by: Any = None, limit: int | None = None,
                  limit_to_last: int | None = None, offset: int | None = None, start_at: Any = None,
                  start_after: Any = None, end_at: Any = None, end_before: Any = None,
-                 select: list[str] | None = None) -> dict:
+                 select: list[str] | None = None) -> dict[str, Any]:
     """The wire fields of a query (for ``query``, ``count``, ``explain``, ``aggregate``'s ``query``
     and ``listen``'s ``query``). Exactly one of ``collection`` and ``collection_group`` is required."""
     if (collection is None) == (collection_group is None):
@@ -101,7 +101,7 @@ def query_fields(collection: str | None = None, *, collection_group: str | None 
 class Count:
     """Aggregation: the number of documents (``{"count": {}}``)."""
 
-    def to_wire(self) -> dict:
+    def to_wire(self) -> dict[str, Any]:
         return {"count": {}}
 
 
@@ -111,7 +111,7 @@ class Sum:
 
     field: str
 
-    def to_wire(self) -> dict:
+    def to_wire(self) -> dict[str, Any]:
         return {"sum": self.field}
 
 
@@ -121,11 +121,11 @@ class Avg:
 
     field: str
 
-    def to_wire(self) -> dict:
+    def to_wire(self) -> dict[str, Any]:
         return {"avg": self.field}
 
 
-def encode_aggregations(aggregations: dict) -> dict:
+def encode_aggregations(aggregations: dict[str, Any]) -> dict[str, Any]:
     """The wire ``aggregations``: alias -> :class:`Count` / :class:`Sum` / :class:`Avg` or a wire dict."""
     out = {}
     for alias, agg in aggregations.items():

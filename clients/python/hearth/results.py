@@ -14,7 +14,7 @@ from .errors import ProtocolError
 from .values import decode, parse_timestamp
 
 
-def _time(wire: dict, key: str) -> _dt.datetime | None:
+def _time(wire: dict[str, Any], key: str) -> _dt.datetime | None:
     text = wire.get(key)
     return None if text is None else parse_timestamp(text)
 
@@ -64,7 +64,7 @@ class WriteResult:
     transform_results: list[Any] = field(default_factory=list)
 
     @classmethod
-    def from_wire(cls, wire: dict, *, id_key: str = "id") -> "WriteResult":
+    def from_wire(cls, wire: dict[str, Any], *, id_key: str = "id") -> "WriteResult":
         """Decodes a single-write response (``id_key="docId"``) or one entry of a commit's ``results``."""
         return cls(path=wire.get("path", ""), id=wire.get(id_key, ""), update_time=_time(wire, "updateTime"),
                    seq=wire.get("seq"), transform_results=decode(wire.get("transformResults", [])))
@@ -79,15 +79,15 @@ class CommitResult:
     results: list[WriteResult]
 
     @classmethod
-    def from_wire(cls, wire: dict) -> "CommitResult":
+    def from_wire(cls, wire: dict[str, Any]) -> "CommitResult":
         seq = wire.get("seq")
         results = [WriteResult.from_wire(r) for r in wire.get("results", [])]
         for r in results:
             r.seq = seq
-        return cls(seq=seq, commit_time=_time(wire, "commitTime"), results=results)
+        return cls(seq=int(seq) if isinstance(seq, int) else 0, commit_time=_time(wire, "commitTime"), results=results)
 
 
-class QueryResult(list):
+class QueryResult(list[Any]):
     """The documents a query returned (a ``list`` of :class:`Document`), plus ``seq``: the result is exact
     as of that commit."""
 

@@ -72,7 +72,7 @@ class _Sentinel:
         self._name = name
         self._key = key
 
-    def to_wire(self) -> dict:
+    def to_wire(self) -> dict[str, Any]:
         return {self._key: True}
 
     def __repr__(self) -> str:
@@ -101,7 +101,7 @@ class Increment:
     def __post_init__(self) -> None:
         _check_number("Increment", self.amount)
 
-    def to_wire(self) -> dict:
+    def to_wire(self) -> dict[str, Any]:
         return {"$increment": encode(self.amount)}
 
 
@@ -114,7 +114,7 @@ class Maximum:
     def __post_init__(self) -> None:
         _check_number("Maximum", self.value)
 
-    def to_wire(self) -> dict:
+    def to_wire(self) -> dict[str, Any]:
         return {"$maximum": encode(self.value)}
 
 
@@ -127,7 +127,7 @@ class Minimum:
     def __post_init__(self) -> None:
         _check_number("Minimum", self.value)
 
-    def to_wire(self) -> dict:
+    def to_wire(self) -> dict[str, Any]:
         return {"$minimum": encode(self.value)}
 
 
@@ -135,9 +135,9 @@ class Minimum:
 class ArrayUnion:
     """Appends the elements not already in the array field (``{"$arrayUnion": [...]}``)."""
 
-    elements: list
+    elements: list[Any]
 
-    def to_wire(self) -> dict:
+    def to_wire(self) -> dict[str, Any]:
         return {"$arrayUnion": [encode(e) for e in self.elements]}
 
 
@@ -145,9 +145,9 @@ class ArrayUnion:
 class ArrayRemove:
     """Removes every element equal to one of ``elements`` (``{"$arrayRemove": [...]}``)."""
 
-    elements: list
+    elements: list[Any]
 
-    def to_wire(self) -> dict:
+    def to_wire(self) -> dict[str, Any]:
         return {"$arrayRemove": [encode(e) for e in self.elements]}
 
 

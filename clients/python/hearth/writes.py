@@ -21,7 +21,7 @@ class Precondition:
     exists: bool | None = None
     update_time: _dt.datetime | str | None = None
 
-    def to_wire(self) -> dict:
+    def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.exists is not None:
             out["exists"] = bool(self.exists)
@@ -31,7 +31,7 @@ class Precondition:
         return out
 
 
-def encode_precondition(p: Precondition | dict | None) -> dict | None:
+def encode_precondition(p: Precondition | dict[str, Any] | None) -> dict[str, Any] | None:
     """Accepts a :class:`Precondition`, a dict with ``exists`` / ``update_time`` (or wire ``updateTime``),
     or ``None``; returns the wire object or ``None``."""
     if p is None:
@@ -48,8 +48,8 @@ def encode_precondition(p: Precondition | dict | None) -> dict | None:
 
 
 def write_fields(path: str, data: Any = None, *, merge: bool = False,
-                 merge_fields: Iterable[str] | None = None, precondition: Precondition | dict | None = None,
-                 has_data: bool = True) -> dict:
+                 merge_fields: Iterable[str] | None = None, precondition: Precondition | dict[str, Any] | None = None,
+                 has_data: bool = True) -> dict[str, Any]:
     """The wire fields of one write (without ``op``): ``path``, encoded ``data`` when ``has_data``,
     ``merge``/``mergeFields`` when asked, and ``precondition`` when given."""
     out: dict[str, Any] = {"path": path}
@@ -76,27 +76,27 @@ class Batch:
     """
 
     def __init__(self) -> None:
-        self.writes: list[dict] = []
+        self.writes: list[dict[str, Any]] = []
 
-    def create(self, path: str, data: dict) -> "Batch":
+    def create(self, path: str, data: dict[str, Any]) -> "Batch":
         self.writes.append({"op": "create", **write_fields(path, data)})
         return self
 
-    def set(self, path: str, data: dict, *, merge: bool = False, merge_fields: Iterable[str] | None = None,
-            precondition: Precondition | dict | None = None) -> "Batch":
+    def set(self, path: str, data: dict[str, Any], *, merge: bool = False, merge_fields: Iterable[str] | None = None,
+            precondition: Precondition | dict[str, Any] | None = None) -> "Batch":
         self.writes.append({"op": "set", **write_fields(path, data, merge=merge, merge_fields=merge_fields,
                                                         precondition=precondition)})
         return self
 
-    def update(self, path: str, data: dict, *, precondition: Precondition | dict | None = None) -> "Batch":
+    def update(self, path: str, data: dict[str, Any], *, precondition: Precondition | dict[str, Any] | None = None) -> "Batch":
         self.writes.append({"op": "update", **write_fields(path, data, precondition=precondition)})
         return self
 
-    def delete(self, path: str, *, precondition: Precondition | dict | None = None) -> "Batch":
+    def delete(self, path: str, *, precondition: Precondition | dict[str, Any] | None = None) -> "Batch":
         self.writes.append({"op": "delete", **write_fields(path, precondition=precondition, has_data=False)})
         return self
 
-    def verify(self, path: str, precondition: Precondition | dict) -> "Batch":
+    def verify(self, path: str, precondition: Precondition | dict[str, Any]) -> "Batch":
         """Checks ``precondition`` without writing (optimistic transactions)."""
         self.writes.append({"op": "verify", **write_fields(path, precondition=precondition, has_data=False)})
         return self
@@ -108,7 +108,7 @@ class Batch:
 _ENTRY_KEYS = {"op", "path", "data", "merge", "merge_fields", "mergeFields", "precondition"}
 
 
-def encode_writes(writes: Batch | Iterable[dict]) -> list[dict]:
+def encode_writes(writes: Batch | Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The wire ``writes`` of a commit, from a :class:`Batch` or from dicts shaped like
     ``{"op": "set", "path": ..., "data": {...python values...}, "merge": True, "precondition": {...}}``."""
     if isinstance(writes, Batch):

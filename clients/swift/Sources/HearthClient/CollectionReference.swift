@@ -44,9 +44,10 @@ public final class CollectionReference: Query, @unchecked Sendable {
         try await addDocument(data: try encoder.encode(value))
     }
 
-    /// Callback form: the reference is returned at once (its ID is made here); `completion` reports the write.
+    /// Callback form: the reference is returned at once (its ID is made here); `completion` reports the write
+    /// (required, `nil` allowed, so that `try await addDocument(data:)` is always the async form).
     @discardableResult
-    public func addDocument(data: [String: Any], completion: (@Sendable (Error?) -> Void)? = nil) -> DocumentReference {
+    public func addDocument(data: [String: Any], completion: (@Sendable (Error?) -> Void)?) -> DocumentReference {
         let ref = document()
         let done = Hearth.ignoringValue(completion)
         do {

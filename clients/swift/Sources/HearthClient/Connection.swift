@@ -49,11 +49,14 @@ final class Connection: @unchecked Sendable {
     private var helloFields: [String: JSON] = [:]
     /// The identity the server confirmed last (readable from any thread).
     let identity = LockedValue<HearthIdentity?>(nil)
+    /// Connected or not, for `Hearth.addConnectionStateListener`.
+    let state: ConnectionStateWatch
 
     init(host: String, port: Int, settings: HearthSettings) {
         self.host = host
         self.port = port
         self.settings = settings
+        state = ConnectionStateWatch(queue: settings.dispatchQueue)
         credentials = settings.credentials.resolved()
     }
 
@@ -83,6 +86,7 @@ final class Connection: @unchecked Sendable {
     func terminate() {
         queue.async {
             self.terminated = true
+            self.state.set(.disconnected(reason: "terminated"))
             self.listeners.removeAll()
             self.subs.removeAll()
             self.link?.close("terminated")
@@ -180,6 +184,7 @@ final class Connection: @unchecked Sendable {
 
     /// The link may carry requests: listeners (re-)subscribe, then the held requests go out in order.
     private func linkReady(_ l: Link) {
+        state.set(.connected)
         for core in listeners.values.sorted(by: { $0.localID < $1.localID }) { issueListen(core) }
         let waiting = held
         held = []
@@ -197,6 +202,7 @@ final class Connection: @unchecked Sendable {
         subs.removeAll()
         for h in waiting { h.handler(.failure(error)) }
         for core in ended { core.fail(error) }
+        state.set(.disconnected(reason: "hello refused: \(error)"))
         l.close("hello refused: \(error)")
     }
 
@@ -221,6 +227,7 @@ final class Connection: @unchecked Sendable {
                 }
             }
         } catch {
+            state.set(.disconnected(reason: "\(error)"))
             if !listeners.isEmpty { scheduleReconnect() }
             throw error
         }
@@ -238,6 +245,7 @@ final class Connection: @unchecked Sendable {
 
     private func linkClosed(_ reason: String) {
         link = nil
+        if case .connected = state.current { state.set(.disconnected(reason: "connection lost: \(reason)")) }
         authenticating = false
         let failed = Array(pending[pendingHead...]) + held.map { (id: Int64(0), handler: $0.handler) }
         pending = []

@@ -67,31 +67,38 @@ public final class DocumentReference: Sendable, Hashable, CustomStringConvertibl
     }
 
     // MARK: callbacks
+    //
+    // The completion argument has no default (as in the async variants Swift generates for Firestore's
+    // Objective-C methods): a call without `completion:` can only be the async form, so `try await
+    // ref.setData(...)` waits for the write in every context, top-level code included. Pass `completion: nil`
+    // to send a write without waiting for its outcome.
 
     public func getDocument(completion: @escaping @Sendable (DocumentSnapshot?, Error?) -> Void) {
         firestore.perform(getRequest, map: snapshot, completion: completion)
     }
 
-    public func setData(_ documentData: [String: Any], merge: Bool = false, completion: (@Sendable (Error?) -> Void)? = nil) {
+    public func setData(_ documentData: [String: Any], merge: Bool = false, completion: (@Sendable (Error?) -> Void)?) {
         write({ try WriteEncoding.set(path, documentData, merge: merge) }, completion)
     }
 
-    public func setData(_ documentData: [String: Any], mergeFields: [Any], completion: (@Sendable (Error?) -> Void)? = nil) {
+    public func setData(_ documentData: [String: Any], mergeFields: [Any], completion: (@Sendable (Error?) -> Void)?) {
         write({ try WriteEncoding.set(path, documentData, mergeFields: mergeFields) }, completion)
     }
 
-    /// Firestore's form: encoding errors throw here; the write's outcome goes to `completion`.
+    /// Firestore's form: encoding errors throw here; the write's outcome goes to `completion` (`nil`: not
+    /// reported). Firestore lets `completion` default to nil; here it must be written, so that `try await
+    /// ref.setData(from: value)` is always the async form.
     public func setData<T: Encodable>(from value: T, merge: Bool = false, encoder: Hearth.Encoder = Hearth.Encoder(),
-                                      completion: (@Sendable (Error?) -> Void)? = nil) throws {
+                                      completion: (@Sendable (Error?) -> Void)?) throws {
         let request = try WriteEncoding.set(path, try encoder.encode(value), merge: merge)
         write({ request }, completion)
     }
 
-    public func updateData(_ fields: [AnyHashable: Any], completion: (@Sendable (Error?) -> Void)? = nil) {
+    public func updateData(_ fields: [AnyHashable: Any], completion: (@Sendable (Error?) -> Void)?) {
         write({ try WriteEncoding.update(path, fields) }, completion)
     }
 
-    public func delete(completion: (@Sendable (Error?) -> Void)? = nil) {
+    public func delete(completion: (@Sendable (Error?) -> Void)?) {
         write({ WriteEncoding.delete(path) }, completion)
     }
 

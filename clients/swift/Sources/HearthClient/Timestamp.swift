@@ -29,6 +29,9 @@ public struct Timestamp: Sendable, Hashable, Comparable, Codable, CustomStringCo
         self.init(seconds: Int64(s), nanoseconds: Int32(n))
     }
 
+    /// Now (Firestore's `Timestamp()`).
+    public init() { self.init(date: Date()) }
+
     public static func now() -> Timestamp { Timestamp(date: Date()) }
 
     public func dateValue() -> Date {

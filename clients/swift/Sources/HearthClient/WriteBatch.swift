@@ -65,7 +65,9 @@ public final class WriteBatch: @unchecked Sendable {
         _ = try await db.connection.call(request)
     }
 
-    public func commit(completion: (@Sendable (Error?) -> Void)? = nil) {
+    /// Callback form; `completion` (required, `nil` allowed, so that `try await batch.commit()` is always
+    /// the async form) runs on `settings.dispatchQueue`.
+    public func commit(completion: (@Sendable (Error?) -> Void)?) {
         let done = Hearth.ignoringValue(completion)
         do {
             guard let request = try takeRequest() else { return db.settings.dispatchQueue.async { completion?(nil) } }
