@@ -32,7 +32,11 @@ import Testing
         var lastSeq = 0
         var torn = 0
         let query = #"{"op":"query","collection":"pair","where":{"or":[["k","==",1],["k","==",2]]}}"#
-        for _ in 0..<1500 {
+        // At least 1,500 queries, and on until the writers have made more than 100 commits meanwhile (on a
+        // loaded machine the writers' threads may start late): the queries must overlap commits to mean anything.
+        var queries = 0
+        while queries < 1500 || (commits.value <= 100 && queries < 200_000) {
+            queries += 1
             let r = try reader.request(query)
             #expect(r.isOK, "\(r)")
             let docs = (r["docs"] as? [[String: Any]]) ?? []
