@@ -58,7 +58,11 @@ import Testing
                 }
             }
         }
-        for _ in 0..<200 {
+        // At least 200 commits, and on until the readers have read during them (their threads may start late
+        // on a loaded machine).
+        var commits = 0
+        while commits < 200 || (reads.withLock { $0 } < 3 && commits < 1_000_000) {
+            commits += 1
             let next = String(h.seq + 1)
             try store.apply([h.commit([("c/x", bytes(next)), ("c/y", bytes(next))])])
         }
