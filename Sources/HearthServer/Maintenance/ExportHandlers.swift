@@ -63,7 +63,7 @@ enum ExportHandlers {
                     do throws(HearthError) { try codec.verify(d.data) } catch {
                         throw StorageDamage.document(d.path.description, "its data does not decode: \(error.message)")
                     }
-                    DocumentJSON.write(d, into: &w)
+                    writeDocument(d, into: &w)
                     last = d.path
                     if w.count > pageBytes { break }
                 }
@@ -93,6 +93,16 @@ enum ExportHandlers {
             }
             session.offLoopReadDone(slot, line: outcome.line, seq: 0)
         })
+    }
+
+    /// One exported document, as an export file's line holds it: `{path,data,createTime,updateTime}`.
+    static func writeDocument(_ d: StoredDocument, into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("path"); w.string(d.path.description)
+        w.key("data"); w.raw(d.data)
+        w.key("createTime"); w.string(d.createTime.rfc3339)
+        w.key("updateTime"); w.string(d.updateTime.rfc3339)
+        w.endObject()
     }
 
     static func decodeScope(_ req: Request) throws(HearthError) -> DocumentScope {
