@@ -51,6 +51,9 @@ enum ExportHandlers {
                 if let p = outcome.snapshot { snapshot = p } else { snapshot = try store.snapshot() }
                 outcome.snapshot = snapshot
                 if let wanted, snapshot.seq != wanted {
+                    if cursor == nil {
+                        throw HearthError(.failedPrecondition, "the database is at seq \(snapshot.seq), not \(wanted): an export reads the latest state (a first page with \"seq\" only confirms it)")
+                    }
                     throw HearthError(.failedPrecondition, "seq \(wanted) is not held by this connection (the database is at seq \(snapshot.seq)); an export's snapshot lives only on the connection that started it: start again without \"seq\"")
                 }
                 let docs = try snapshot.documents(in: scope, after: cursor, limit: limit)

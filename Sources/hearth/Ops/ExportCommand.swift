@@ -63,7 +63,7 @@ enum ExportCommand {
             }
             let line = response.line
             if id == 1 {
-                let s = response.root?["seq"]?.unsignedInteger ?? 0
+                let s = UInt64(response.root?["seq"]?.int64 ?? 0)
                 seq = s
                 try output.write(header(seq: s, collection: collection, group: group))
             }
