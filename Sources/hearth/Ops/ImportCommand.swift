@@ -95,7 +95,7 @@ enum ImportCommand {
         progress?.update(session.durable ?? documents, force: true)
         progress?.finish()
         try checkpoint?.remove()
-        let written = documents - skip
+        let written = documents - skip - session.alreadyPresent
         var summary = "import: \(NumberText.grouped(written)) documents written"
         if skip > 0 { summary += " after the \(NumberText.grouped(skip)) of the checkpoint" }
         if session.alreadyPresent > 0 { summary += ", \(NumberText.grouped(session.alreadyPresent)) already present (skipped)" }
