@@ -9,7 +9,7 @@ PORT      ?= 7411
 DATA_DIR  ?= ./data
 ARGS      ?=
 
-.PHONY: all deps build release run test test-swift test-python typecheck-python bench fuzz fmt clean
+.PHONY: all deps build release run test test-swift test-python typecheck-python bench fuzz fmt clean install install-built
 
 all: build
 
@@ -67,8 +67,23 @@ fuzz: deps
 	    -artifact_prefix=.build/fuzz-artifacts/$$t/ .build/fuzz-corpus/$$t Tests/Fuzz/$$t || exit 1; \
 	done
 
+# The load generator against HOST:PORT (a daemon started with `make run` or elsewhere).
 bench: release
-	.build/release/hearth bench $(ARGS)
+	.build/release/hearth bench --host $(HOST) --port $(PORT) $(ARGS)
+
+# `make install PREFIX=/usr/local` builds in release mode and installs hearthd and hearth into $(DESTDIR)$(PREFIX)/bin,
+# the systemd unit and the sample configuration into $(DESTDIR)$(PREFIX)/share/hearth (docs/operations.md "Install").
+# `make install-built` installs binaries already built into BUILD_DIR without building (BUILD_DIR=.build/debug for tests).
+PREFIX    ?= /usr/local
+BUILD_DIR ?= .build/release
+INSTALL   ?= install
+install: release install-built
+
+install-built:
+	@test -x $(BUILD_DIR)/hearthd -a -x $(BUILD_DIR)/hearth || { echo "make: no hearthd and hearth in $(BUILD_DIR) (run make release)"; exit 1; }
+	$(INSTALL) -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/hearth
+	$(INSTALL) -m 0755 $(BUILD_DIR)/hearthd $(BUILD_DIR)/hearth $(DESTDIR)$(PREFIX)/bin/
+	$(INSTALL) -m 0644 contrib/hearthd.service contrib/hearthd.env $(DESTDIR)$(PREFIX)/share/hearth/
 
 clean:
 	rm -rf .build

@@ -79,5 +79,9 @@ enum CommandTable {
                 fields: ["heartbeatMs", "token", "adminKey", "as"], access: .meta, clearance: .anyone, run: AuthHandlers.hello),
         Command(name: "rules", synopsis: "{op:\"rules\",action:\"reload\"|\"status\"} (admin) reloads the rules file or says which rules are in force",
                 fields: ["action"], access: .meta, clearance: .admin, run: AuthHandlers.rules),
+        Command(name: "backup", synopsis: "{op:\"backup\",dir:\"/abs/dir\"} (admin) copies the store online into a new data directory at one seq, with progress lines: {seq,pages,bytes,micros,dir}",
+                fields: ["dir"], access: .meta, clearance: .admin, run: BackupHandlers.backup),
+        Command(name: "export", synopsis: "{op:\"export\"[,collection|collectionGroup][,seq,after][,limit]} (admin) pages through documents at one seq: {seq,docs:[...],next}",
+                fields: ExportHandlers.fields, access: .read, clearance: .admin, run: ExportHandlers.export),
     ]
 }

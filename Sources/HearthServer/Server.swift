@@ -22,6 +22,8 @@ public final class Server {
     let dispatcher: Dispatcher
     /// Reader threads for large reads (`Context.readOffLoop`).
     let readers: WorkerPool
+    /// The thread of online backups (`MaintenanceJobs`).
+    let maintenance: MaintenanceJobs
     /// Reads on reader threads whose response has not come back to the loop yet.
     package private(set) var readsInFlight = 0
     func offLoopReadStarted() { readsInFlight += 1 }
@@ -71,6 +73,7 @@ public final class Server {
         self.dispatcher = Dispatcher()
         self.budget = ConnectionBudget(config.budgetLimits)
         self.readers = WorkerPool(loop: loop, threads: config.readers)
+        self.maintenance = MaintenanceJobs(loop: loop)
         self.reserve = DiskReserve(dataDir: config.dataDir, bytes: config.diskReserveBytes)
         if let problem = config.security.protectionProblem(host: config.host) { throw HearthError(.failedPrecondition, problem) }
         self.access = try access ?? AccessControl(config.security)
@@ -385,6 +388,7 @@ public final class Server {
     func beginShutdown(reason: String) {
         guard !shuttingDown else { return }
         shuttingDown = true
+        maintenance.stop()
         logger.info("\(reason): shutting down (\(counted(sessions.count, "connection")), \(counted(engine.pendingCommitCount, "commit")) pending)")
         for listener in listeners { listener.close() }
         listeners.removeAll()
@@ -413,7 +417,10 @@ public final class Server {
     }
 
     /// Joins the reader threads (their last responses go nowhere: every session is closed by now).
-    package func closeReaders() { readers.close() }
+    package func closeReaders() {
+        readers.close()
+        maintenance.close()
+    }
 
     private func stopLoop() {
         closeReaders()

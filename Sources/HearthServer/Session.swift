@@ -2,6 +2,7 @@ import HearthEngine
 import HearthLoop
 import HearthModel
 import HearthProtocol
+import HearthStorage
 
 /// One client connection: framing, in-order responses, parked lines, and backpressure.
 ///
@@ -44,6 +45,9 @@ final class Session: SnapshotWaiter {
     private(set) var lastActivityMs: UInt64
 
     // Subscriptions (see Session+Listeners.swift).
+    /// The snapshot a paged `export` reads, kept from its first page to its last or until the connection
+    /// closes (`ExportHandlers`).
+    var exportSnapshot: (any StoreSnapshot)?
     var subscriptions: [String: Listener] = [:]
     var nextSubscription = 1
     /// Events of a listener being registered, held until its `listen` response has gone out.
@@ -88,6 +92,7 @@ final class Session: SnapshotWaiter {
         conn.onClose = { [unowned self] _ in
             self.closed = true
             self.endSubscriptions()
+            self.exportSnapshot = nil   // closed by the last holder (a page still being read holds it)
             self.conn.onRead = nil
             self.conn.onDrain = nil
             self.conn.onClose = nil

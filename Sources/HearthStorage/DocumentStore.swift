@@ -134,6 +134,13 @@ public protocol StoreReads: AnyObject {
 public protocol StoreSnapshot: StoreReads {
     /// The last commit the snapshot holds.
     var seq: UInt64 { get }
+
+    /// Documents in `scope`, ordered by (parent collection path, ID), both by UTF-8 bytes, after `after`
+    /// (from the first when nil; it need not exist), at most `limit` (none when `limit` < 1). For exports:
+    /// paging with the last path returned reads every document of the scope exactly once. A backend that
+    /// cannot enumerate documents throws UNIMPLEMENTED (the default, `StoreMaintenance.swift`).
+    func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument]
+
     func close()
 }
 
@@ -216,6 +223,15 @@ public protocol DocumentStore: StoreReads, Sendable {
     /// The index catalog stored by the latest commit that carried one (`CommitRecord.indexCatalog`), exactly
     /// as given; nil when no commit ever did. Read once at open by the engine.
     func indexCatalog() throws(HearthError) -> [UInt8]?
+
+    /// Writes a consistent copy of the whole store, as of one seq, into the data directory `directory`
+    /// (created when missing; it must not hold a store already), while the store keeps serving reads and
+    /// commits: a directory `SQLiteStore(directory:)` opens as it is. Runs on the calling thread (never the
+    /// loop's) for as long as the copy takes; `progress` is called after each slice of the copy and stops it
+    /// by returning false (the copy then throws UNAVAILABLE and leaves no store in `directory`). Returns the
+    /// seq the copy holds. A backend that cannot copy itself online throws UNIMPLEMENTED (the default,
+    /// `StoreMaintenance.swift`).
+    func backup(to directory: String, progress: (BackupProgress) -> Bool) throws(HearthError) -> BackupResult
 
     /// Flushes and closes, waiting for a running `apply`. Idempotent; any other call that follows throws
     /// UNAVAILABLE.

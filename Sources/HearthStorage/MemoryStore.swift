@@ -79,7 +79,39 @@ public final class MemoryStore: DocumentStore {
         func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {
             state.index.range(from: lower, to: upper).count
         }
+        func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument] {
+            MemoryStore.documents(state, in: scope, after: after, limit: limit)
+        }
         func close() {}
+    }
+
+    /// `StoreSnapshot.documents`: the collections of the scope in path-byte order, each from its first ID
+    /// after the cursor.
+    private static func documents(_ s: State, in scope: DocumentScope, after: DocumentPath?, limit: Int) -> [StoredDocument] {
+        guard limit > 0 else { return [] }
+        let afterCollection = after.map { Array($0.collection.description.utf8) }
+        let collections = s.collections.keys
+            .filter { c in
+                switch scope {
+                case .all: return true
+                case .collection(let only): return c == only
+                case .collectionGroup(let id): return c.id == id
+                }
+            }
+            .map { (key: Array($0.description.utf8), path: $0) }
+            .filter { c in afterCollection.map { !c.key.lexicographicallyPrecedes($0) } ?? true }
+            .sorted { $0.key.lexicographicallyPrecedes($1.key) }
+        var out: [StoredDocument] = []
+        for c in collections {
+            guard let docs = s.collections[c.path] else { continue }
+            var start = 0
+            if let after, c.key == afterCollection { start = upperBound(docs.ids, Array(after.id.utf8)) }
+            for d in docs.docs[start...] {
+                guard out.count < limit else { return out }
+                out.append(d)
+            }
+        }
+        return out
     }
 
     public func list(collection: CollectionPath, afterID: String?, limit: Int) throws(HearthError) -> [StoredDocument] {

@@ -15,6 +15,8 @@ final class SQLiteReader {
     private let commitsAfter: SQLiteStatement
     private let changesIn: SQLiteStatement
     private let catalog: SQLiteStatement
+    private let allDocuments: SQLiteStatement
+    private let groupDocuments: SQLiteStatement
     private let begin: SQLiteStatement
     private let end: SQLiteStatement
     /// `scanIndex` and `countIndex`.
@@ -39,6 +41,16 @@ final class SQLiteReader {
             FROM changes WHERE seq > ?1 AND seq <= ?2 ORDER BY seq, id
             """, name: "read changes")
         catalog = try c.prepare("SELECT data, seq, checksum FROM index_catalog WHERE id = 1", name: "read index catalog")
+        // Exports: the (collection, id) row value walks documents_by_key from the cursor on.
+        allDocuments = try c.prepare("""
+            SELECT collection, id, data, create_us, update_us, seq, checksum FROM documents
+            WHERE (collection, id) > (?1, ?2) ORDER BY collection, id LIMIT ?3
+            """, name: "export documents")
+        groupDocuments = try c.prepare("""
+            SELECT collection, id, data, create_us, update_us, seq, checksum FROM documents
+            WHERE (collection, id) > (?1, ?2) AND (collection = ?4 OR substr(collection, -length(?4) - 1) = '/' || ?4)
+            ORDER BY collection, id LIMIT ?3
+            """, name: "export collection group")
         begin = try c.prepare("BEGIN", name: "begin read")
         end = try c.prepare("COMMIT", name: "end read")
         index = try SQLiteIndexReader(connection: c)
@@ -108,6 +120,41 @@ final class SQLiteReader {
             }
             docs.append(StoredDocument(path: path, data: s.bytes(1), createTime: Timestamp(micros: s.int64(2)),
                                        updateTime: Timestamp(micros: s.int64(3)), seq: s.uint64(4)))
+        }
+        return docs
+    }
+
+    /// `StoreSnapshot.documents`: every row checked against its checksum, as `list` does.
+    func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument] {
+        guard limit > 0 else { return [] }
+        let s: SQLiteStatement
+        switch scope {
+        case .collection(let c):
+            guard let after, after.collection != c else { return try list(collection: c, afterID: after?.id, limit: limit) }
+            // A cursor in another collection: all of `c` when the cursor sorts before it, nothing after it.
+            let before = Array(after.collection.description.utf8).lexicographicallyPrecedes(Array(c.description.utf8))
+            return before ? try list(collection: c, afterID: nil, limit: limit) : []
+        case .all: s = allDocuments
+        case .collectionGroup(let id):
+            s = groupDocuments
+            try s.bind(4, id)
+        }
+        defer { s.reset() }
+        try s.bind(1, after?.collection.description ?? "")
+        try s.bind(2, after?.id ?? "")
+        try s.bind(3, Int64(clamping: limit))
+        var docs: [StoredDocument] = []
+        while try s.step() {
+            let collection = s.text(0), id = s.text(1)
+            var sum = RowChecksum()
+            sum.columns(s, 0..<6)
+            guard sum.value == s.int64(6) else { throw StorageDamage.document("\(collection)/\(id)", "checksum mismatch") }
+            let path: DocumentPath
+            do { path = try DocumentPath(parsing: "\(collection)/\(id)") } catch {
+                throw StorageDamage.document("\(collection)/\(id)", "invalid path: \(error.message)")
+            }
+            docs.append(StoredDocument(path: path, data: s.bytes(2), createTime: Timestamp(micros: s.int64(3)),
+                                       updateTime: Timestamp(micros: s.int64(4)), seq: s.uint64(5)))
         }
         return docs
     }

@@ -31,6 +31,10 @@ final class SQLiteSnapshot: StoreSnapshot, @unchecked Sendable {
         try open().index.count(from: lower, to: upper)
     }
 
+    func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument] {
+        try open().documents(in: scope, after: after, limit: limit)
+    }
+
     func close() {
         guard let r = reader else { return }
         reader = nil

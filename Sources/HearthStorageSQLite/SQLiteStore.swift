@@ -158,6 +158,13 @@ public final class SQLiteStore: DocumentStore {
         if !keep { r.close() }
     }
 
+    /// `SQLiteBackup`, on a connection of its own; stops early once the store closes.
+    public func backup(to directory: String, progress: (BackupProgress) -> Bool) throws(HearthError) -> BackupResult {
+        let isClosed = { self.snapshotReaders.withLock { $0.closed } }
+        guard !isClosed() else { throw CommitValidation.closed }
+        return try SQLiteBackup.run(source: databasePath, to: directory) { p in !isClosed() && progress(p) }
+    }
+
     public func apply(_ commits: [CommitRecord]) throws(HearthError) {
         try writer.withLock { (w: inout SQLiteWriter?) throws(HearthError) in
             guard let w else { throw CommitValidation.closed }

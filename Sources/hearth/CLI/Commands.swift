@@ -95,6 +95,21 @@ enum Commands {
                    options: OptionSpec.connection) { a in
             try RulesCommand.run(a)
         },
+        Subcommand(name: "backup", abstract: "Copy the daemon's store online into a new data directory, at one seq.",
+                   discussion: BackupCommand.discussion,
+                   positionals: [PositionalSpec(name: "dir", help: "The new data directory, on the daemon's host.")], options: common) { a in
+            try BackupCommand.run(a)
+        },
+        Subcommand(name: "export", abstract: "Write documents as NDJSON (a header line with the seq, then one document per line).",
+                   discussion: ExportCommand.discussion, options: ExportCommand.specs) { a in
+            try ExportCommand.run(a)
+        },
+        Subcommand(name: "import", abstract: "Write the documents of an export file back, in batches; resumable.",
+                   discussion: ImportCommand.discussion,
+                   positionals: [PositionalSpec(name: "file", help: "The export file ('-': standard input).")],
+                   options: ImportCommand.specs) { a in
+            try ImportCommand.run(a)
+        },
         Subcommand(name: "bench", abstract: "Load generator: measure throughput and latency of the daemon.",
                    discussion: BenchOptions.discussion,
                    positionals: [PositionalSpec(name: "scenario", help: BenchOptions.scenarioHelp)],

@@ -63,7 +63,8 @@ enum HearthCLI {
 
         USAGE: hearth <subcommand> [<options>]
 
-        Every subcommand that talks to the daemon takes --host (default 127.0.0.1), --port (default 7411); all take --help.
+        Every subcommand that talks to the daemon takes --host and --port (defaults: $HEARTH_HOST and $HEARTH_PORT, else
+        127.0.0.1 and 7411; flags win); all take --help.
         Credentials (sent in a hello first on every connection): --token-file FILE or $HEARTH_TOKEN, --admin-key-file FILE
         or $HEARTH_ADMIN_KEY (--token JWT for quick tests).
         Exit codes: 0 ok, 1 server error response (a refused hello too; check: damage found), 2 usage error, 3 connection failure (check: no store).

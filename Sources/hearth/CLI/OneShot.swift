@@ -1,5 +1,5 @@
-/// Where to reach the daemon, how, and who to be there: `--host`, `--port`, `--timeout`, TLS (`TLSOptions`),
-/// and the credentials (`Credentials`: `--token`, `--token-file`, `--admin-key-file`, `HEARTH_TOKEN`,
+/// Where to reach the daemon, how, and who to be there: `--host`, `--port` (else `HEARTH_HOST`,
+/// `HEARTH_PORT`, else 127.0.0.1:7411), `--timeout`, TLS (`TLSOptions`), and the credentials (`Credentials`: `--token`, `--token-file`, `--admin-key-file`, `HEARTH_TOKEN`,
 /// `HEARTH_ADMIN_KEY`).
 struct ConnectionOptions {
     var host = "127.0.0.1"
@@ -9,12 +9,20 @@ struct ConnectionOptions {
     /// Nil: plain text.
     var tls: TLSOptions?
 
-    init(_ args: ParsedArguments) throws(UsageError) {
-        if let h = args.string("host") {
+    init(_ args: ParsedArguments, environment: (String) -> String? = Credentials.environment) throws(UsageError) {
+        let envHost = environment("HEARTH_HOST").flatMap { $0.isEmpty ? nil : $0 }
+        if let h = args.string("host") ?? envHost {
             guard !h.isEmpty else { throw UsageError("--host must not be empty.") }
             host = h.hasPrefix("[") && h.hasSuffix("]") ? String(h.dropFirst().dropLast()) : h
         }
-        port = try args.int("port", default: 7411, min: 1, max: 65535)
+        var defaultPort = 7411
+        if let text = environment("HEARTH_PORT"), !text.isEmpty {
+            guard let p = Int(text), (1...65535).contains(p) else {
+                throw UsageError("HEARTH_PORT must be a port from 1 to 65535, got '\(text)'.")
+            }
+            defaultPort = p
+        }
+        port = try args.int("port", default: defaultPort, min: 1, max: 65535)
         timeout = try args.double("timeout", default: 10, min: 0.001) ?? 10
         credentials = try Credentials(args)
         tls = try TLSOptions(args)
