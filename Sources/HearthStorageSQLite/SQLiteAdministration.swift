@@ -83,14 +83,21 @@ extension SQLiteStore: StoreAdministration {
         let method = try writer.withLock { (w: inout SQLiteWriter?) throws(HearthError) -> String in
             guard let w else { throw HearthError(.unavailable, "storage: the store is closed") }
             let c = w.connection
+            let method: String
             if try c.queryInt("PRAGMA auto_vacuum") == 2 {
                 _ = try c.queryColumn("PRAGMA incremental_vacuum")
-                try c.exec("PRAGMA wal_checkpoint(TRUNCATE);", "checkpointing after compaction")
-                return "incremental vacuum"
+                method = "incremental vacuum"
+            } else {
+                try c.exec("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;", "compacting (VACUUM)")
+                method = "full vacuum"
             }
-            try c.exec("PRAGMA auto_vacuum = INCREMENTAL; VACUUM;", "compacting (VACUUM)")
-            try c.exec("PRAGMA wal_checkpoint(TRUNCATE);", "checkpointing after compaction")
-            return "full vacuum"
+            // The rewritten pages are in the WAL: copy them into hearth.db and empty the WAL. A checkpoint the
+            // background checkpointer or a reader holds up reports busy; try again for up to a second.
+            for _ in 0..<100 {
+                if try c.queryInt("PRAGMA wal_checkpoint(TRUNCATE)") == 0 { break }
+                usleep(10_000)
+            }
+            return method
         }
         return CompactionResult(method: method, bytesBefore: before, bytesAfter: bytesOnDisk())
     }
