@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Get latency while a large admin job runs: a 100,000-document recursive delete, then a compaction.
 
-    python3 clients/python/bench/admin_stall.py [documents]        (release build: swift build -c release)
+    python3 clients/python/bench/admin_stall.py [documents] [batchSize]      (release build: swift build -c release)
 
 Starts a daemon on a fresh data dir, loads `documents` 300-byte documents under big/root/items (commits of 500),
 then runs `hearth bench get --rate 2000 -c 10` (its own 10,000 keys) three times: alone, while
@@ -11,6 +11,7 @@ get latency and the job's duration.
 import json, os, socket, subprocess, sys, tempfile, threading, time
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+BATCH = int(sys.argv[2]) if len(sys.argv) > 2 else 500
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 B = os.environ.get("HEARTH_BUILD", os.path.join(ROOT, ".build", "release"))
 d = tempfile.mkdtemp()
@@ -72,7 +73,7 @@ def bench(label, job=None):
     print(f"{label:28} {r['ops_per_sec']:>7.0f} gets/s  p50 {lat['p50']} us  p99 {lat['p99']} us  max {lat['max']} us{extra}")
 
 bench("gets alone")
-bench("gets during recursive delete", {"op": "deleteRecursive", "path": "big"})
+bench(f"gets during recursive delete", {"op": "deleteRecursive", "path": "big", "batchSize": BATCH})
 bench("gets during compaction", {"op": "compact"})
 daemon.terminate()
 daemon.wait()
