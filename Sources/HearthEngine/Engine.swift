@@ -43,6 +43,8 @@ public final class Engine {
     public internal(set) var nextIndexID: Int64 = 1
     /// Dropped indexes whose entries are still being removed (kept in the catalog until they are).
     public internal(set) var droppingIndexes: [Int64] = []
+    /// TTL policies (stored with the index catalog).
+    public internal(set) var ttlPolicies: [TTLPolicy] = []
     /// Backfills and purges still to do, oldest first.
     var indexWork: [IndexWork] = []
     /// Called when the index catalog changes (a declaration, a drop, a backfill finished), with the index that

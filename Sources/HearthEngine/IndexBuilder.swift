@@ -22,7 +22,34 @@ extension Engine {
 
     /// The catalog as it is in memory (what the next commit carrying it stores).
     public var indexCatalog: IndexCatalog {
-        IndexCatalog(indexes: indexes, nextID: nextIndexID, dropping: droppingIndexes)
+        IndexCatalog(indexes: indexes, nextID: nextIndexID, dropping: droppingIndexes, ttl: ttlPolicies)
+    }
+
+    /// Sets the TTL policy of a collection group (replacing its previous one); `completion` runs once the
+    /// catalog change is durable. Returns false (and `completion` never runs) when that policy is already set.
+    @discardableResult
+    public func setTTL(_ policy: TTLPolicy, completion: @escaping (Result<CommitOutcome, HearthError>) -> Void = { _ in }) throws(HearthError) -> Bool {
+        guard !policy.collectionGroup.isEmpty, !policy.collectionGroup.contains("/") else {
+            throw .invalid("a collection group is one collection ID, without \"/\" (got \"\(policy.collectionGroup)\")")
+        }
+        guard !policy.field.isDocumentID else { throw .invalid("the TTL field cannot be __name__") }
+        if ttlPolicies.contains(policy) { return false }
+        ttlPolicies.removeAll { $0.collectionGroup == policy.collectionGroup }
+        ttlPolicies.append(policy)
+        ttlPolicies.sort { $0.collectionGroup.utf8.lexicographicallyPrecedes($1.collectionGroup.utf8) }
+        catalogDirty = true
+        commitIndexChanges(IndexChanges(), completion: completion)
+        return true
+    }
+
+    /// Removes the TTL policy of a collection group; NOT_FOUND when it has none.
+    public func removeTTL(collectionGroup: String, completion: @escaping (Result<CommitOutcome, HearthError>) -> Void = { _ in }) throws(HearthError) {
+        guard ttlPolicies.contains(where: { $0.collectionGroup == collectionGroup }) else {
+            throw HearthError(.notFound, "no TTL policy for collection group \"\(collectionGroup)\"")
+        }
+        ttlPolicies.removeAll { $0.collectionGroup == collectionGroup }
+        catalogDirty = true
+        commitIndexChanges(IndexChanges(), completion: completion)
     }
 
     /// Declares an index; it is maintained by every commit from now on and becomes `.ready` (usable by
@@ -73,6 +100,7 @@ extension Engine {
     func restore(_ catalog: IndexCatalog) {
         indexes = catalog.indexes
         droppingIndexes = catalog.dropping
+        ttlPolicies = catalog.ttl
         nextIndexID = max(catalog.nextID, ((catalog.indexes.map(\.id) + catalog.dropping).max() ?? 0) + 1)
         for d in indexes where d.state == .building { startBackfill(d.id) }
         for id in droppingIndexes { indexWork.append(.purge(id: id, after: nil)) }

@@ -65,11 +65,14 @@ public struct IndexCatalog: Sendable, Equatable {
     public var nextID: Int64
     /// Dropped indexes whose entries are not all removed yet (their removal resumes after a restart).
     public var dropping: [Int64]
+    /// TTL policies, at most one per collection group.
+    public var ttl: [TTLPolicy]
 
-    public init(indexes: [IndexDefinition] = [], nextID: Int64 = 1, dropping: [Int64] = []) {
+    public init(indexes: [IndexDefinition] = [], nextID: Int64 = 1, dropping: [Int64] = [], ttl: [TTLPolicy] = []) {
         self.indexes = indexes
         self.nextID = nextID
         self.dropping = dropping
+        self.ttl = ttl
     }
 }
 

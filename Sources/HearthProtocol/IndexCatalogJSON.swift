@@ -69,6 +69,17 @@ public enum IndexCatalogJSON {
         w.beginArray()
         for id in catalog.dropping { w.int(id) }
         w.endArray()
+        if !catalog.ttl.isEmpty {
+            w.key("ttl")
+            w.beginArray()
+            for p in catalog.ttl {
+                w.beginObject()
+                w.key("collectionGroup"); w.string(p.collectionGroup)
+                w.key("field"); w.string(p.field.description)
+                w.endObject()
+            }
+            w.endArray()
+        }
         w.endObject()
         return w.bytes
     }
@@ -101,6 +112,20 @@ public enum IndexCatalogJSON {
             for el in list.elements {
                 guard let id = el.int64, id >= 1 else { throw .invalid("index catalog: dropping holds positive integer ids") }
                 catalog.dropping.append(id)
+            }
+        }
+        if let list = root["ttl"] {
+            guard list.kind == .array else { throw .invalid("index catalog: ttl must be an array") }
+            for (i, el) in list.elements.enumerated() {
+                guard el.kind == .object, let group = el["collectionGroup"]?.string, !group.isEmpty,
+                      let fieldText = el["field"]?.string else {
+                    throw .invalid("index catalog: ttl[\(i)] needs a collectionGroup and a field")
+                }
+                do {
+                    catalog.ttl.append(TTLPolicy(collectionGroup: group, field: try FieldPath.parse(fieldText)))
+                } catch {
+                    throw error.prefixed("index catalog: ttl[\(i)]")
+                }
             }
         }
         let highest = (catalog.indexes.map(\.id) + catalog.dropping).max() ?? 0

@@ -33,6 +33,8 @@ struct Command: Sendable {
     let access: Access
     var clearance: Clearance = .identified
     let run: @Sendable (Context, Request) throws(HearthError) -> Void
+    /// Its position in `CommandTable.all` (its counters in `ServerMetrics.ops`); set by `Dispatcher`.
+    var slot = 0
 }
 
 /// The one table of every op the server understands. Generic checks (JSON object, known op, id, unknown
@@ -83,5 +85,15 @@ enum CommandTable {
                 fields: ["dir"], access: .meta, clearance: .admin, run: BackupHandlers.backup),
         Command(name: "export", synopsis: "{op:\"export\"[,collection|collectionGroup][,seq,after][,limit]} (admin) pages through documents at one seq: {seq,docs:[...],next}",
                 fields: ExportHandlers.fields, access: .read, clearance: .admin, run: ExportHandlers.export),
+        Command(name: "stats", synopsis: "{op:\"stats\"} (admin) the daemon's figures: connections, listeners, commits, queues, cache, store, per-op counts and p50/p99",
+                fields: [], access: .meta, clearance: .admin, run: AdminHandlers.stats),
+        Command(name: "listCollections", synopsis: "{op:\"listCollections\"[,path:DOC]} (admin) IDs of the collections at the root or under a document, sorted: {collections:[...]}",
+                fields: ["path"], access: .meta, clearance: .admin, run: AdminHandlers.listCollections),
+        Command(name: "deleteRecursive", synopsis: "{op:\"deleteRecursive\",path[,batchSize:1..500][,progress:true]} (admin) deletes a collection or document and everything below it in batches: {deleted}",
+                fields: ["path", "batchSize", "progress"], access: .meta, clearance: .admin, run: AdminHandlers.deleteRecursive),
+        Command(name: "ttl", synopsis: "{op:\"ttl\",action:\"set\"|\"remove\"|\"list\",collectionGroup,field} (admin) TTL policies: documents whose field holds a past timestamp are deleted",
+                fields: ["action", "collectionGroup", "field"], access: .meta, clearance: .admin, run: AdminHandlers.ttl),
+        Command(name: "compact", synopsis: "{op:\"compact\"} (admin) gives the space of deleted data back to the filesystem: {method,bytesBefore,bytesAfter,ms}",
+                fields: [], access: .meta, clearance: .admin, run: AdminHandlers.compact),
     ]
 }

@@ -28,10 +28,18 @@ final class Dispatcher {
     fileprivate var ticket: SnapshotGate.Ticket?
     /// Set by a handler (through `Context.waitForPublication`) that sent nothing and must run again later.
     fileprivate var mustWaitForPublication = false
+    /// The running request's op and start, and whether its handler answers later (and times it then:
+    /// `Context.deferTiming`).
+    fileprivate var timing = RequestTiming(slot: 0, started: 0)
+    fileprivate var timingDeferred = false
 
     init() {
         var table: [String: Command] = [:]
-        for c in CommandTable.all { table[c.name] = c }
+        for (i, c) in CommandTable.all.enumerated() {
+            var c = c
+            c.slot = i
+            table[c.name] = c
+        }
         commands = table
     }
 
@@ -40,38 +48,31 @@ final class Dispatcher {
         do {
             root = try parser.parse(line)
         } catch {
-            replyError(error, id: nil, session: session)
-            return .handled
+            return malformed(error, id: nil, session: session)
         }
         guard root.kind == .object else {
-            replyError(.invalid("a request must be a JSON object, not \(root.kind.article)"), id: nil, session: session)
-            return .handled
+            return malformed(.invalid("a request must be a JSON object, not \(root.kind.article)"), id: nil, session: session)
         }
         var id: [UInt8]?
         if let idRef = root["id"] {
             guard let echo = idRef.idEcho else {
-                replyError(.invalid("field \"id\" must be a string, a number or null, not \(idRef.kind.article)"), id: nil, session: session)
-                return .handled
+                return malformed(.invalid("field \"id\" must be a string, a number or null, not \(idRef.kind.article)"), id: nil, session: session)
             }
             id = echo
         }
         if let duplicate = parser.duplicateKey {
             // A repeated "id" has no one value to echo.
-            replyError(duplicate.error, id: duplicate.isTopLevel && duplicate.key == "id" ? nil : id, session: session)
-            return .handled
+            return malformed(duplicate.error, id: duplicate.isTopLevel && duplicate.key == "id" ? nil : id, session: session)
         }
         guard let opRef = root["op"] else {
-            replyError(.invalid("field \"op\" is required (try {\"op\":\"help\"})"), id: id, session: session)
-            return .handled
+            return malformed(.invalid("field \"op\" is required (try {\"op\":\"help\"})"), id: id, session: session)
         }
         guard opRef.kind == .string else {
-            replyError(.invalid("field \"op\" must be a string, not \(opRef.kind.article)"), id: id, session: session)
-            return .handled
+            return malformed(.invalid("field \"op\" must be a string, not \(opRef.kind.article)"), id: id, session: session)
         }
         let op = opRef.string!
         guard let command = commands[op] else {
-            replyError(.invalid("unknown op \"\(op)\" (try {\"op\":\"help\"})"), id: id, session: session)
-            return .handled
+            return malformed(.invalid("unknown op \"\(op)\" (try {\"op\":\"help\"})"), id: id, session: session)
         }
         // A read runs behind the connection's own writes: the session is woken once they are published.
         if command.access == .read && session.pendingWrites > 0 { return .mustWait }
@@ -82,10 +83,12 @@ final class Dispatcher {
         if let unknown {
             let allowed = command.fields.isEmpty ? "none" : command.fields.sorted().joined(separator: ", ")
             replyError(HearthError.invalid("unknown field \"\(unknown)\" (allowed: \(allowed))").prefixed(op), id: id, session: session)
+            session.server.metrics.ops[command.slot].refused()
             return .handled
         }
         if command.clearance != .anyone, let refusal = session.server.access.refusal(command, session: session) {
             replyError(refusal.prefixed(op), id: id, session: session)
+            session.server.metrics.ops[command.slot].refused()
             return .handled
         }
         let request = Request(op: op, body: root, id: id)
@@ -105,6 +108,8 @@ final class Dispatcher {
         holdingReply = ticket != nil
         heldReply = false
         mustWaitForPublication = false
+        timing = RequestTiming(slot: command.slot, started: ServerMetrics.nanos())
+        timingDeferred = false
         defer { holdingReply = false; ticket = nil }
         do {
             try command.run(Context(dispatcher: self, session: session, server: session.server), request)
@@ -113,6 +118,7 @@ final class Dispatcher {
             // or a store failure that the client may retry.
             holdingReply = false
             replyError(error.prefixed(op), id: id, session: session)
+            session.server.requestFinished(timing, failed: true, id: id, session: session)
             return .handled
         }
         if mustWaitForPublication {
@@ -127,6 +133,14 @@ final class Dispatcher {
             }
             writer.withBytes { session.emitLine($0) }
         }
+        if !timingDeferred { session.server.requestFinished(timing, failed: false, id: id, session: session) }
+        return .handled
+    }
+
+    /// Answers a line refused before its op was known (counted apart: it has no op).
+    private func malformed(_ error: HearthError, id: [UInt8]?, session: Session) -> Outcome {
+        replyError(error, id: id, session: session)
+        session.server.metrics.noteMalformed()
         return .handled
     }
 
@@ -199,6 +213,13 @@ struct Context {
     /// The handler sent nothing and must run again once the current publication has finished.
     func waitForPublication() { dispatcher.mustWaitForPublication = true }
 
+    /// For a handler that answers later (a commit once durable, a read on a reader thread): the request's
+    /// timing, to hand to `Server.requestFinished` when it is answered (the dispatcher then does not).
+    func deferTiming() -> RequestTiming {
+        dispatcher.timingDeferred = true
+        return dispatcher.timing
+    }
+
     /// Answers `request` from a reader thread: `read` runs there on a snapshot of the store and writes the
     /// response's fields (after `"id"` and `"ok"`) into a writer of its own. The response keeps this
     /// request's place; the connection's next lines wait until it is answered; it goes out once the
@@ -214,6 +235,7 @@ struct Context {
         let slot = session.beginOffLoopRead()
         let session = self.session
         let server = self.server
+        let timing = deferTiming()
         server.offLoopReadStarted()
         server.readers.submit({
             var w = JSONWriter(capacity: 4096)
@@ -230,10 +252,12 @@ struct Context {
             } catch {
                 ResponseLine.error(&w, error.prefixed(op), id: id)   // named by its op, as the dispatcher does
                 if error.code == .dataLoss { outcome.damage = error }
+                outcome.failed = true
             }
             outcome.line = w.bytes
         }, done: {
             server.offLoopReadReturned()
+            server.requestFinished(timing, failed: outcome.failed, id: id, session: session)
             if let damage = outcome.damage { server.engine.onDataLoss?(damage) }   // logged on the loop
             session.offLoopReadDone(slot, line: outcome.line, seq: outcome.seq)
         })

@@ -4,9 +4,11 @@ import Glibc
 import Darwin
 #endif
 import HearthModel
+import HearthProtocol
 
-/// One readable line per notable event, on stderr, with its level:
-/// `2026-11-29T12:00:00.123456Z hearthd info: listening on ...`.
+/// One line per notable event, on stderr, with its RFC 3339 time and level. Text (the default):
+/// `2026-11-29T12:00:00.123456Z hearthd info: listening on ...`, fields after the message as `key=value`;
+/// JSON (`--log-format json`): one object per line, `{"time":...,"level":...,"msg":...}` and the fields.
 ///
 /// Levels: `debug` (connections opening and closing, failures already reported once), `info` (start, stop,
 /// index changes, signals), `warn` (something failed and the daemon carries on: a slow subscriber closed, a
@@ -35,14 +37,23 @@ public struct Logger: Sendable {
         public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
     }
 
+    /// How lines are written: readable text, or one JSON object per line.
+    public enum Format: String, Sendable, CaseIterable {
+        case text, json
+
+        public init?(name: String) { self.init(rawValue: name) }
+    }
+
     /// The lowest level written; nil writes nothing.
     public var minimum: Level?
+    public var format: Format
     /// Where a finished line goes (stderr unless a test captures it).
     private let sink: @Sendable (String) -> Void
 
     /// A logger writing `minimum` and above to stderr (nil: nothing), or to `sink`.
-    public init(minimum: Level? = .info, sink: (@Sendable (String) -> Void)? = nil) {
+    public init(minimum: Level? = .info, format: Format = .text, sink: (@Sendable (String) -> Void)? = nil) {
         self.minimum = minimum
+        self.format = format
         self.sink = sink ?? Logger.standardError
     }
 
@@ -62,15 +73,74 @@ public struct Logger: Sendable {
 
     public func log(_ level: Level, _ message: @autoclosure () -> String) {
         guard isEnabled(level) else { return }
+        sink(Logger.line(level, message(), [], format: format, time: Logger.now()))
+    }
+
+    /// A line with fields: after the message as `key=value` (text), or as members of the object (JSON).
+    public func log(_ level: Level, _ message: String, _ fields: [(String, LogValue)]) {
+        guard isEnabled(level) else { return }
+        sink(Logger.line(level, message, fields, format: format, time: Logger.now()))
+    }
+
+    /// The wall-clock time now.
+    public static func now() -> Timestamp {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
-        let now = Timestamp(micros: Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000)
-        sink("\(now.rfc3339) hearthd \(level.name): \(message())\n")
+        return Timestamp(micros: Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000)
+    }
+
+    /// One finished line (with its newline) in `format`.
+    public static func line(_ level: Level, _ message: String, _ fields: [(String, LogValue)], format: Format,
+                            time: Timestamp) -> String {
+        switch format {
+        case .text:
+            var text = "\(time.rfc3339) hearthd \(level.name): \(message)"
+            for (k, v) in fields { text += " \(k)=\(v.text)" }
+            return text + "\n"
+        case .json:
+            var w = JSONWriter(capacity: 256)
+            w.beginObject()
+            w.key("time"); w.string(time.rfc3339)
+            w.key("level"); w.string(level.name)
+            w.key("msg"); w.string(message)
+            for (k, v) in fields {
+                w.key(k)
+                switch v {
+                case .string(let s): w.string(s)
+                case .int(let i): w.int(i)
+                case .number(let d): w.double(d)
+                }
+            }
+            w.endObject()
+            w.newline()
+            return String(decoding: w.bytes, as: UTF8.self)
+        }
     }
 
     private static let standardError: @Sendable (String) -> Void = { line in
         var bytes = Array(line.utf8)
         _ = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
+    }
+}
+
+/// A field of a log line.
+public enum LogValue: Sendable, Equatable {
+    case string(String)
+    case int(Int64)
+    case number(Double)
+
+    /// As a text line shows it: numbers bare, strings bare unless empty or holding a space, quote, `=` or a
+    /// control character (then in JSON quotes).
+    var text: String {
+        switch self {
+        case .int(let i): return String(i)
+        case .number(let d): return String(d)
+        case .string(let s):
+            if !s.isEmpty && !s.utf8.contains(where: { $0 <= 0x20 || $0 == 0x22 || $0 == 0x3D || $0 == 0x7F }) { return s }
+            var w = JSONWriter(capacity: s.utf8.count + 2)
+            w.string(s)
+            return String(decoding: w.bytes, as: UTF8.self)
+        }
     }
 }
 

@@ -8,4 +8,6 @@ final class OffLoopRead: @unchecked Sendable {
     var seq: UInt64 = 0
     /// A DATA_LOSS the read met, for the loop to log.
     var damage: HearthError?
+    /// The response is an error.
+    var failed = false
 }

@@ -24,6 +24,16 @@ public final class Server {
     let readers: WorkerPool
     /// The thread of online backups (`MaintenanceJobs`).
     let maintenance: MaintenanceJobs
+    /// Request counts and latencies, group commits (`Server+Metrics.swift`).
+    let metrics = ServerMetrics(ops: CommandTable.all.map(\.name))
+    var metricsTimer: LoopTimer?
+    var metricsEndpoint: MetricsEndpoint?
+    /// The port `/metrics` is served on (`--metrics-port`, 0 resolved), once running.
+    public var boundMetricsPort: Int? { metricsEndpoint?.port }
+    /// Documents the TTL sweeper deleted since start.
+    var ttlDeleted: UInt64 = 0
+    /// Background administration jobs (TTL sweeps, recursive deletes, compaction).
+    lazy var jobs = AdminJobs(server: self)
     /// Reads on reader threads whose response has not come back to the loop yet.
     package private(set) var readsInFlight = 0
     func offLoopReadStarted() { readsInFlight += 1 }
@@ -32,6 +42,7 @@ public final class Server {
     /// TLS (certificate, key, client CA; reloaded on SIGHUP), when configured.
     public let tls: ServerTLS?
     private var sessions: [ObjectIdentifier: Session] = [:]
+    var connectionCount: Int { sessions.count }
     private var hooks: [LoopHook] = []
     private var signals: [SignalWatcher] = []
     private(set) var shuttingDown = false
@@ -177,6 +188,8 @@ public final class Server {
         }
         signals.append(loop.onSignal(SIGHUP) { [unowned self] in self.reload(reason: "SIGHUP") })
         prepareDiskReserve()
+        try startMetrics()
+        jobs.start()
         let addresses = socket.listeners.map { listener, tls in
             let what = tls ? self.tls.map { " (\($0.startupDescription))" } ?? "" : (config.tls != nil ? " (plain text, loopback only)" : "")
             return listener.address + what
@@ -344,8 +357,11 @@ public final class Server {
         let store = self.store
         let outcome = BatchOutcome()
         loop.submit({
+            let started = ServerMetrics.nanos()
             outcome.error = Engine.makeDurable(batch, in: store)
+            outcome.micros = (ServerMetrics.nanos() &- started) / 1000
         }, done: { [unowned self] in
+            if outcome.error == nil { self.metrics.batchLanded(commits: batch.records.count, micros: outcome.micros) }
             self.batchLanded(batch, error: outcome.error)
         })
     }
@@ -392,6 +408,7 @@ public final class Server {
         logger.info("\(reason): shutting down (\(counted(sessions.count, "connection")), \(counted(engine.pendingCommitCount, "commit")) pending)")
         for listener in listeners { listener.close() }
         listeners.removeAll()
+        jobs.stop()
         for s in sessions.values { s.stopReading() }
         shutdownTimer = loop.timer(after: config.shutdownGraceMs) { [unowned self] in
             self.logger.warn("shutdown grace period over; closing \(counted(self.sessions.count, "connection"))")
@@ -424,6 +441,8 @@ public final class Server {
 
     private func stopLoop() {
         closeReaders()
+        stopMetrics()
+        jobs.stop()
         sweepTimer?.cancel()
         sweepTimer = nil
         refusals.stop()
@@ -514,4 +533,6 @@ func mebibytes(_ bytes: Int) -> String {
 /// Carries the writer thread's result back to the loop thread (written before `done` runs; libuv orders it).
 private final class BatchOutcome: @unchecked Sendable {
     var error: HearthError?
+    /// How long the writer thread took.
+    var micros: UInt64 = 0
 }

@@ -58,6 +58,13 @@ public struct ServerConfig: Sendable {
     /// Disk space held back in `<data-dir>/RESERVE` and released when the disk fills, so deletes can still
     /// commit (0: no reserve).
     public var diskReserveBytes = 8 << 20
+    /// Requests taking at least this long are logged as slow (0: none).
+    public var slowRequestMicros: UInt64 = 0
+    /// Serve Prometheus metrics over HTTP on this port (nil: not served; 0: a free port).
+    public var metricsPort: Int?
+    public var metricsHost = "127.0.0.1"
+    /// How often the TTL sweeper looks for expired documents.
+    public var ttlSweepIntervalMs: UInt64 = 60_000
 
     public init() {}
 }

@@ -91,16 +91,20 @@ enum WriteHandlers {
         let id = req.id
         let op = req.op
         var slot: ResponseQueue.Slot?
+        let timing = ctx.deferTiming()
+        let server = ctx.server
         // Strong: a weak reference would give every Session a side table and make each retain/release of it
         // take the slow path (the listener fan-out retains the session once per delivery). The closure lives
         // only until the commit is durable; a closed session ignores the response.
         try ctx.engine.commit(writes, nameIndexes: nameIndexes, review: ctx.commitReviewer(nameWrites: nameIndexes)) { [session] result in
             guard let slot else { return }
             let line: [UInt8]
+            var failed = false
             switch result {
             case .success(let outcome): line = dispatcher.okLine(id) { w in fields(&w, outcome) }
-            case .failure(let error): line = dispatcher.errorLine(error.prefixed(op), id: id)
+            case .failure(let error): line = dispatcher.errorLine(error.prefixed(op), id: id); failed = true
             }
+            server.requestFinished(timing, failed: failed, id: id, session: session)
             session.endWrite(slot, response: line)
         }
         slot = session.beginWrite()

@@ -7,7 +7,7 @@ import HearthModel
 /// Thread-safe: one lock guards all state, so any number of threads may call it (the single-reader /
 /// single-writer contract is a floor, not a requirement here). `apply` validates the whole group before it
 /// changes anything, so a failed `apply` leaves the store untouched.
-public final class MemoryStore: DocumentStore {
+public final class MemoryStore: StoreAdministration {
     /// The documents of one collection, sorted by ID bytes (parallel arrays: `ids[i]` is `docs[i].path.id`).
     private struct Collection {
         var ids: [[UInt8]] = []
@@ -192,6 +192,51 @@ public final class MemoryStore: DocumentStore {
     }
 
     // MARK: - Internals
+
+    // MARK: Administration (StoreAdministration)
+
+    public func collectionIDs(under parent: DocumentPath?) throws(HearthError) -> [String] {
+        let prefix = parent.map { $0.description + "/" } ?? ""
+        let paths = try read { s in s.collections.filter { !$0.value.docs.isEmpty }.keys.map(\.description) }
+        var ids = Set<String>()
+        for p in paths where p.hasPrefix(prefix) && p.utf8.count > prefix.utf8.count {
+            let rest = p.utf8.dropFirst(prefix.utf8.count)
+            ids.insert(String(decoding: rest.prefix { $0 != UInt8(ascii: "/") }, as: UTF8.self))
+        }
+        return ids.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    public func documentPaths(under root: ResourcePath, limit: Int) throws(HearthError) -> [DocumentPath] {
+        guard limit > 0 else { return [] }
+        let text = root.description
+        let isDocument = root.segments.count % 2 == 0
+        let docs: [DocumentPath] = try read { s in
+            var found: [DocumentPath] = []
+            for (path, c) in s.collections {
+                let p = path.description
+                let inside = isDocument ? p.hasPrefix(text + "/") : (p == text || p.hasPrefix(text + "/"))
+                if inside { found += c.docs.map(\.path) }
+            }
+            return found
+        }
+        var paths: [DocumentPath] = []
+        if isDocument, let doc = try? DocumentPath(root), try get(doc) != nil { paths.append(doc) }
+        // Ordered as the SQLite store orders them: by collection path, then ID (bytes).
+        paths += docs.sorted {
+            let a = $0.collection.description, b = $1.collection.description
+            return a == b ? $0.id.utf8.lexicographicallyPrecedes($1.id.utf8) : a.utf8.lexicographicallyPrecedes(b.utf8)
+        }
+        return Array(paths.prefix(limit))
+    }
+
+    /// Nothing on disk.
+    public func bytesOnDisk() -> Int64 { 0 }
+
+    /// Nothing on disk to give back.
+    public func compact() throws(HearthError) -> CompactionResult {
+        _ = try lastSeq()   // UNAVAILABLE once closed, as every call
+        return CompactionResult(method: "none", bytesBefore: 0, bytesAfter: 0)
+    }
 
     private func read<R>(_ body: (borrowing State) -> R) throws(HearthError) -> R {
         try state.withLock { (s: inout State) throws(HearthError) -> R in

@@ -44,6 +44,18 @@ package final class SQLiteConnection {
         return SQLiteStatement(handle: stmt, db: db, name: "\(name) (\(role))")
     }
 
+    /// Prepares `sql` for one use: `body` runs it, and it is finalized right after (for rare reads that must
+    /// not accumulate statements on a long-lived connection).
+    func withStatement<R>(_ sql: String, name: String, _ body: (SQLiteStatement) throws(HearthError) -> R) throws(HearthError) -> R {
+        var stmt: OpaquePointer?
+        let rc = sqlite3_prepare_v2(db, sql, -1, &stmt, nil)
+        guard rc == SQLITE_OK, let stmt else {
+            throw SQLiteFailure.error(rc == SQLITE_OK ? SQLITE_MISUSE : rc, db, "preparing \(name) on the \(role) connection")
+        }
+        defer { sqlite3_finalize(stmt) }
+        return try body(SQLiteStatement(handle: stmt, db: db, name: "\(name) (\(role))"))
+    }
+
     /// Runs one or more statements that return no rows we need (schema, pragmas that set).
     package func exec(_ sql: String, _ what: String) throws(HearthError) {
         try SQLiteFailure.check(sqlite3_exec(db, sql, nil, nil, nil), db, "\(what) on the \(role) connection")

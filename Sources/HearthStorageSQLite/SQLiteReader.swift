@@ -8,7 +8,7 @@ import HearthStorage
 /// them in one read transaction. Every row is checked against its checksum before it is returned; a row that
 /// fails is never returned: the read throws DATA_LOSS naming it (`StorageDamage`).
 final class SQLiteReader {
-    private let connection: SQLiteConnection
+    let connection: SQLiteConnection
     private let getDocument: SQLiteStatement
     private let listDocuments: SQLiteStatement
     private let metaValue: SQLiteStatement

@@ -16,7 +16,7 @@ final class SQLiteSnapshot: StoreSnapshot, @unchecked Sendable {
 
     deinit { close() }
 
-    private func open() throws(HearthError) -> SQLiteReader {
+    func open() throws(HearthError) -> SQLiteReader {
         guard let reader else { throw HearthError(.internal, "storage: a snapshot was used after close") }
         return reader
     }

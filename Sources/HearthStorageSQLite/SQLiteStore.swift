@@ -36,12 +36,12 @@ public final class SQLiteStore: DocumentStore {
     /// How long the change log keeps commits (applied at each `apply`).
     public let retention: RetentionPolicy
 
-    private let reader: Locked<SQLiteReader?>
+    let reader: Locked<SQLiteReader?>
     /// Idle reader connections for snapshots (opened on demand, kept up to `maxIdleSnapshotReaders`), and
     /// whether the store is closed.
     private let snapshotReaders = Locked<(idle: [SQLiteReader], closed: Bool)>(([], false))
     private static let maxIdleSnapshotReaders = 8
-    private let writer: Locked<SQLiteWriter?>
+    let writer: Locked<SQLiteWriter?>
     private let checkpointer: SQLiteCheckpointer
 
     /// Opens the store in `directory`, creating the directory and the database when missing, and locks the
@@ -198,7 +198,7 @@ public final class SQLiteStore: DocumentStore {
         lock?.release()
     }
 
-    private func read<R>(_ body: (SQLiteReader) throws(HearthError) -> R) throws(HearthError) -> R {
+    func read<R>(_ body: (SQLiteReader) throws(HearthError) -> R) throws(HearthError) -> R {
         try reader.withLock { (r: inout SQLiteReader?) throws(HearthError) -> R in
             guard let r else { throw CommitValidation.closed }
             return try body(r)

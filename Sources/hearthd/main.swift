@@ -57,6 +57,12 @@ options:
                            (default 20; 0: no limit)
   --insecure-open          serve a non-loopback --host without --rules (everyone gets full access)
   --log-level LEVEL        debug, info, warn or error: the least severe lines logged (default info)
+  --log-format FORMAT      text (default) or json: one JSON object per line with time, level, msg and fields
+  --slow-ms N              log a warning for every request that takes N ms or more (default 0: none)
+  --metrics-port N         serve Prometheus metrics over HTTP at /metrics on this port (default: none; 0 picks
+                           a free one, printed on start)
+  --metrics-host ADDR      address for --metrics-port (default 127.0.0.1)
+  --ttl-sweep-ms N         how often the TTL sweeper looks for expired documents (default 60000)
   --check                  check the store first (as hearth check does); refuse to start if it is damaged
   --quiet                  log warnings and errors only (--log-level warn)
   --version                print the version and exit
@@ -69,15 +75,24 @@ daemon.
 One daemon per data directory: DIR/LOCK is locked while it runs, and a second one is refused.
 """
 
-/// A line on stderr, even with --quiet.
+/// The log format, known before the other flags are read so that an error about them is in it too.
+let logFormat: Logger.Format = {
+    let all = Array(CommandLine.arguments.dropFirst())
+    for (i, a) in all.enumerated() {
+        if a.hasPrefix("--log-format=") { return Logger.Format(name: String(a.dropFirst(13))) ?? .text }
+        if a == "--log-format", i + 1 < all.count { return Logger.Format(name: all[i + 1]) ?? .text }
+    }
+    return .text
+}()
+
+/// An error line on stderr, even with --quiet, with its time like every log line.
 func report(_ message: String) {
-    var line = Array("hearthd: \(message)\n".utf8)
+    var line = Array(Logger.line(.error, message, [], format: logFormat, time: Logger.now()).utf8)
     _ = line.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
 }
 
 func fail(_ message: String) -> Never {
-    var line = Array("hearthd: \(message)\n".utf8)
-    _ = line.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
+    report(message)
     exit(2)
 }
 
@@ -160,6 +175,16 @@ while let arg = args.popFirst() {
         }
         logLevel = level
     case "--quiet", "-q": logLevel = .warn
+    case "--log-format":
+        let v = value() ?? ""
+        guard Logger.Format(name: v) != nil else { fail("--log-format must be text or json (got \"\(v)\")") }
+    case "--slow-ms": config.slowRequestMicros = UInt64(intValue("--slow-ms", value())) * 1000
+    case "--metrics-port":
+        let p = intValue("--metrics-port", value())
+        guard p <= 65535 else { fail("--metrics-port must be at most 65535") }
+        config.metricsPort = p
+    case "--ttl-sweep-ms": config.ttlSweepIntervalMs = UInt64(intValue("--ttl-sweep-ms", value(), min: 10))
+    case "--metrics-host": guard let v = value(), !v.isEmpty else { fail("--metrics-host needs an address") }; config.metricsHost = v
     case "--check": checkFirst = true
     case "--tls-cert": guard let v = value(), !v.isEmpty else { fail("--tls-cert needs a PEM file") }; tlsCert = v
     case "--tls-key": guard let v = value(), !v.isEmpty else { fail("--tls-key needs a PEM file") }; tlsKey = v
@@ -195,7 +220,7 @@ sigemptyset(&emptyMask)
 pthread_sigmask(SIG_SETMASK, &emptyMask, nil)
 signal(SIGHUP, SIG_IGN)
 
-let logger = Logger(minimum: logLevel)
+let logger = Logger(minimum: logLevel, format: logFormat)
 let retention = RetentionPolicy(maxAgeMicros: config.retentionSeconds * 1_000_000, maxBytes: config.retentionBytes)
 // Protected mode, before anything is bound or opened.
 if let problem = config.security.protectionProblem(host: config.host) { fail(problem) }

@@ -197,16 +197,16 @@ import Testing
     @Test func flagMistakesAreRefusedBeforeAnythingHappens() throws {
         let dataDir = NSTemporaryDirectory() + "hearth-tls-flags-" + UUID().uuidString
         let cases: [([String], String)] = [
-            (["--tls-cert", certs.serverCert], "hearthd: --tls-cert needs --tls-key (the certificate's private key)"),
-            (["--tls-key", certs.serverKey], "hearthd: --tls-key needs --tls-cert (the certificate it belongs to)"),
-            (["--tls-port", "7412"], "hearthd: --tls-port needs --tls-cert and --tls-key"),
-            (["--tls-client-ca", certs.caFile], "hearthd: --tls-client-ca needs --tls-cert and --tls-key (client certificates are checked over TLS)"),
+            (["--tls-cert", certs.serverCert], "hearthd error: --tls-cert needs --tls-key (the certificate's private key)"),
+            (["--tls-key", certs.serverKey], "hearthd error: --tls-key needs --tls-cert (the certificate it belongs to)"),
+            (["--tls-port", "7412"], "hearthd error: --tls-port needs --tls-cert and --tls-key"),
+            (["--tls-client-ca", certs.caFile], "hearthd error: --tls-client-ca needs --tls-cert and --tls-key (client certificates are checked over TLS)"),
             (["--tls-cert", certs.serverCert, "--tls-key", certs.serverKey, "--port", "7500", "--tls-port", "7500"],
-             "hearthd: --tls-port 7500 is also --port: TLS and plain text need two ports"),
+             "hearthd error: --tls-port 7500 is also --port: TLS and plain text need two ports"),
             (["--tls-cert", certs.path("absent.pem"), "--tls-key", certs.serverKey],
-             "hearthd: cannot start: --tls-cert \(certs.path("absent.pem")): cannot read the file: No such file or directory"),
+             "hearthd error: cannot start: --tls-cert \(certs.path("absent.pem")): cannot read the file: No such file or directory"),
             (["--tls-cert", certs.serverCert, "--tls-key", certs.clientKey],
-             "hearthd: cannot start: --tls-key \(certs.clientKey) does not belong to the certificate in \(certs.serverCert)"),
+             "hearthd error: cannot start: --tls-key \(certs.clientKey) does not belong to the certificate in \(certs.serverCert)"),
         ]
         for (args, message) in cases {
             let (status, stderr) = try DaemonProcess.runToExit(["--port", "0", "--data-dir", dataDir] + args)

@@ -38,6 +38,10 @@ public final class ListenerHub {
     }
 
     public var count: Int { listeners.count }
+    /// Query results shared by listeners with the same query.
+    public var sharedViewCount: Int { views.count }
+    /// Subscribers (sinks) whose listeners hold back changes while they are over their output budget.
+    public var coalescingSinkCount: Int { dirtyBySink.count }
 
     // MARK: Registration
 

@@ -32,9 +32,14 @@ enum Commands {
                    options: common) { a in
             try OneShot.run(RequestBuilder.write("update", path: a.positionals[0], data: a.positionals[1], id: 1), a)
         },
-        Subcommand(name: "delete", abstract: "Delete a document (succeeds when it is already absent).",
-                   positionals: [PositionalSpec(name: "path", help: "Document path.")], options: common) { a in
-            try OneShot.run(RequestBuilder.delete(path: a.positionals[0], id: 1), a)
+        Subcommand(name: "delete", abstract: "Delete a document (succeeds when it is already absent); --recursive deletes a whole subtree.",
+                   discussion: "With --recursive, PATH is a collection or a document: it and everything below it are deleted in batches (ordinary commits: listeners see them), with progress. Needs the admin when rules are enforced.",
+                   positionals: [PositionalSpec(name: "path", help: "Document path (with --recursive: a collection or document path).")],
+                   options: [.flag("recursive", "Delete the collection or document and everything below it, in batches."),
+                             .value("batch-size", "n", "With --recursive: documents per commit (1-500, default 500).")] + common) { a in
+            if a.flag("recursive") { return try AdminCommands.deleteRecursive(a) }
+            if a.string("batch-size") != nil { throw UsageError("--batch-size needs --recursive.") }
+            return try OneShot.run(RequestBuilder.delete(path: a.positionals[0], id: 1), a)
         },
         Subcommand(name: "add", abstract: "Create a document with a new 20-character ID in a collection.",
                    positionals: [PositionalSpec(name: "collection", help: "Collection path, e.g. customers."),
@@ -109,6 +114,39 @@ enum Commands {
                    positionals: [PositionalSpec(name: "file", help: "The export file ('-': standard input).")],
                    options: ImportCommand.specs) { a in
             try ImportCommand.run(a)
+        Subcommand(name: "top", abstract: "Live view of the daemon's figures (rates, p50/p99, connections, commits, memory), refreshed every second.",
+                   discussion: TopCommand.discussion,
+                   options: [.flag("once", "Print one frame and exit (for scripts and tests)."),
+                             .value("interval", "seconds", "Seconds between refreshes (default 1).")] + OptionSpec.connection) { a in
+            try TopCommand.run(a)
+        },
+        Subcommand(name: "stats", abstract: "Print the daemon's figures once (the stats op).",
+                   options: common) { a in
+            try OneShot.run(RequestBuilder.bare("stats", id: 1), a)
+        },
+        Subcommand(name: "index", abstract: "Composite indexes: 'index create COLLECTION FIELD:MODE...', 'index list', 'index drop ID', 'index wait ID'.",
+                   discussion: AdminCommands.indexDiscussion,
+                   positionals: [PositionalSpec(name: "action", help: "create, list, drop or wait"),
+                                 PositionalSpec(name: "args", help: "create: COLLECTION FIELD:asc|desc|array-contains ...; drop, wait: ID", optional: true, variadic: true)],
+                   options: [.flag("collection-group", "create: a collection-group index (default: collection scope)."),
+                             .value("wait-timeout", "seconds", "wait: give up after this many seconds (default 600).")] + common) { a in
+            try AdminCommands.index(a)
+        },
+        Subcommand(name: "collections", abstract: "List the root collections, or the subcollections of a document.",
+                   positionals: [PositionalSpec(name: "document", help: "A document path; without it, the root collections.", optional: true)],
+                   options: common) { a in
+            try AdminCommands.collections(a)
+        },
+        Subcommand(name: "ttl", abstract: "TTL policies: 'ttl set GROUP FIELD', 'ttl remove GROUP', 'ttl list'.",
+                   discussion: "Documents of the collection group whose FIELD holds a timestamp in the past are deleted by the daemon some time after that moment (within about --ttl-sweep-ms), as ordinary deletes that listeners see.",
+                   positionals: [PositionalSpec(name: "action", help: "set, remove or list"),
+                                 PositionalSpec(name: "args", help: "set: GROUP FIELD; remove: GROUP", optional: true, variadic: true)],
+                   options: common) { a in
+            try AdminCommands.ttl(a)
+        },
+        Subcommand(name: "compact", abstract: "Give the space of deleted data back to the filesystem (online).",
+                   options: common) { a in
+            try AdminCommands.compact(a)
         },
         Subcommand(name: "bench", abstract: "Load generator: measure throughput and latency of the daemon.",
                    discussion: BenchOptions.discussion,

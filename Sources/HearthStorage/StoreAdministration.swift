@@ -1,0 +1,62 @@
+import HearthModel
+
+/// What the administration ops need of a store besides `DocumentStore`: listing collection IDs, finding the
+/// documents of a subtree (for a recursive delete), its size on disk, and compaction. Every method may be
+/// called from any thread; reads run on a connection of their own (never the loop thread's), and `compact`
+/// takes the writer's turn like one `apply`.
+public protocol StoreAdministration: DocumentStore {
+    /// The IDs of the collections directly under `parent` (root collections when nil) holding at least one
+    /// document at any depth, sorted by UTF-8 bytes.
+    func collectionIDs(under parent: DocumentPath?) throws(HearthError) -> [String]
+
+    /// Up to `limit` paths of documents in the subtree at `root`: a collection's documents and everything
+    /// below them, or a document and everything below it; ordered by collection path, then ID.
+    func documentPaths(under root: ResourcePath, limit: Int) throws(HearthError) -> [DocumentPath]
+
+    /// Bytes the store's files take on disk (0 for a store without files).
+    func bytesOnDisk() -> Int64
+
+    /// Gives the space of deleted data back to the filesystem; returns what it did.
+    func compact() throws(HearthError) -> CompactionResult
+}
+
+/// What `StoreAdministration.compact` did.
+public struct CompactionResult: Sendable, Equatable {
+    /// How: "incremental vacuum", "full vacuum", or "none" (nothing on disk).
+    public var method: String
+    public var bytesBefore: Int64
+    public var bytesAfter: Int64
+
+    public init(method: String, bytesBefore: Int64, bytesAfter: Int64) {
+        self.method = method
+        self.bytesBefore = bytesBefore
+        self.bytesAfter = bytesAfter
+    }
+}
+
+/// Walks sorted collection paths to the distinct child IDs under a prefix, with about one seek per ID and
+/// one more per ID that has deeper collections: `next(cursor, strictly)` returns the first collection path at
+/// or after (after, when `strictly`) `cursor` that starts with `prefix`, or nil. IDs come back sorted by UTF-8
+/// bytes ("c" before "c-x", though "a/c-x" sorts between "a/c" and "a/c/d").
+public enum CollectionIDWalk {
+    public static func ids(prefix: String, next: (String, Bool) throws(HearthError) -> String?) throws(HearthError) -> [String] {
+        var ids = Set<String>()
+        var cursor = prefix
+        var strictly = false
+        while let v = try next(cursor, strictly) {
+            let rest = v.utf8.dropFirst(prefix.utf8.count)
+            if let slash = rest.firstIndex(of: UInt8(ascii: "/")) {
+                let id = String(decoding: rest[..<slash], as: UTF8.self)
+                ids.insert(id)
+                // Skip the rest of the deeper collections of `id`: "0" is the byte after "/".
+                cursor = prefix + id + "0"
+                strictly = false
+            } else {
+                ids.insert(String(decoding: rest, as: UTF8.self))
+                cursor = v
+                strictly = true
+            }
+        }
+        return ids.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+}
