@@ -114,6 +114,7 @@ enum Commands {
                    positionals: [PositionalSpec(name: "file", help: "The export file ('-': standard input).")],
                    options: ImportCommand.specs) { a in
             try ImportCommand.run(a)
+        },
         Subcommand(name: "top", abstract: "Live view of the daemon's figures (rates, p50/p99, connections, commits, memory), refreshed every second.",
                    discussion: TopCommand.discussion,
                    options: [.flag("once", "Print one frame and exit (for scripts and tests)."),
