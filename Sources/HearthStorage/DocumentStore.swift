@@ -224,15 +224,6 @@ public protocol DocumentStore: StoreReads, Sendable {
     /// as given; nil when no commit ever did. Read once at open by the engine.
     func indexCatalog() throws(HearthError) -> [UInt8]?
 
-    /// Writes a consistent copy of the whole store, as of one seq, into the data directory `directory`
-    /// (created when missing; it must not hold a store already), while the store keeps serving reads and
-    /// commits: a directory `SQLiteStore(directory:)` opens as it is. Runs on the calling thread (never the
-    /// loop's) for as long as the copy takes; `progress` is called after each slice of the copy and stops it
-    /// by returning false (the copy then throws UNAVAILABLE and leaves no store in `directory`). Returns the
-    /// seq the copy holds. A backend that cannot copy itself online throws UNIMPLEMENTED (the default,
-    /// `StoreMaintenance.swift`).
-    func backup(to directory: String, progress: (BackupProgress) -> Bool) throws(HearthError) -> BackupResult
-
     /// Flushes and closes, waiting for a running `apply`. Idempotent; any other call that follows throws
     /// UNAVAILABLE.
     func close()

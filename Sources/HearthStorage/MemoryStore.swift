@@ -195,6 +195,11 @@ public final class MemoryStore: StoreAdministration {
 
     // MARK: Administration (StoreAdministration)
 
+    /// The in-memory store has no files to copy.
+    public func backup(to directory: String, progress: (BackupProgress) -> Bool) throws(HearthError) -> BackupResult {
+        throw HearthError(.unimplemented, "storage: the in-memory store cannot take an online backup (it has no files)")
+    }
+
     public func collectionIDs(under parent: DocumentPath?) throws(HearthError) -> [String] {
         let prefix = parent.map { $0.description + "/" } ?? ""
         let paths = try read { s in s.collections.filter { !$0.value.docs.isEmpty }.keys.map(\.description) }

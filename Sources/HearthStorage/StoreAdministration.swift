@@ -1,9 +1,11 @@
 import HearthModel
 
-/// What the administration ops need of a store besides `DocumentStore`: listing collection IDs, finding the
-/// documents of a subtree (for a recursive delete), its size on disk, and compaction. Every method may be
-/// called from any thread; reads run on a connection of their own (never the loop thread's), and `compact`
-/// takes the writer's turn like one `apply`.
+/// What operations need of a store besides `DocumentStore`, in one place: listing collection IDs, finding the
+/// documents of a subtree (for a recursive delete), its size on disk, compaction, and online backup. Every
+/// method may be called from any thread; reads run on a connection of their own (never the loop thread's),
+/// and `compact` takes the writer's turn like one `apply`. A backend that cannot do one of these throws
+/// UNIMPLEMENTED from it (a store that is not `StoreAdministration` at all gets UNIMPLEMENTED for all of
+/// them from the server).
 public protocol StoreAdministration: DocumentStore {
     /// The IDs of the collections directly under `parent` (root collections when nil) holding at least one
     /// document at any depth, sorted by UTF-8 bytes.
@@ -18,6 +20,14 @@ public protocol StoreAdministration: DocumentStore {
 
     /// Gives the space of deleted data back to the filesystem; returns what it did.
     func compact() throws(HearthError) -> CompactionResult
+
+    /// Writes a consistent copy of the whole store, as of one seq, into the data directory `directory`
+    /// (created when missing; it must not hold a store already), while the store keeps serving reads and
+    /// commits: a directory `SQLiteStore(directory:)` opens as it is. Runs on the calling thread (never the
+    /// loop's) for as long as the copy takes; `progress` is called after each slice of the copy and stops it
+    /// by returning false (the copy then throws UNAVAILABLE and leaves no store in `directory`). Returns the
+    /// seq the copy holds (types in `StoreMaintenance.swift`).
+    func backup(to directory: String, progress: (BackupProgress) -> Bool) throws(HearthError) -> BackupResult
 }
 
 /// What `StoreAdministration.compact` did.

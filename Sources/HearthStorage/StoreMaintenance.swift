@@ -55,9 +55,3 @@ extension StoreSnapshot {
         throw HearthError(.unimplemented, "storage: this backend cannot enumerate documents for an export")
     }
 }
-
-extension DocumentStore {
-    public func backup(to directory: String, progress: (BackupProgress) -> Bool) throws(HearthError) -> BackupResult {
-        throw HearthError(.unimplemented, "storage: this backend cannot take an online backup")
-    }
-}

@@ -20,11 +20,11 @@ enum BackupHandlers {
         }
         let server = ctx.server
         let jobs = server.maintenance
+        let store = try server.jobs.administration(for: "take an online backup")
         if let running = jobs.runningBackup {
             throw HearthError(.failedPrecondition, "a backup into \(running) is running; one backup runs at a time")
         }
         jobs.runningBackup = dir
-        let store = server.store
         let session = ctx.session
         let id = req.id
         let progress = Locked<BackupProgress?>(nil)
