@@ -23,19 +23,33 @@ def closed_port() -> int:
 
 
 class ConnectionStateTest(HearthTestCase):
+    async def asyncSetUp(self) -> None:
+        await super().asyncSetUp()
+        self.changed = asyncio.Event()      # set by the state listener on every report
+
     async def wait_for(self, states: list[tuple[str, str | None]], predicate, timeout: float = 10.0) -> None:
-        deadline = asyncio.get_running_loop().time() + timeout
-        while not any(predicate(s) for s in states):
-            if asyncio.get_running_loop().time() > deadline:
-                self.fail(f"no matching state in {states}")
-            await asyncio.sleep(0.005)
+        """Until a reported state matches: woken by each report (no polling)."""
+        async def matched() -> None:
+            while not any(predicate(s) for s in states):
+                self.changed.clear()
+                await self.changed.wait()
+        try:
+            await asyncio.wait_for(matched(), timeout)
+        except asyncio.TimeoutError:
+            self.fail(f"no matching state in {states}")
+
+    def record(self, states: list[tuple[str, str | None]]):
+        def on_state(state: str, reason: str | None) -> None:
+            states.append((state, reason))
+            self.changed.set()
+        return on_state
 
     async def test_a_listener_on_an_unreachable_server_is_reported_then_resumes(self) -> None:
         c = self.coll
         db = await hearth.connect(port=daemon().port, reconnect=True, reconnect_delay=0.02, max_reconnect_delay=0.1)
         self.addAsyncCleanup(db.close)
         states: list[tuple[str, str | None]] = []
-        remove = db.add_connection_state_listener(lambda state, reason: states.append((state, reason)))
+        remove = db.add_connection_state_listener(self.record(states))
         await self.wait_for(states, lambda s: s == ("connected", None))
         self.assertEqual(db.connection_state, ("connected", None))
         listener = db.listen_query(c)
