@@ -164,7 +164,7 @@ public final class Server {
         engine.adoptCurrentThread()
         try importIndexFile()
         raiseFileLimit()
-        let socket = try self.socket ?? ServerSocket(loop: loop, addresses: config.listenAddresses)
+        let socket = try self.socket ?? ServerSocket(loop: loop, addresses: config.listenAddresses, metrics: config.metricsAddress)
         socket.target.accept = { [unowned self] conn, tls, port in self.acceptTCP(conn, tls: tls, port: port) }
         for (listener, _) in socket.listeners {
             listener.onAcceptError = { [unowned self] e in self.noteRefusal("accepting a connection failed: \(e)") }
@@ -188,7 +188,7 @@ public final class Server {
         }
         signals.append(loop.onSignal(SIGHUP) { [unowned self] in self.reload(reason: "SIGHUP") })
         prepareDiskReserve()
-        try startMetrics()
+        startMetrics(socket)
         jobs.start()
         let addresses = socket.listeners.map { listener, tls in
             let what = tls ? self.tls.map { " (\($0.startupDescription))" } ?? "" : (config.tls != nil ? " (plain text, loopback only)" : "")
@@ -468,6 +468,10 @@ public final class ServerSocket {
     /// One listener per address, with whether it serves TLS; in the order given.
     let listeners: [(listener: TCPListener, tls: Bool)]
     let target = AcceptTarget()
+    /// The `/metrics` listener (`--metrics-port`), bound with the others; its connections go to
+    /// `metricsTarget` once the server runs.
+    let metricsListener: TCPListener?
+    let metricsTarget = MetricsAcceptTarget()
 
     /// The first address's bound port (the kernel's choice when 0 was asked for).
     public var port: Int { listeners[0].listener.port }
@@ -481,8 +485,9 @@ public final class ServerSocket {
         try self.init(addresses: [ListenAddress(host: host, port: port, tls: false)])
     }
 
-    /// Listens on every address (a new loop); throws for the first that fails, closing the others.
-    public convenience init(addresses: [ListenAddress]) throws(HearthError) {
+    /// Listens on every address, and on `metrics` for `/metrics` (a new loop); throws for the first that
+    /// fails, closing the others.
+    public convenience init(addresses: [ListenAddress], metrics: ListenAddress? = nil) throws(HearthError) {
         let loop: EventLoop
         do {
             loop = try EventLoop()
@@ -490,14 +495,14 @@ public final class ServerSocket {
             throw HearthError(.unavailable, "cannot start the event loop: \(error.message) (\(error.name))")
         }
         do {
-            try self.init(loop: loop, addresses: addresses)
+            try self.init(loop: loop, addresses: addresses, metrics: metrics)
         } catch {
             loop.shutdown()
             throw error
         }
     }
 
-    init(loop: EventLoop, addresses: [ListenAddress]) throws(HearthError) {
+    init(loop: EventLoop, addresses: [ListenAddress], metrics: ListenAddress? = nil) throws(HearthError) {
         self.loop = loop
         let target = self.target
         var made: [(listener: TCPListener, tls: Bool)] = []
@@ -515,8 +520,26 @@ public final class ServerSocket {
                 throw HearthError(.unavailable, "cannot listen on \(address.host):\(address.port): \(error.message) (\(error.name))")
             }
         }
+        if let metrics {
+            let target = metricsTarget
+            do {
+                metricsListener = try loop.listen(host: metrics.host, port: metrics.port) { conn in
+                    if let accept = target.accept { accept(conn) } else { conn.abort() }
+                }
+            } catch {
+                for m in made { m.listener.close() }
+                throw HearthError(.unavailable, "cannot listen for metrics on \(metrics.host):\(metrics.port): \(error.message) (\(error.name))")
+            }
+        } else {
+            metricsListener = nil
+        }
         listeners = made
     }
+}
+
+/// Where a `ServerSocket` hands accepted `/metrics` connections (the metrics endpoint, once the server runs).
+final class MetricsAcceptTarget {
+    var accept: ((TCPConnection) -> Void)?
 }
 
 /// Where a `ServerSocket` hands accepted connections (the server, once it runs).

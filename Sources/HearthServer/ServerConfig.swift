@@ -63,6 +63,10 @@ public struct ServerConfig: Sendable {
     /// Serve Prometheus metrics over HTTP on this port (nil: not served; 0: a free port).
     public var metricsPort: Int?
     public var metricsHost = "127.0.0.1"
+    /// Where `/metrics` is served, when `metricsPort` is set.
+    public var metricsAddress: ListenAddress? {
+        metricsPort.map { ListenAddress(host: metricsHost, port: $0, tls: false) }
+    }
     /// How often the TTL sweeper looks for expired documents.
     public var ttlSweepIntervalMs: UInt64 = 60_000
 

@@ -229,7 +229,7 @@ do {
     // create or change anything in the data directory.
     let access = try AccessControl(config.security)
     let tls = try config.tls.map { settings throws(HearthError) in try ServerTLS(settings) }
-    let socket = try ServerSocket(addresses: config.listenAddresses)
+    let socket = try ServerSocket(addresses: config.listenAddresses, metrics: config.metricsAddress)
     // Then the store, which creates the directory if needed and locks it (a second daemon stops here).
     let store = try SQLiteStore(directory: config.dataDir, retention: retention)
     if checkFirst, !(try StoreCheck(store: store, dataDir: config.dataDir).beforeServing(log: { logger.info($0) }, report: report)) {

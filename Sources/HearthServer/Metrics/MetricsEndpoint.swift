@@ -23,21 +23,15 @@ final class MetricsEndpoint {
         init(conn: TCPConnection) { self.conn = conn }
     }
 
-    init(loop: EventLoop, logger: Logger, render: @escaping () -> String) {
+    /// Serves the connections `listener` accepts (handed to `accepted`; the listener is bound by `ServerSocket`).
+    init(loop: EventLoop, logger: Logger, listener: TCPListener, render: @escaping () -> String) {
         self.loop = loop
         self.logger = logger
+        self.listener = listener
         self.render = render
     }
 
     var port: Int { listener?.port ?? 0 }
-
-    func listen(host: String, port: Int) throws {
-        do {
-            listener = try loop.listen(host: host, port: port) { [unowned self] conn in self.accepted(conn) }
-        } catch {
-            throw HearthError(.unavailable, "cannot listen for metrics on \(host):\(port): \(error.message) (\(error.name))")
-        }
-    }
 
     func close() {
         listener?.close()
@@ -46,7 +40,7 @@ final class MetricsEndpoint {
         open.removeAll()
     }
 
-    private func accepted(_ conn: TCPConnection) {
+    func accepted(_ conn: TCPConnection) {
         guard open.count < MetricsEndpoint.maxOpen else { conn.abort(); return }
         let e = Exchange(conn: conn)
         let key = ObjectIdentifier(conn)

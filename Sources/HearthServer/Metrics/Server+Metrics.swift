@@ -18,14 +18,15 @@ extension Server {
         }
     }
 
-    /// Starts the once-a-second tick (rates, latency windows) and the `/metrics` endpoint when asked for.
-    func startMetrics() throws {
+    /// Starts the once-a-second tick (rates, latency windows) and serves `/metrics` on the socket's metrics
+    /// listener when there is one (bound with the other listeners, before the store was opened).
+    func startMetrics(_ socket: ServerSocket) {
         metricsTimer = loop.timer(after: 1000, repeat: 1000) { [unowned self] in self.metrics.tick() }
-        guard let port = config.metricsPort else { return }
-        let endpoint = MetricsEndpoint(loop: loop, logger: logger) { [unowned self] in
+        guard let listener = socket.metricsListener else { return }
+        let endpoint = MetricsEndpoint(loop: loop, logger: logger, listener: listener) { [unowned self] in
             PrometheusText.render(self.statsReport())
         }
-        try endpoint.listen(host: config.metricsHost, port: port)
+        socket.metricsTarget.accept = { [weak endpoint] conn in if let endpoint { endpoint.accepted(conn) } else { conn.abort() } }
         metricsEndpoint = endpoint
         logger.info("metrics on http://\(config.metricsHost.contains(":") ? "[\(config.metricsHost)]" : config.metricsHost):\(endpoint.port)/metrics")
     }

@@ -103,6 +103,18 @@ import Testing
         }
     }
 
+    /// The metrics port is bound with the client port, before the data directory is touched: a taken one
+    /// stops the start and changes nothing.
+    @Test func aTakenMetricsPortStopsTheStartBeforeTheDataDirectory() throws {
+        let taken = metricsPort          // held by this suite's daemon
+        let dir = NSTemporaryDirectory() + "hearth-metrics-\(UUID().uuidString.prefix(8))"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try DaemonProcess.runToExit(["--port", "0", "--data-dir", dir, "--metrics-port", String(taken)])
+        #expect(r.status == 2)
+        #expect(r.stderr.contains("cannot listen for metrics on 127.0.0.1:\(taken)"), "\(r.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir), "nothing is created")
+    }
+
     @Test func statsOpAnswersEveryFigure() throws {
         let c = try daemon.connect()
         for i in 0..<20 { #expect(try c.request(#"{"op":"set","path":"s/\#(i)","data":{"n":\#(i)}}"#).isOK) }
