@@ -33,7 +33,20 @@ final class StoreFixture {
     func reopen() throws {
         precondition(backend != .memory, "the in-memory store has nothing to reopen")
         store.close()
-        store = try StoreFixture.open(backend, directory: directory, retention: retention)
+        // The lock (flock on LOCK) is released by the close, unless a child process that another test is
+        // spawning at this instant still holds a copy of the descriptor between its fork and its exec (the
+        // descriptor is close-on-exec, so that copy lives microseconds, longer on a loaded machine). Nothing
+        // observable marks the end of that window, so a refusal naming this process is tried again, briefly.
+        var attempts = 0
+        while true {
+            do {
+                store = try StoreFixture.open(backend, directory: directory, retention: retention)
+                return
+            } catch let e as HearthError where e.message.contains("(this process)") && attempts < 500 {
+                attempts += 1
+                usleep(10_000)
+            }
+        }
     }
 
     /// A second, independent store on the same data, for what another connection set on the same files sees.
