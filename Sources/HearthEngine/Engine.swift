@@ -38,7 +38,9 @@ public final class Engine {
     private var inFlight: CommitBatch?
 
     /// Declared composite indexes (building or ready), maintained by every commit.
-    public internal(set) var indexes: [IndexDefinition] = []
+    public internal(set) var indexes: [IndexDefinition] = [] { didSet { catalogView.publish(indexes) } }
+    /// `indexes` for reader threads: the catalog a query running on one plans with.
+    public let catalogView = IndexCatalogView()
     /// The id the next declared index gets (ids are never reused).
     public internal(set) var nextIndexID: Int64 = 1
     /// Dropped indexes whose entries are still being removed (kept in the catalog until they are).
@@ -117,6 +119,7 @@ public final class Engine {
             restore(catalog)
             loadedStoredCatalog = true
         }
+        catalogView.publish(indexes)
     }
 
     public static let defaultCacheBytes = 64 << 20
@@ -158,6 +161,21 @@ public final class Engine {
         // cache holds published versions only (the gate sends the read itself round again).
         if doc.seq <= lastDurableSeq { cache.insert(doc) }
         return doc
+    }
+
+    /// The published version of `path` when the document cache holds it (nil: not cached, which says nothing
+    /// about whether it exists). Counts a hit or a miss as `get` does.
+    public func cachedDocument(_ path: DocumentPath) -> StoredDocument? {
+        thread.check("Engine.cachedDocument")
+        return cache.get(path)
+    }
+
+    /// A document a reader thread read (and verified) at `seq`: cached when `seq` is still the published seq,
+    /// so it is the published version (a later publication replaces it in the cache as it replaces any).
+    public func adoptRead(_ doc: StoredDocument, at seq: UInt64) {
+        thread.check("Engine.adoptRead")
+        guard seq == lastDurableSeq, doc.seq <= seq else { return }
+        cache.insert(doc)
     }
 
     /// The store, for a read that the snapshot gate must confirm (counted).

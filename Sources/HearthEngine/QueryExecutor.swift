@@ -31,6 +31,13 @@ public struct PreparedQuery: Sendable {
     /// returns stored documents without decoding them).
     public let needFields: Bool
 
+    /// Plans `query` against `indexes` (any thread: a reader plans with `IndexCatalogView.open`'s catalog).
+    public init(_ query: ValidQuery, indexes: [IndexDefinition], needFields: Bool = true) throws(HearthError) {
+        self.query = query
+        self.plan = try QueryPlanner.plan(query.execution.query, indexes: indexes)
+        self.needFields = needFields
+    }
+
     /// Runs against `snapshot`: the result is exact at the snapshot's seq.
     public func run(on snapshot: any StoreSnapshot, codec: any DocumentCodec) throws(HearthError) -> QueryResult {
         let (rows, examined) = try QueryExecution.run(self, rollback: [:], reads: snapshot, codec: codec)
@@ -59,8 +66,7 @@ extension Engine {
     /// Plans `query` for a run off the loop thread (`PreparedQuery.run(on:codec:)`).
     public func prepare(_ query: ValidQuery, needFields: Bool = true) throws(HearthError) -> PreparedQuery {
         thread.check("Engine.prepare")
-        let (q, _) = query.execution
-        return PreparedQuery(query: query, plan: try QueryPlanner.plan(q, indexes: indexes), needFields: needFields)
+        return try PreparedQuery(query, indexes: indexes, needFields: needFields)
     }
 
     /// Runs a prepared query on the loop thread against durable state at `lastDurableSeq` (a read the snapshot

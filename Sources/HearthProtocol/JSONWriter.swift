@@ -1,4 +1,5 @@
 import CSimdJSON
+import HearthModel
 
 /// An append-only JSON writer into a reusable byte buffer. Commas are automatic: after `beginObject`,
 /// alternate `key(_:)` and one value; after `beginArray`, write values. The writer does not check that calls
@@ -100,6 +101,30 @@ public struct JSONWriter {
         let s = separated()
         var v = v
         v.withUTF8 { JSONWriter.appendQuoted(UnsafeRawBufferPointer($0), to: s) }
+        needsComma = true
+    }
+
+    /// Writes a timestamp as its quoted 27-byte RFC 3339 form, without an intermediate String.
+    public mutating func rfc3339(_ t: Timestamp) {
+        let s = separated()
+        s.reserve(29)
+        s.appendReserved(34)
+        t.writeRFC3339(into: s.base + s.count)
+        s.count += 27
+        s.appendReserved(34)
+        needsComma = true
+    }
+
+    /// Writes a path as its quoted slash-separated form, segment by segment (no joined String).
+    public mutating func path(_ p: ResourcePath) {
+        let s = separated()
+        s.append(34)
+        for (i, segment) in p.segments.enumerated() {
+            if i > 0 { s.append(47) }
+            var segment = segment
+            segment.withUTF8 { JSONWriter.appendEscaped(UnsafeRawBufferPointer($0), to: s) }
+        }
+        s.append(34)
         needsComma = true
     }
 

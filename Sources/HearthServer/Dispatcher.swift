@@ -91,7 +91,7 @@ final class Dispatcher {
             session.server.metrics.ops[command.slot].refused()
             return .handled
         }
-        let request = Request(op: op, body: root, id: id)
+        let request = Request(op: op, body: root, line: line, id: id)
         let gate = session.server.engine.gate
         ticket = nil
         if command.access == .read {
@@ -227,10 +227,29 @@ struct Context {
     /// in it). A read that throws is answered with its error.
     func readOffLoop(_ request: Request,
                      _ read: @escaping @Sendable (any StoreSnapshot, inout JSONWriter) throws(HearthError) -> Void) {
+        runOnReader(request, keepingLine: false) { scope, w throws(HearthError) in try read(try scope.snapshot, &w) }
+    }
+
+    /// Runs the whole request on a reader thread: `read` gets the request parsed again there
+    /// (`ReaderScope.request`), decodes and checks it, judges and plans it against the scope's snapshot
+    /// (`ReaderScope.prepare`), and writes the response's fields. As `readOffLoop` for the rest: the response
+    /// keeps the request's place and goes out once the snapshot's seq is published; an error thrown (a
+    /// request that does not decode, a refusal, a store failure) is the answer.
+    func readOnReader(_ request: Request,
+                      _ read: @escaping @Sendable (ReaderScope, inout JSONWriter) throws(HearthError) -> Void) {
+        runOnReader(request, keepingLine: true, read)
+    }
+
+    private func runOnReader(_ request: Request, keepingLine: Bool,
+                             _ read: @escaping @Sendable (ReaderScope, inout JSONWriter) throws(HearthError) -> Void) {
         let store = server.store
         let limit = server.config.maxResponseBytes
         let id = request.id
         let op = request.op
+        let line = keepingLine ? [UInt8](request.line) : []
+        let codec = engine.codec
+        let catalog = engine.catalogView
+        let judge = offLoopJudge
         let outcome = OffLoopRead()
         let slot = session.beginOffLoopRead()
         let session = self.session
@@ -239,12 +258,11 @@ struct Context {
         server.offLoopReadStarted()
         server.readers.submit({
             var w = JSONWriter(capacity: 4096)
+            let scope = ReaderScope(op: op, id: id, line: line, codec: codec, judge: judge, store: store, catalog: catalog)
+            defer { scope.close() }
             do throws(HearthError) {
-                let snapshot = try store.snapshot()
-                defer { snapshot.close() }
-                outcome.seq = snapshot.seq
                 ResponseLine.beginOK(&w, id: id)
-                try read(snapshot, &w)
+                try read(scope, &w)
                 ResponseLine.end(&w)
                 if w.count > limit {
                     throw HearthError(.resourceExhausted, "the response would be \(w.count) bytes, over the limit of \(limit) (--max-response-bytes); page through the result with limit and a cursor (startAfter)")
@@ -254,11 +272,14 @@ struct Context {
                 if error.code == .dataLoss { outcome.damage = error }
                 outcome.failed = true
             }
+            outcome.seq = scope.seq ?? 0
             outcome.line = w.bytes
+            if !outcome.failed { outcome.fetched = scope.fetched }
         }, done: {
             server.offLoopReadReturned()
             server.requestFinished(timing, failed: outcome.failed, id: id, session: session)
             if let damage = outcome.damage { server.engine.onDataLoss?(damage) }   // logged on the loop
+            for doc in outcome.fetched { server.engine.adoptRead(doc, at: outcome.seq) }
             session.offLoopReadDone(slot, line: outcome.line, seq: outcome.seq)
         })
     }

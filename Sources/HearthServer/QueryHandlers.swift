@@ -3,38 +3,20 @@ import HearthLoop
 import HearthModel
 import HearthProtocol
 
-/// `query`, `count`, `aggregate`, `explain`: reads of durable state at one published seq. A query that reads
-/// few index entries (an exact plan with a small limit) runs on the loop thread; every other one, and every
-/// count and aggregation, runs on a reader thread against a snapshot (`Context.readOffLoop`), so no read holds
-/// the loop for long however large the collection.
+/// `query`, `count`, `aggregate`, `explain`: reads of durable state at one published seq, each run wholly on
+/// a reader thread (`Context.readOnReader`): the request is decoded and checked there, judged as a list and
+/// planned against the reader's snapshot, run, and its response encoded there. The loop thread only frames
+/// the line and sends the answer, so queries use every core and no query holds the loop however large.
 enum QueryHandlers {
     /// Most aggregations one `aggregate` may ask for (Firestore's limit).
     static let maxAggregations = 5
 
-    /// The most index entries (limit + offset) an exact plan may read on the loop thread.
-    static let loopReadLimit = 100
-
-    /// True when the query is cheap enough to run on the loop: one exact branch reading at most
-    /// `loopReadLimit` entries.
-    static func runsOnLoop(_ p: PreparedQuery) -> Bool {
-        let q = p.query.execution.query
-        guard p.plan.branches.count == 1, p.plan.branches[0].exact, let limit = q.limit else { return false }
-        return limit + q.offset <= loopReadLimit
-    }
-
     static func query(_ ctx: Context, _ req: Request) throws(HearthError) {
-        let q = try QueryDecoding.decode(req.body)
-        try ctx.judgeList(q)
-        let prepared = try ctx.engine.prepare(q, needFields: q.select != nil)
-        guard runsOnLoop(prepared) else {
-            let codec = ctx.engine.codec
-            ctx.readOffLoop(req) { snapshot, w throws(HearthError) in
-                writeDocs(try prepared.run(on: snapshot, codec: codec), select: q.select, into: &w)
-            }
-            return
+        ctx.readOnReader(req) { r, w throws(HearthError) in
+            let q = try QueryDecoding.decode(try r.request.body)
+            let prepared = try r.prepare(q, needFields: q.select != nil)
+            writeDocs(try prepared.run(on: try r.snapshot, codec: r.codec), select: q.select, into: &w)
         }
-        let result = try ctx.engine.run(prepared)
-        ctx.reply(req) { w in writeDocs(result, select: q.select, into: &w) }
     }
 
     static func writeDocs(_ result: QueryResult, select: [FieldPath]?, into w: inout JSONWriter) {
@@ -52,20 +34,21 @@ enum QueryHandlers {
     }
 
     static func count(_ ctx: Context, _ req: Request) throws(HearthError) {
-        let q = try QueryDecoding.decode(req.body)
-        try ctx.judgeList(q)
-        let prepared = try ctx.engine.prepare(q)
-        let codec = ctx.engine.codec
-        ctx.readOffLoop(req) { snapshot, w throws(HearthError) in
-            let r = try prepared.aggregate([.count], on: snapshot, codec: codec)
-            w.key("count"); w.value(r.values[0])
-            w.key("seq"); w.uint(r.seq)
+        ctx.readOnReader(req) { r, w throws(HearthError) in
+            let q = try QueryDecoding.decode(try r.request.body)
+            let result = try r.prepare(q).aggregate([.count], on: try r.snapshot, codec: r.codec)
+            w.key("count"); w.value(result.values[0])
+            w.key("seq"); w.uint(result.seq)
         }
     }
 
     static func aggregate(_ ctx: Context, _ req: Request) throws(HearthError) {
+        ctx.readOnReader(req) { r, w throws(HearthError) in try aggregate(r, into: &w) }
+    }
+
+    private static func aggregate(_ r: ReaderScope, into w: inout JSONWriter) throws(HearthError) {
+        let req = try r.request
         let q = try QueryDecoding.decode(try req.object("query"), context: "query")
-        try ctx.judgeList(q)
         let spec = try req.object("aggregations")
         var aliases: [String] = []
         var aggregations: [Aggregation] = []
@@ -90,37 +73,23 @@ enum QueryHandlers {
         guard aggregations.count <= maxAggregations else {
             throw .invalid("field \"aggregations\" holds at most \(maxAggregations) aggregations (got \(aggregations.count))")
         }
-        let prepared = try ctx.engine.prepare(q)
-        let codec = ctx.engine.codec
-        let requested = aggregations
-        let names = aliases
-        ctx.readOffLoop(req) { snapshot, w throws(HearthError) in
-            let r = try prepared.aggregate(requested, on: snapshot, codec: codec)
-            w.key("result")
-            w.beginObject()
-            for (alias, v) in zip(names, r.values) { w.key(alias); w.value(v) }
-            w.endObject()
-            w.key("seq"); w.uint(r.seq)
-        }
+        let result = try r.prepare(q).aggregate(aggregations, on: try r.snapshot, codec: r.codec)
+        w.key("result")
+        w.beginObject()
+        for (alias, v) in zip(aliases, result.values) { w.key(alias); w.value(v) }
+        w.endObject()
+        w.key("seq"); w.uint(result.seq)
     }
 
     static func explain(_ ctx: Context, _ req: Request) throws(HearthError) {
-        let q = try QueryDecoding.decode(req.body)
-        try ctx.judgeList(q)
-        let prepared = try ctx.engine.prepare(q, needFields: q.select != nil)
-        guard runsOnLoop(prepared) else {
-            let codec = ctx.engine.codec
-            ctx.readOffLoop(req) { snapshot, w throws(HearthError) in
-                let started = EventLoop.hrtimeNanos()
-                let r = try prepared.run(on: snapshot, codec: codec)
-                writePlan(r, micros: (EventLoop.hrtimeNanos() - started) / 1000, into: &w)
-            }
-            return
+        ctx.readOnReader(req) { r, w throws(HearthError) in
+            let q = try QueryDecoding.decode(try r.request.body)
+            let prepared = try r.prepare(q, needFields: q.select != nil)
+            let snapshot = try r.snapshot
+            let started = EventLoop.hrtimeNanos()
+            let result = try prepared.run(on: snapshot, codec: r.codec)
+            writePlan(result, micros: (EventLoop.hrtimeNanos() - started) / 1000, into: &w)
         }
-        let started = EventLoop.hrtimeNanos()
-        let r = try ctx.engine.run(prepared)
-        let micros = (EventLoop.hrtimeNanos() - started) / 1000
-        ctx.reply(req) { w in writePlan(r, micros: micros, into: &w) }
     }
 
     static func writePlan(_ r: QueryResult, micros: UInt64, into w: inout JSONWriter) {

@@ -6,16 +6,25 @@ import HearthStorage
 enum ReadHandlers {
     /// Most paths one `getAll` may ask for.
     static let maxGetAll = 1000
-    /// Most paths one `getAll` reads on the loop thread (through the document cache); more go to a reader.
+    /// Most paths one `getAll` answers on the loop thread (all from the document cache); more go to a reader.
     static let loopGetAll = 64
 
     static func get(_ ctx: Context, _ req: Request) throws(HearthError) {
         let path = try req.documentPath()
-        let doc = try ctx.engine.get(path)
-        try ctx.judgeGet(path, doc)
-        ctx.reply(req) { w in
+        // A cached document is answered here: a hop to a reader would cost more than the read (see
+        // docs/benchmarks.md). Any other goes to a reader.
+        if let doc = ctx.engine.cachedDocument(path) {
+            try ctx.judgeGet(path, doc)
+            ctx.reply(req) { w in
+                w.key("doc")
+                DocumentJSON.write(doc, into: &w)
+            }
+            return
+        }
+        ctx.readOnReader(req) { r, w throws(HearthError) in
+            let docs = try read([path], r)
             w.key("doc")
-            DocumentJSON.write(doc, into: &w)
+            DocumentJSON.write(docs[0], into: &w)
         }
     }
 
@@ -33,15 +42,19 @@ enum ReadHandlers {
                 throw .invalid("paths[\(index)]: \(error.message)")
             }
         }
-        if paths.count > loopGetAll {
-            // Many documents: read them on a reader thread, all from one snapshot.
+        // Few documents, all cached: answered here. Others are read on a reader thread, all from one snapshot.
+        var cached: [StoredDocument?] = []
+        if paths.count <= loopGetAll {
+            cached.reserveCapacity(paths.count)
+            for p in paths {
+                guard let doc = ctx.engine.cachedDocument(p) else { break }
+                cached.append(doc)
+            }
+        }
+        guard cached.count == paths.count else {
             let wanted = paths
-            let judge = ctx.offLoopJudge
-            ctx.readOffLoop(req) { snapshot, w throws(HearthError) in
-                var docs: [StoredDocument?] = []
-                docs.reserveCapacity(wanted.count)
-                for p in wanted { docs.append(try snapshot.get(p)) }
-                if let judge { for (p, d) in zip(wanted, docs) { try judge.get(p, d, snapshot: snapshot) } }
+            ctx.readOnReader(req) { r, w throws(HearthError) in
+                let docs = try read(wanted, r)
                 w.key("docs")
                 w.beginArray()
                 for d in docs { DocumentJSON.write(d, into: &w) }
@@ -49,16 +62,33 @@ enum ReadHandlers {
             }
             return
         }
-        var docs: [StoredDocument?] = []
-        docs.reserveCapacity(paths.count)
-        for p in paths { docs.append(try ctx.engine.get(p)) }
-        for (p, d) in zip(paths, docs) { try ctx.judgeGet(p, d) }
+        for (p, d) in zip(paths, cached) { try ctx.judgeGet(p, d) }
         ctx.reply(req) { w in
             w.key("docs")
             w.beginArray()
-            for d in docs { DocumentJSON.write(d, into: &w) }
+            for d in cached { DocumentJSON.write(d, into: &w) }
             w.endArray()
         }
+    }
+
+    /// Reads `paths` from the reader's snapshot, verifies them (a damaged one fails the read with DATA_LOSS),
+    /// judges each as a get, and hands them to the document cache.
+    static func read(_ paths: [DocumentPath], _ r: ReaderScope) throws(HearthError) -> [StoredDocument?] {
+        let snapshot = try r.snapshot
+        var docs: [StoredDocument?] = []
+        docs.reserveCapacity(paths.count)
+        for p in paths {
+            let doc = try snapshot.get(p)
+            if let doc {
+                do { try r.codec.verify(doc.data) } catch {
+                    throw StorageDamage.document(doc.path.description, "its data does not decode: \(error.message)")
+                }
+            }
+            docs.append(doc)
+        }
+        if let judge = r.judge { for (p, d) in zip(paths, docs) { try judge.get(p, d, snapshot: snapshot) } }
+        r.fetched = docs.compactMap { $0 }
+        return docs
     }
 }
 
@@ -74,12 +104,12 @@ enum DocumentJSON {
         guard let doc else { w.null(); return }
         assert(fields != nil || (try? FieldsJSON().verifyStored(doc.data)) != nil, "unverified bytes of \(doc.path) reached a response")
         w.beginObject()
-        w.key("path"); w.string(doc.path.description)
+        w.key("path"); w.path(doc.path.path)
         w.key("id"); w.string(doc.path.id)
         w.key("data")
         if let fields { w.fields(fields) } else { w.raw(doc.data) }
-        w.key("createTime"); w.string(doc.createTime.rfc3339)
-        w.key("updateTime"); w.string(doc.updateTime.rfc3339)
+        w.key("createTime"); w.rfc3339(doc.createTime)
+        w.key("updateTime"); w.rfc3339(doc.updateTime)
         w.endObject()
     }
 }

@@ -9,6 +9,8 @@ import HearthProtocol
 struct Request {
     let op: String
     let body: JSONRef
+    /// The whole line the request was parsed from (valid as long as `body`).
+    let line: UnsafeRawBufferPointer
     /// The request's `id` as JSON bytes, echoed verbatim; nil when absent.
     let id: [UInt8]?
 

@@ -124,6 +124,42 @@ import Testing
         #expect(!refused.stderr.contains("listening"))
     }
 
+    /// A damaged b-tree page (not a row: the page's own structure) met by a query on a reader thread fails
+    /// that query with an error naming the store's damage; the reader, the connection and the daemon serve on.
+    @Test func aDamagedPageFailsTheReadOnlyAndTheReaderServesOn() throws {
+        let daemon = try Self.stoppedStore()
+        let db = try SQLiteConnection(path: daemon.dataDir + "/hearth.db", role: "test", create: false)
+        let pageSize = Int(try db.queryInt("PRAGMA page_size"))
+        #expect(try db.queryInt("SELECT count(*) FROM dbstat WHERE name = 'index_entries'") == 1, "the index fits one page")
+        let root = Int(try db.queryInt("SELECT rootpage FROM sqlite_schema WHERE name = 'index_entries'"))
+        db.close()
+        // The page's type byte (0x0A: a leaf of an index b-tree) becomes one no page has.
+        let url = URL(fileURLWithPath: daemon.dataDir + "/hearth.db")
+        var data = [UInt8](try Data(contentsOf: url))
+        let at = (root - 1) * pageSize + (root == 1 ? 100 : 0)
+        #expect(data[at] == 0x0A)
+        data[at] = 0x07
+        try Data(data).write(to: url)
+        try daemon.start()
+        let c = try daemon.connect(), other = try daemon.connect()
+        for line in [#"{"op":"query","collection":"c","where":[["n","==",1]],"orderBy":[["v","desc"]]}"#,
+                     #"{"op":"count","collection":"c"}"#,
+                     #"{"op":"query","collection":"c"}"#] {
+            try c.send(line)
+            let r = try Self.response(c)
+            #expect(r.isOK == false, "\(r)")
+            #expect(r.errorCode == "DATA_LOSS" || r.errorCode == "INTERNAL", "\(r)")
+            #expect(r.errorMessage?.isEmpty == false, "\(r)")
+            // The same connection and another one are served meanwhile; documents stay readable by path.
+            try c.send(#"{"op":"ping"}"#)
+            #expect(try Self.response(c).isOK)
+            try other.send(#"{"op":"get","path":"c/a"}"#)
+            let doc = try Self.response(other)["doc"] as? [String: Any]
+            #expect((doc?["data"] as? [String: Any])?["v"] as? String == "marker-aaaa")
+        }
+        #expect(daemon.stop() == 0)
+    }
+
     /// Bytes with a good checksum (damage a version-3 store carried into its migration) still never reach a
     /// client: the engine verifies what it reads before splicing it.
     @Test func servableBytesAreCheckedBeyondTheChecksum() throws {

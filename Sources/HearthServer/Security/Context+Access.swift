@@ -18,13 +18,6 @@ extension Context {
                              reader: PublishedRuleReader(engine: engine))
     }
 
-    /// A query (query, count, aggregate, explain) as a `list`, judged from its own constraints.
-    func judgeList(_ q: ValidQuery) throws(HearthError) {
-        guard judged else { return }
-        _ = try access.judge(session.principal, .list, what: Session.describe(q.asQuery), query: q.asQuery,
-                             reader: PublishedRuleReader(engine: engine))
-    }
-
     /// For documents judged on a reader thread: the rules and identity to judge them with (nil: not judged).
     var offLoopJudge: OffLoopJudge? {
         guard judged, let rules = access.rules else { return nil }
@@ -49,5 +42,12 @@ struct OffLoopJudge: Sendable {
         let reader = SnapshotRuleReader(snapshot: snapshot, codec: codec)
         let fields = try AccessControl.resource(for: .get, doc, rules: rules, codec: codec)
         _ = try AccessControl.judge(rules: rules, principal, .get, what: "get of \(path)", path: path, resource: fields, reader: reader)
+    }
+
+    /// A query (query, count, aggregate, explain) as a `list`, judged from its own constraints; a rule's
+    /// `get()` reads the snapshot the query runs at.
+    func list(_ q: ValidQuery, snapshot: any StoreSnapshot) throws(HearthError) {
+        let reader = SnapshotRuleReader(snapshot: snapshot, codec: codec)
+        _ = try AccessControl.judge(rules: rules, principal, .list, what: Session.describe(q.asQuery), query: q.asQuery, reader: reader)
     }
 }

@@ -33,6 +33,7 @@ import Testing
         #expect(s.server.budget.inputBytes == 0)
         let c = s.connect()
         c.write([#"{"op":"get","path":"c/a","id":1}"#])
+        s.settle()   // not cached: read on a reader thread
         #expect(c.take().first?["ok"] as? Bool == true)
     }
 

@@ -1,0 +1,98 @@
+import HearthEngine
+import HearthModel
+import HearthProtocol
+import HearthStorage
+
+/// A request as a reader thread runs it (`Context.readOnReader`): the line parsed again there, the snapshot
+/// the answer is read at (opened on first use, with the index catalog valid at its seq), and the rules and
+/// identity to judge it with. Reader thread only; one per request.
+final class ReaderScope {
+    let codec: any DocumentCodec
+    /// nil when the request is not judged (no rules, or the admin).
+    let judge: OffLoopJudge?
+    private let op: String
+    private let id: [UInt8]?
+    private let line: [UInt8]
+    private let store: any DocumentStore
+    private let catalog: IndexCatalogView
+    private var opened: (snapshot: any StoreSnapshot, indexes: [IndexDefinition])?
+    private var parsed: (parser: JSONParser, request: Request)?
+
+    init(op: String, id: [UInt8]?, line: [UInt8], codec: any DocumentCodec, judge: OffLoopJudge?,
+         store: any DocumentStore, catalog: IndexCatalogView) {
+        self.op = op
+        self.id = id
+        self.line = line
+        self.codec = codec
+        self.judge = judge
+        self.store = store
+        self.catalog = catalog
+    }
+
+    /// The request, parsed again from its line on first use (the loop already checked it: it parses).
+    var request: Request {
+        get throws(HearthError) {
+            if let parsed { return parsed.request }
+            let parser = ReaderParsers.take()
+            let parsedBody: Result<JSONRef, HearthError> = line.withUnsafeBytes { b in
+                do throws(HearthError) { return .success(try parser.parse(b)) } catch { return .failure(error) }
+            }
+            let body: JSONRef
+            switch parsedBody {
+            case .success(let b): body = b
+            case .failure(let error):
+                ReaderParsers.give(parser)
+                throw error
+            }
+            let r = Request(op: op, body: body, line: UnsafeRawBufferPointer(start: nil, count: 0), id: id)
+            parsed = (parser, r)
+            return r
+        }
+    }
+
+    /// The snapshot the answer is read at (opened on first use).
+    var snapshot: any StoreSnapshot {
+        get throws(HearthError) { try open().snapshot }
+    }
+
+    /// Documents read and verified here that the loop thread may put in the document cache (`Engine.adoptRead`).
+    var fetched: [StoredDocument] = []
+
+    /// The snapshot's seq, or nil when none was opened.
+    var seq: UInt64? { opened?.snapshot.seq }
+
+    private func open() throws(HearthError) -> (snapshot: any StoreSnapshot, indexes: [IndexDefinition]) {
+        if let opened { return opened }
+        let o = try catalog.open { () throws(HearthError) in try store.snapshot() }
+        opened = o
+        return o
+    }
+
+    /// Judges `q` as a list against the snapshot, then plans it with the catalog valid at the snapshot's seq.
+    func prepare(_ q: ValidQuery, needFields: Bool = true) throws(HearthError) -> PreparedQuery {
+        let (snapshot, indexes) = try open()
+        try judge?.list(q, snapshot: snapshot)
+        return try PreparedQuery(q, indexes: indexes, needFields: needFields)
+    }
+
+    /// Ends the snapshot's read transaction and gives the parser back.
+    func close() {
+        opened?.snapshot.close()
+        opened = nil
+        if let parsed { ReaderParsers.give(parsed.parser) }
+        parsed = nil
+    }
+}
+
+/// Parsers for lines parsed again on reader threads (one per running read, reused).
+enum ReaderParsers {
+    private static let idle = Locked<[JSONParser]>([])
+
+    static func take() -> JSONParser {
+        idle.withLock { $0.popLast() } ?? JSONParser(retainedCapacity: 16 * 1024, rejectsDuplicateKeys: false)
+    }
+
+    static func give(_ parser: JSONParser) {
+        idle.withLock { if $0.count < 64 { $0.append(parser) } }
+    }
+}
