@@ -44,6 +44,38 @@ public struct PreparedQuery: Sendable {
         return QueryResult(documents: rows, seq: snapshot.seq, stats: QueryStats(plan: plan, examined: examined, returned: rows.count))
     }
 
+    /// True when the result is exactly one index range scanned in order, and the caller reads no decoded
+    /// fields: `stream` can then hand out the documents as the scan meets them.
+    public var streams: Bool {
+        !needFields && !query.execution.reverseResults && plan.branches.count == 1 && plan.branches[0].exact
+            && plan.branches[0].ranges.count <= 1
+    }
+
+    /// For a query that `streams`: calls `visit` with each result document, in result order, its bytes
+    /// borrowed from the snapshot for the call and verified by `codec` (a damaged one throws DATA_LOSS naming
+    /// it); returns how many it visited. Exact at the snapshot's seq, like `run`, without materializing a
+    /// document.
+    public func stream(on snapshot: any StoreSnapshot, codec: any DocumentCodec,
+                       _ visit: (BorrowedDocument) throws(HearthError) -> Void) throws(HearthError) -> Int {
+        precondition(streams, "stream() on a query that does not stream")
+        let branch = plan.branches[0]
+        guard let range = branch.ranges.first else { return 0 }
+        let q = query.execution.query
+        var skip = q.offset
+        let want = q.limit.map { $0 + q.offset } ?? Int.max
+        var returned = 0
+        _ = try snapshot.visitIndex(from: range.lower, to: range.upper, reverse: branch.reverse, limit: want) { (doc) throws(HearthError) in
+            do throws(HearthError) { try codec.verify(bytes: doc.data) } catch {
+                let path = String(decoding: doc.collection, as: UTF8.self) + "/" + String(decoding: doc.id, as: UTF8.self)
+                throw StorageDamage.document(path, "its data does not decode: \(error.message)")
+            }
+            if skip > 0 { skip -= 1; return }
+            try visit(doc)
+            returned += 1
+        }
+        return returned
+    }
+
     /// Computes `aggregations` over the query's results at the snapshot's seq. A lone count over an exact
     /// single-range plan reads index entries only (no document is fetched).
     public func aggregate(_ aggregations: [Aggregation], on snapshot: any StoreSnapshot,

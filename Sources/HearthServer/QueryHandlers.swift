@@ -15,7 +15,17 @@ enum QueryHandlers {
         ctx.readOnReader(req) { r, w throws(HearthError) in
             let q = try QueryDecoding.decode(try r.request.body)
             let prepared = try r.prepare(q, needFields: q.select != nil)
-            writeDocs(try prepared.run(on: try r.snapshot, codec: r.codec), select: q.select, into: &w)
+            let snapshot = try r.snapshot
+            guard prepared.streams else {
+                writeDocs(try prepared.run(on: snapshot, codec: r.codec), select: q.select, into: &w)
+                return
+            }
+            // The result is the index scan itself: each stored document goes from the scan into the response.
+            w.key("docs")
+            w.beginArray()
+            _ = try prepared.stream(on: snapshot, codec: r.codec) { doc in DocumentJSON.write(doc, into: &w) }
+            w.endArray()
+            w.key("seq"); w.uint(snapshot.seq)
         }
     }
 

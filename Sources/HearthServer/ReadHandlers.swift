@@ -100,6 +100,17 @@ enum ReadHandlers {
 /// checksum and `JSONDocumentCodec.verify` (one JSON object, valid UTF-8, no raw line break) before the
 /// engine returns or caches it (a damaged one is answered with DATA_LOSS instead). Debug builds check it.
 enum DocumentJSON {
+    /// Writes a document borrowed from a scan (its data verified by the codec).
+    static func write(_ doc: BorrowedDocument, into w: inout JSONWriter) {
+        w.beginObject()
+        w.key("path"); w.string(joining: doc.collection, doc.id)
+        w.key("id"); w.string(bytes: doc.id)
+        w.key("data"); w.raw(doc.data)
+        w.key("createTime"); w.rfc3339(doc.createTime)
+        w.key("updateTime"); w.rfc3339(doc.updateTime)
+        w.endObject()
+    }
+
     static func write(_ doc: StoredDocument?, fields: MapValue? = nil, into w: inout JSONWriter) {
         guard let doc else { w.null(); return }
         assert(fields != nil || (try? FieldsJSON().verifyStored(doc.data)) != nil, "unverified bytes of \(doc.path) reached a response")

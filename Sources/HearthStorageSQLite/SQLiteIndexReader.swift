@@ -79,6 +79,32 @@ package struct SQLiteIndexReader {
         return hits
     }
 
+    /// `scan` without materializing: each row is checked against its checksum and lent to `visit` as it
+    /// is stepped (its bytes are SQLite's, valid until the next step).
+    func visit(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
+               _ visit: (BorrowedDocument) throws(HearthError) -> Void) throws(HearthError) -> Int {
+        guard limit > 0 else { return 0 }
+        let bounded = !upper.isEmpty
+        let s = scans[reverse ? 1 : 0][bounded ? 1 : 0]
+        defer { s.reset() }
+        try s.bind(1, blob: lower)
+        if bounded { try s.bind(2, blob: upper) }
+        try s.bind(3, Int64(clamping: limit))
+        var visited = 0
+        while try s.step() {
+            var sum = RowChecksum()
+            sum.columns(s, 1..<7)
+            guard sum.value == s.int64(7) else {
+                throw StorageDamage.document("\(s.text(1))/\(s.text(2))", "checksum mismatch")
+            }
+            try visit(BorrowedDocument(key: s.borrowed(0), collection: s.borrowed(1), id: s.borrowed(2), data: s.borrowed(3),
+                                       createTime: Timestamp(micros: s.int64(4)), updateTime: Timestamp(micros: s.int64(5)),
+                                       seq: s.uint64(6)))
+            visited += 1
+        }
+        return visited
+    }
+
     func count(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {
         let bounded = !upper.isEmpty
         let s = counts[bounded ? 1 : 0]
