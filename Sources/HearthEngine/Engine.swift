@@ -106,8 +106,8 @@ public final class Engine {
         self.codec = codec
         self.indexCatalogCodec = indexCatalogCodec
         self.clock = clock
-        self.cache = DocumentCache(capacityBytes: cacheBytes)
         let last = try store.lastSeq()
+        self.cache = DocumentCache(capacityBytes: cacheBytes, published: last)
         self.lastAssignedSeq = last
         self.lastDurableSeq = last
         self.historyID = try store.historyID()
@@ -170,13 +170,8 @@ public final class Engine {
         return cache.get(path)
     }
 
-    /// A document a reader thread read (and verified) at `seq`: cached when `seq` is still the published seq,
-    /// so it is the published version (a later publication replaces it in the cache as it replaces any).
-    public func adoptRead(_ doc: StoredDocument, at seq: UInt64) {
-        thread.check("Engine.adoptRead")
-        guard seq == lastDurableSeq, doc.seq <= seq else { return }
-        cache.insert(doc)
-    }
+    /// The document cache, for reader threads (`DocumentCache.document(_:at:)`, `offer`).
+    public var documentCache: DocumentCache { cache }
 
     /// The store, for a read that the snapshot gate must confirm (counted).
     var readStore: any DocumentStore {
@@ -439,9 +434,9 @@ public final class Engine {
             for record in batch.records {
                 for m in record.mutations {
                     if let e = overlay[m.path], e.seq <= lastSeq { overlay[m.path] = nil }
-                    cache.committed(m.path, m.after)
                 }
             }
+            cache.publish(batch.records, through: lastSeq)
             lastDurableSeq = lastSeq
             willPublish?(batch.records)
             listeners.publish(batch.records)

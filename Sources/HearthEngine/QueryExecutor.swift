@@ -44,34 +44,49 @@ public struct PreparedQuery: Sendable {
         return QueryResult(documents: rows, seq: snapshot.seq, stats: QueryStats(plan: plan, examined: examined, returned: rows.count))
     }
 
-    /// True when the result is exactly one index range scanned in order, and the caller reads no decoded
+    /// True when the result is exactly one index range scanned in order and the caller reads no decoded
     /// fields: `stream` can then hand out the documents as the scan meets them.
     public var streams: Bool {
         !needFields && !query.execution.reverseResults && plan.branches.count == 1 && plan.branches[0].exact
             && plan.branches[0].ranges.count <= 1
     }
 
-    /// For a query that `streams`: calls `visit` with each result document, in result order, its bytes
-    /// borrowed from the snapshot for the call and verified by `codec` (a damaged one throws DATA_LOSS naming
-    /// it); returns how many it visited. Exact at the snapshot's seq, like `run`, without materializing a
-    /// document.
-    public func stream(on snapshot: any StoreSnapshot, codec: any DocumentCodec,
-                       _ visit: (BorrowedDocument) throws(HearthError) -> Void) throws(HearthError) -> Int {
+    /// For a query that `streams`: calls `visit` with each result document in result order, exact at the
+    /// snapshot's seq like `run`, without building the result. The snapshot's index is scanned for entries
+    /// only; each document comes from `cache` when it holds the version at the snapshot's seq, else from the
+    /// snapshot (verified, then offered to the cache). Returns how many documents it visited.
+    public func stream(on snapshot: any StoreSnapshot, cache: DocumentCache?, codec: any DocumentCodec,
+                       _ visit: (StoredDocument) throws(HearthError) -> Void) throws(HearthError) -> Int {
         precondition(streams, "stream() on a query that does not stream")
         let branch = plan.branches[0]
         guard let range = branch.ranges.first else { return 0 }
         let q = query.execution.query
+        let seq = snapshot.seq
         var skip = q.offset
-        let want = q.limit.map { $0 + q.offset } ?? Int.max
+        var remaining = q.limit.map { $0 + q.offset } ?? Int.max
+        var lower = range.lower, upper = range.upper
         var returned = 0
-        _ = try snapshot.visitIndex(from: range.lower, to: range.upper, reverse: branch.reverse, limit: want) { (doc) throws(HearthError) in
-            do throws(HearthError) { try codec.verify(bytes: doc.data) } catch {
-                let path = String(decoding: doc.collection, as: UTF8.self) + "/" + String(decoding: doc.id, as: UTF8.self)
-                throw StorageDamage.document(path, "its data does not decode: \(error.message)")
+        while remaining > 0 {
+            let page = min(remaining, 512)
+            let entries = try snapshot.scanIndexEntries(from: lower, to: upper, reverse: branch.reverse, limit: page)
+            let cached = cache?.documents(entries.map(\.path), at: seq)
+            for (i, entry) in entries.enumerated() {
+                let doc: StoredDocument
+                if let hit = cached?[i] {
+                    doc = hit
+                } else {
+                    guard let read = try snapshot.get(entry.path) else { continue }   // an entry without its document
+                    try QueryExecution.verified(read, codec)
+                    cache?.offer(read, readAt: seq)
+                    doc = read
+                }
+                remaining -= 1
+                if skip > 0 { skip -= 1; continue }
+                try visit(doc)
+                returned += 1
             }
-            if skip > 0 { skip -= 1; return }
-            try visit(doc)
-            returned += 1
+            guard entries.count == page, let last = entries.last else { break }
+            if branch.reverse { upper = last.key } else { lower = IndexKey.immediateSuccessor(last.key) }
         }
         return returned
     }

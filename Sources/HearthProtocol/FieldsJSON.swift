@@ -26,14 +26,6 @@ public struct FieldsJSON: Sendable {
     /// object in valid UTF-8 (simdjson validates both) with no raw CR or LF (JSON allows them only as
     /// whitespace, which the canonical encoding never writes, and a raw LF would end the NDJSON line).
     public func verifyStored(_ bytes: [UInt8]) throws(HearthError) {
-        let r: Result<Void, HearthError> = bytes.withUnsafeBytes { raw in
-            do throws(HearthError) { try verifyStored(bytes: raw); return .success(()) } catch { return .failure(error) }
-        }
-        try r.get()
-    }
-
-    /// `verifyStored` of borrowed bytes.
-    public func verifyStored(bytes: UnsafeRawBufferPointer) throws(HearthError) {
         try checkNoLineBreak(bytes)
         let root = try ThreadParser.current.parse(bytes)
         guard root.kind == .object else { throw .invalid("stored fields are a JSON \(root.kind.name), not an object") }
@@ -41,18 +33,12 @@ public struct FieldsJSON: Sendable {
 
     /// Throws when `bytes` hold a raw CR or LF (two `memchr`s: this runs on every document read from the store).
     public func checkNoLineBreak(_ bytes: [UInt8]) throws(HearthError) {
-        let r: Result<Void, HearthError> = bytes.withUnsafeBytes { raw in
-            do throws(HearthError) { try checkNoLineBreak(raw); return .success(()) } catch { return .failure(error) }
+        let at = bytes.withUnsafeBytes { raw -> Int? in
+            guard let base = raw.baseAddress else { return nil }
+            if let p = memchr(base, 10, raw.count) { return base.distance(to: UnsafeRawPointer(p)) }
+            if let p = memchr(base, 13, raw.count) { return base.distance(to: UnsafeRawPointer(p)) }
+            return nil
         }
-        try r.get()
-    }
-
-    /// `checkNoLineBreak` of borrowed bytes.
-    public func checkNoLineBreak(_ raw: UnsafeRawBufferPointer) throws(HearthError) {
-        guard let base = raw.baseAddress else { return }
-        var at: Int?
-        if let p = memchr(base, 10, raw.count) { at = base.distance(to: UnsafeRawPointer(p)) }
-        else if let p = memchr(base, 13, raw.count) { at = base.distance(to: UnsafeRawPointer(p)) }
         if let at { throw .invalid("a raw line break at byte \(at)") }
     }
 

@@ -115,17 +115,6 @@ public struct JSONWriter {
         needsComma = true
     }
 
-    /// Writes `parent/last`, quoted, from two UTF-8 byte strings (a path from its collection and ID).
-    public mutating func string(joining parent: UnsafeRawBufferPointer, _ last: UnsafeRawBufferPointer) {
-        let s = separated()
-        s.append(34)
-        JSONWriter.appendEscaped(parent, to: s)
-        s.append(47)
-        JSONWriter.appendEscaped(last, to: s)
-        s.append(34)
-        needsComma = true
-    }
-
     /// Writes a path as its quoted slash-separated form, segment by segment (no joined String).
     public mutating func path(_ p: ResourcePath) {
         let s = separated()

@@ -249,6 +249,7 @@ struct Context {
         let line = keepingLine ? [UInt8](request.line) : []
         let codec = engine.codec
         let catalog = engine.catalogView
+        let cache = engine.documentCache
         let judge = offLoopJudge
         let outcome = OffLoopRead()
         let slot = session.beginOffLoopRead()
@@ -258,7 +259,7 @@ struct Context {
         server.offLoopReadStarted()
         server.readers.submit({
             var w = JSONWriter(capacity: 4096)
-            let scope = ReaderScope(op: op, id: id, line: line, codec: codec, judge: judge, store: store, catalog: catalog)
+            let scope = ReaderScope(op: op, id: id, line: line, codec: codec, cache: cache, judge: judge, store: store, catalog: catalog)
             defer { scope.close() }
             do throws(HearthError) {
                 ResponseLine.beginOK(&w, id: id)
@@ -274,12 +275,10 @@ struct Context {
             }
             outcome.seq = scope.seq ?? 0
             outcome.line = w.bytes
-            if !outcome.failed { outcome.fetched = scope.fetched }
         }, done: {
             server.offLoopReadReturned()
             server.requestFinished(timing, failed: outcome.failed, id: id, session: session)
             if let damage = outcome.damage { server.engine.onDataLoss?(damage) }   // logged on the loop
-            for doc in outcome.fetched { server.engine.adoptRead(doc, at: outcome.seq) }
             session.offLoopReadDone(slot, line: outcome.line, seq: outcome.seq)
         })
     }

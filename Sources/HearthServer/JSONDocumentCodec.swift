@@ -16,7 +16,6 @@ package struct JSONDocumentCodec: DocumentCodec {
         return try json.decodeFields(data)
     }
     package func verify(_ data: [UInt8]) throws(HearthError) { try json.verifyStored(data) }
-    package func verify(bytes: UnsafeRawBufferPointer) throws(HearthError) { try json.verifyStored(bytes: bytes) }
 }
 
 /// Stores the index catalog as JSON (`IndexCatalogJSON`), readable with `sqlite3` in the store's

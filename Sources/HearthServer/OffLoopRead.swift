@@ -1,5 +1,4 @@
 import HearthModel
-import HearthStorage
 
 /// Carries a reader thread's response back to the loop thread (written before `done` runs; the worker
 /// pool's lock orders it).
@@ -11,6 +10,5 @@ final class OffLoopRead: @unchecked Sendable {
     var damage: HearthError?
     /// The response is an error.
     var failed = false
-    /// Documents the read fetched, for the document cache.
-    var fetched: [StoredDocument] = []
+
 }

@@ -20,10 +20,11 @@ enum QueryHandlers {
                 writeDocs(try prepared.run(on: snapshot, codec: r.codec), select: q.select, into: &w)
                 return
             }
-            // The result is the index scan itself: each stored document goes from the scan into the response.
+            // The result is the index range itself: documents go from the cache (or the snapshot) into the
+            // response as the scan meets them.
             w.key("docs")
             w.beginArray()
-            _ = try prepared.stream(on: snapshot, codec: r.codec) { doc in DocumentJSON.write(doc, into: &w) }
+            _ = try prepared.stream(on: snapshot, cache: r.cache, codec: r.codec) { doc in DocumentJSON.write(doc, into: &w) }
             w.endArray()
             w.key("seq"); w.uint(snapshot.seq)
         }

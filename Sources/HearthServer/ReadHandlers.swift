@@ -71,23 +71,22 @@ enum ReadHandlers {
         }
     }
 
-    /// Reads `paths` from the reader's snapshot, verifies them (a damaged one fails the read with DATA_LOSS),
-    /// judges each as a get, and hands them to the document cache.
+    /// Reads `paths` at the reader's snapshot (from the document cache when it holds that version, else from
+    /// the snapshot, verified and offered to the cache; a damaged one fails the read with DATA_LOSS) and
+    /// judges each as a get.
     static func read(_ paths: [DocumentPath], _ r: ReaderScope) throws(HearthError) -> [StoredDocument?] {
         let snapshot = try r.snapshot
-        var docs: [StoredDocument?] = []
-        docs.reserveCapacity(paths.count)
-        for p in paths {
-            let doc = try snapshot.get(p)
-            if let doc {
-                do { try r.codec.verify(doc.data) } catch {
-                    throw StorageDamage.document(doc.path.description, "its data does not decode: \(error.message)")
-                }
+        let seq = snapshot.seq
+        var docs = r.cache.documents(paths, at: seq)
+        for (i, p) in paths.enumerated() where docs[i] == nil {
+            guard let doc = try snapshot.get(p) else { continue }
+            do { try r.codec.verify(doc.data) } catch {
+                throw StorageDamage.document(doc.path.description, "its data does not decode: \(error.message)")
             }
-            docs.append(doc)
+            r.cache.offer(doc, readAt: seq)
+            docs[i] = doc
         }
         if let judge = r.judge { for (p, d) in zip(paths, docs) { try judge.get(p, d, snapshot: snapshot) } }
-        r.fetched = docs.compactMap { $0 }
         return docs
     }
 }
@@ -100,17 +99,6 @@ enum ReadHandlers {
 /// checksum and `JSONDocumentCodec.verify` (one JSON object, valid UTF-8, no raw line break) before the
 /// engine returns or caches it (a damaged one is answered with DATA_LOSS instead). Debug builds check it.
 enum DocumentJSON {
-    /// Writes a document borrowed from a scan (its data verified by the codec).
-    static func write(_ doc: BorrowedDocument, into w: inout JSONWriter) {
-        w.beginObject()
-        w.key("path"); w.string(joining: doc.collection, doc.id)
-        w.key("id"); w.string(bytes: doc.id)
-        w.key("data"); w.raw(doc.data)
-        w.key("createTime"); w.rfc3339(doc.createTime)
-        w.key("updateTime"); w.rfc3339(doc.updateTime)
-        w.endObject()
-    }
-
     static func write(_ doc: StoredDocument?, fields: MapValue? = nil, into w: inout JSONWriter) {
         guard let doc else { w.null(); return }
         assert(fields != nil || (try? FieldsJSON().verifyStored(doc.data)) != nil, "unverified bytes of \(doc.path) reached a response")

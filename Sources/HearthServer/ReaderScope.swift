@@ -8,6 +8,8 @@ import HearthStorage
 /// identity to judge it with. Reader thread only; one per request.
 final class ReaderScope {
     let codec: any DocumentCodec
+    /// The engine's document cache (shared with the loop; see `DocumentCache`).
+    let cache: DocumentCache
     /// nil when the request is not judged (no rules, or the admin).
     let judge: OffLoopJudge?
     private let op: String
@@ -18,8 +20,9 @@ final class ReaderScope {
     private var opened: (snapshot: any StoreSnapshot, indexes: [IndexDefinition])?
     private var parsed: (parser: JSONParser, request: Request)?
 
-    init(op: String, id: [UInt8]?, line: [UInt8], codec: any DocumentCodec, judge: OffLoopJudge?,
+    init(op: String, id: [UInt8]?, line: [UInt8], codec: any DocumentCodec, cache: DocumentCache, judge: OffLoopJudge?,
          store: any DocumentStore, catalog: IndexCatalogView) {
+        self.cache = cache
         self.op = op
         self.id = id
         self.line = line
@@ -54,9 +57,6 @@ final class ReaderScope {
     var snapshot: any StoreSnapshot {
         get throws(HearthError) { try open().snapshot }
     }
-
-    /// Documents read and verified here that the loop thread may put in the document cache (`Engine.adoptRead`).
-    var fetched: [StoredDocument] = []
 
     /// The snapshot's seq, or nil when none was opened.
     var seq: UInt64? { opened?.snapshot.seq }

@@ -126,11 +126,16 @@ public protocol StoreReads: AnyObject {
     func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit]
     /// See `DocumentStore.countIndex`.
     func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int
-    /// `scanIndex` without materializing the hits: calls `visit` with each one, in scan order, its bytes
-    /// borrowed for the call (checked against the row's checksum when the backend keeps one); returns how
-    /// many it visited. A visitor that throws stops the scan. Default: `scanIndex`, hit by hit.
-    func visitIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
-                    _ visit: (BorrowedDocument) throws(HearthError) -> Void) throws(HearthError) -> Int
+    /// The index entries `scanIndex` would scan (same bounds, order and limit), without their documents and
+    /// whether or not those exist: for a caller that finds the documents elsewhere (a cache), reading only the
+    /// index. Default: `scanIndex`'s hits as entries (entries whose document is missing are then skipped).
+    func scanIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexEntry]
+}
+
+extension StoreReads {
+    public func scanIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexEntry] {
+        try scanIndex(from: lower, to: upper, reverse: reverse, limit: limit).map { IndexEntry(key: $0.key, path: $0.document.path) }
+    }
 }
 
 /// Every read of one committed state of a store, the state after commit `seq`, however many commits the
@@ -245,15 +250,11 @@ public protocol DocumentCodec: Sendable {
     /// are (spliced into a response). The engine verifies every document it reads from the store before
     /// it serves or caches it, so bytes the store holds reach a client only after passing this.
     func verify(_ data: [UInt8]) throws(HearthError)
-    /// `verify` of borrowed bytes.
-    func verify(bytes: UnsafeRawBufferPointer) throws(HearthError)
 }
 
 extension DocumentCodec {
     /// By default, verifying is decoding.
     public func verify(_ data: [UInt8]) throws(HearthError) { _ = try decode(data) }
-    /// By default, a copy verified as an array.
-    public func verify(bytes: UnsafeRawBufferPointer) throws(HearthError) { try verify([UInt8](bytes)) }
 }
 
 /// The DATA_LOSS errors every backend and the engine raise for damaged stored data, worded alike so that a

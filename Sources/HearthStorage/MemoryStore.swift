@@ -79,6 +79,9 @@ public final class MemoryStore: StoreAdministration {
         func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {
             state.index.range(from: lower, to: upper).count
         }
+        func scanIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexEntry] {
+            MemoryStore.entries(state, from: lower, to: upper, reverse: reverse, limit: limit)
+        }
         func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument] {
             MemoryStore.documents(state, in: scope, after: after, limit: limit)
         }
@@ -146,6 +149,22 @@ public final class MemoryStore: StoreAdministration {
 
     public func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {
         try read { s in s.index.range(from: lower, to: upper).count }
+    }
+
+    public func scanIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexEntry] {
+        try read { s in Self.entries(s, from: lower, to: upper, reverse: reverse, limit: limit) }
+    }
+
+    private static func entries(_ s: State, from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) -> [IndexEntry] {
+        guard limit > 0 else { return [] }
+        let range = s.index.range(from: lower, to: upper)
+        var out: [IndexEntry] = []
+        var i = reverse ? range.upperBound - 1 : range.lowerBound
+        while out.count < limit && range.contains(i) {
+            out.append(IndexEntry(key: s.index.keys[i], path: s.index.paths[i]))
+            i += reverse ? -1 : 1
+        }
+        return out
     }
 
     public func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {

@@ -10,8 +10,10 @@ import HearthStorage
 /// a test checks it). An empty upper bound means "no upper bound": SQLite has no blob above every blob, so
 /// those scans use their own statements without the `key < ?2` term.
 package struct SQLiteIndexReader {
-    /// `scan[reverse][bounded]`, `count[bounded]` (index 0: no upper bound, 1: `key < ?2`).
+    /// `scan[reverse][bounded]`, `entries[reverse][bounded]`, `count[bounded]` (index 0: no upper bound,
+    /// 1: `key < ?2`).
     private let scans: [[SQLiteStatement]]
+    private let entryScans: [[SQLiteStatement]]
     private let counts: [SQLiteStatement]
 
     /// The scan statement: `?1` lower bound (inclusive), `?2` upper bound (exclusive, only when `bounded`),
@@ -22,6 +24,15 @@ package struct SQLiteIndexReader {
         FROM index_entries i JOIN documents d ON d.collection = i.collection AND d.id = i.id
         WHERE i.key >= ?1\(bounded ? " AND i.key < ?2" : "")
         ORDER BY i.key\(reverse ? " DESC" : "") LIMIT ?3
+        """
+    }
+
+    /// The entries-only scan: `scanSQL` without the join, from the `index_entries` primary key alone.
+    package static func entriesSQL(reverse: Bool, bounded: Bool) -> String {
+        """
+        SELECT key, collection, id FROM index_entries
+        WHERE key >= ?1\(bounded ? " AND key < ?2" : "")
+        ORDER BY key\(reverse ? " DESC" : "") LIMIT ?3
         """
     }
 
@@ -42,6 +53,16 @@ package struct SQLiteIndexReader {
             scans.append(pair)
         }
         self.scans = scans
+        var entryScans: [[SQLiteStatement]] = []
+        for reverse in [false, true] {
+            var pair: [SQLiteStatement] = []
+            for bounded in [false, true] {
+                let name = "scan index entries \(reverse ? "descending" : "ascending")\(bounded ? "" : " to the end")"
+                pair.append(try c.prepare(Self.entriesSQL(reverse: reverse, bounded: bounded), name: name))
+            }
+            entryScans.append(pair)
+        }
+        self.entryScans = entryScans
         counts = [try c.prepare(Self.countSQL(bounded: false), name: "count index to the end"),
                   try c.prepare(Self.countSQL(bounded: true), name: "count index")]
     }
@@ -79,30 +100,32 @@ package struct SQLiteIndexReader {
         return hits
     }
 
-    /// `scan` without materializing: each row is checked against its checksum and lent to `visit` as it
-    /// is stepped (its bytes are SQLite's, valid until the next step).
-    func visit(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
-               _ visit: (BorrowedDocument) throws(HearthError) -> Void) throws(HearthError) -> Int {
-        guard limit > 0 else { return 0 }
+    func entries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexEntry] {
+        guard limit > 0 else { return [] }
         let bounded = !upper.isEmpty
-        let s = scans[reverse ? 1 : 0][bounded ? 1 : 0]
+        let s = entryScans[reverse ? 1 : 0][bounded ? 1 : 0]
         defer { s.reset() }
         try s.bind(1, blob: lower)
         if bounded { try s.bind(2, blob: upper) }
         try s.bind(3, Int64(clamping: limit))
-        var visited = 0
+        var out: [IndexEntry] = []
+        var parent: (text: String, segments: [String]) = ("", [])
         while try s.step() {
-            var sum = RowChecksum()
-            sum.columns(s, 1..<7)
-            guard sum.value == s.int64(7) else {
-                throw StorageDamage.document("\(s.text(1))/\(s.text(2))", "checksum mismatch")
+            let collection = s.text(1)
+            if collection != parent.text {
+                parent = (collection, collection.utf8.split(separator: 47, omittingEmptySubsequences: false)
+                    .map { String(decoding: $0, as: UTF8.self) })
             }
-            try visit(BorrowedDocument(key: s.borrowed(0), collection: s.borrowed(1), id: s.borrowed(2), data: s.borrowed(3),
-                                       createTime: Timestamp(micros: s.int64(4)), updateTime: Timestamp(micros: s.int64(5)),
-                                       seq: s.uint64(6)))
-            visited += 1
+            let id = s.text(2)
+            var segments = parent.segments
+            segments.append(id)
+            let path: DocumentPath
+            do { path = try DocumentPath(ResourcePath(segments: segments)) } catch {
+                throw SQLiteFailure.corrupt("index entry for \(collection)/\(id): invalid path: \(error.message)")
+            }
+            out.append(IndexEntry(key: s.bytes(0), path: path))
         }
-        return visited
+        return out
     }
 
     func count(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {

@@ -31,9 +31,8 @@ final class SQLiteSnapshot: StoreSnapshot, @unchecked Sendable {
         try open().index.count(from: lower, to: upper)
     }
 
-    func visitIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
-                    _ visit: (BorrowedDocument) throws(HearthError) -> Void) throws(HearthError) -> Int {
-        try open().index.visit(from: lower, to: upper, reverse: reverse, limit: limit, visit)
+    func scanIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexEntry] {
+        try open().index.entries(from: lower, to: upper, reverse: reverse, limit: limit)
     }
 
     func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument] {

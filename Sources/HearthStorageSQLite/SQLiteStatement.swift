@@ -103,13 +103,6 @@ struct SQLiteStatement {
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
     }
 
-    /// A text or blob column's bytes, borrowed: valid until the next step, reset or finalize.
-    func borrowed(_ column: Int32) -> UnsafeRawBufferPointer {
-        let p = sqlite3_column_blob(handle, column)
-        let n = Int(sqlite3_column_bytes(handle, column))
-        return UnsafeRawBufferPointer(start: p, count: p == nil ? 0 : n)
-    }
-
     func bytes(_ column: Int32) -> [UInt8] {
         let p = sqlite3_column_blob(handle, column)
         let n = Int(sqlite3_column_bytes(handle, column))

@@ -130,6 +130,10 @@ public final class SQLiteStore: DocumentStore {
         try read { r throws(HearthError) in try r.index.count(from: lower, to: upper) }
     }
 
+    public func scanIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexEntry] {
+        try read { r throws(HearthError) in try r.index.entries(from: lower, to: upper, reverse: reverse, limit: limit) }
+    }
+
     public func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
         try read { r throws(HearthError) in try r.changes(after: after, limit: limit) }
     }

@@ -10,7 +10,6 @@ public final class DaemonProcess: @unchecked Sendable {
     public let readyText: String?
     public private(set) var port: Int = 0
     private var process: Process?
-    private var stderrPipe: Pipe?
     private let logCondition = NSCondition()
     private var logText = ""
     private let ownsDataDir: Bool
@@ -31,9 +30,6 @@ public final class DaemonProcess: @unchecked Sendable {
 
     deinit {
         if let p = process, p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
-        // Cancel the stderr reader before the pipe (and its descriptor) goes: closing a descriptor that a
-        // dispatch source still watches can crash libdispatch's event loop.
-        stderrPipe?.fileHandleForReading.readabilityHandler = nil
         if ownsDataDir { try? FileManager.default.removeItem(atPath: dataDir) }
     }
 
@@ -127,32 +123,38 @@ public final class DaemonProcess: @unchecked Sendable {
         let logStart = log.utf8.count
         let readyText = self.readyText
         logCondition.withLock { logClosed = false }
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] h in
-            let data = h.availableData
-            guard !data.isEmpty, let self else {
-                h.readabilityHandler = nil
-                self?.logCondition.withLock { self?.logClosed = true; self?.logCondition.broadcast() }
-                ready.signal()
-                return
+        // The log is read by a thread of its own with blocking reads until the end of the file; that thread
+        // holds the pipe, so its descriptor closes only after the end was read. (A dispatch source watching
+        // the pipe could outlive the descriptor, and a closed descriptor still watched by one, its number
+        // reused, crashes libdispatch's event loop.)
+        let fd = pipe.fileHandleForReading.fileDescriptor
+        Thread.detachNewThread { [weak self] in
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { break }   // the end of the log (or an error: nothing more can be read)
+                guard let self else { continue }   // keep reading to the end: the daemon may still write
+                let text = String(decoding: buffer[0..<n], as: UTF8.self)
+                let all = self.logCondition.withLock { () -> String in
+                    self.logText += text
+                    self.logCondition.broadcast()
+                    return self.logText
+                }
+                let fresh = String(decoding: Array(all.utf8).dropFirst(logStart), as: UTF8.self)
+                if let readyText {
+                    if !portBox.ready && fresh.contains(readyText) { portBox.ready = true; ready.signal() }
+                } else if portBox.port == 0, let r = fresh.range(of: "listening on 127.0.0.1:") {
+                    let digits = fresh[r.upperBound...].prefix { $0.isNumber }
+                    if let port = Int(digits) { portBox.port = port; portBox.ready = true; ready.signal() }
+                }
             }
-            let text = String(decoding: data, as: UTF8.self)
-            let all = self.logCondition.withLock { () -> String in
-                self.logText += text
-                self.logCondition.broadcast()
-                return self.logText
-            }
-            let fresh = String(decoding: Array(all.utf8).dropFirst(logStart), as: UTF8.self)
-            if let readyText {
-                if !portBox.ready && fresh.contains(readyText) { portBox.ready = true; ready.signal() }
-            } else if portBox.port == 0, let r = fresh.range(of: "listening on 127.0.0.1:") {
-                let digits = fresh[r.upperBound...].prefix { $0.isNumber }
-                if let port = Int(digits) { portBox.port = port; portBox.ready = true; ready.signal() }
-            }
+            self?.logCondition.withLock { self?.logClosed = true; self?.logCondition.broadcast() }
+            ready.signal()
+            withExtendedLifetime(pipe) {}
         }
         try p.run()
         process = p
-        stderrPipe?.fileHandleForReading.readabilityHandler = nil   // a previous run's reader, already at its end
-        stderrPipe = pipe
         if ready.wait(timeout: .now() + 20) == .timedOut || !portBox.ready {
             throw TestFailure("hearthd did not start \(readyText.map { "(waiting for \"\($0)\")" } ?? "listening"); log:\n\(log)")
         }

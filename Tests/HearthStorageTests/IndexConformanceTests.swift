@@ -41,57 +41,6 @@ import Testing
         #expect(try f.store.countIndex(from: [], to: []) == sorted.count)
     }
 
-    /// `visitIndex` lends, in the same order, exactly the hits `scanIndex` returns (key, path, data, times,
-    /// seq), on the store and on a snapshot, for every bound, direction and limit; a visitor that throws stops
-    /// the scan with its error.
-    @Test(arguments: Backend.allCases)
-    func visitsLendWhatScansReturn(_ backend: Backend) throws {
-        let f = try StoreFixture(backend)
-        defer { f.finish() }
-        var h = History()
-        try f.store.apply([Self.edgeCommit(&h)])
-        struct Lent: Equatable {
-            let key: [UInt8], path: String, data: [UInt8], created: Int64, updated: Int64, seq: UInt64
-        }
-        func lent(_ hit: IndexHit) -> Lent {
-            Lent(key: hit.key, path: hit.document.path.description, data: hit.document.data,
-                 created: hit.document.createTime.micros, updated: hit.document.updateTime.micros, seq: hit.document.seq)
-        }
-        func visited(_ reads: any StoreReads, _ lower: [UInt8], _ upper: [UInt8], _ reverse: Bool, _ limit: Int) throws -> [Lent] {
-            var out: [Lent] = []
-            let n = try reads.visitIndex(from: lower, to: upper, reverse: reverse, limit: limit) { d in
-                out.append(Lent(key: Array(d.key), path: String(decoding: d.collection, as: UTF8.self) + "/" + String(decoding: d.id, as: UTF8.self),
-                                data: Array(d.data), created: d.createTime.micros, updated: d.updateTime.micros, seq: d.seq))
-            }
-            #expect(n == out.count)
-            return out
-        }
-        let snapshot = try f.store.snapshot()
-        defer { snapshot.close() }
-        let probes: [[UInt8]] = [[], [0x00, 0x00, 0x00], [0x50], [0xFF, 0xFF]]
-        for reads in [f.store as any StoreReads, snapshot] {
-            for lower in probes {
-                for upper in probes {
-                    for reverse in [false, true] {
-                        for limit in [0, 1, 3, 100] {
-                            let scanned = try reads.scanIndex(from: lower, to: upper, reverse: reverse, limit: limit).map(lent)
-                            #expect(try visited(reads, lower, upper, reverse, limit) == scanned, "\(lower) ..< \(upper) \(reverse) \(limit)")
-                        }
-                    }
-                }
-            }
-        }
-        var calls = 0
-        let stopped = thrownError { () throws(HearthError) in
-            _ = try snapshot.visitIndex(from: [], to: [], reverse: false, limit: 100) { (_) throws(HearthError) in
-                calls += 1
-                if calls == 2 { throw HearthError(.aborted, "stop") }
-            }
-        }
-        #expect(stopped?.code == .aborted)
-        #expect(calls == 2)
-    }
-
     @Test(arguments: Backend.allCases)
     func boundsAreInclusiveLowerExclusiveUpperAndEmptyUpperIsUnbounded(_ backend: Backend) throws {
         let f = try StoreFixture(backend)
