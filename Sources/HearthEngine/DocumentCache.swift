@@ -27,9 +27,22 @@ public final class DocumentCache: Sendable {
     /// Estimated bytes per entry besides the document's data and path.
     static let entryOverhead = 96
 
+    /// A path with its hash computed once, outside the lock: probing compares hashes before paths, so a
+    /// lookup neither rehashes the path's segments nor touches the segments of the entries it passes.
+    private struct Key: Hashable {
+        let hash: Int
+        let path: DocumentPath
+        init(_ path: DocumentPath) {
+            self.path = path
+            hash = path.hashValue
+        }
+        static func == (a: Key, b: Key) -> Bool { a.hash == b.hash && a.path == b.path }
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+    }
+
     private struct State {
-        var entries: [DocumentPath: (doc: StoredDocument, slot: Int)] = [:]
-        var keys: [DocumentPath] = []
+        var entries: [Key: (doc: StoredDocument, slot: Int)] = [:]
+        var keys: [Key] = []
         var bytes = 0
         var rng = SystemRandomNumberGenerator()
         var hits = 0
@@ -53,7 +66,7 @@ public final class DocumentCache: Sendable {
         shards = (0..<count).map { _ in Locked(State(published: published), spinning: true) }
     }
 
-    private func shard(_ path: DocumentPath) -> Locked<State> { shards[path.hashValue & shardMask] }
+    private func shard(_ key: Key) -> Locked<State> { shards[key.hash & shardMask] }
 
     private func total(_ f: (State) -> Int) -> Int { shards.reduce(0) { sum, shard in sum + shard.withLock { f($0) } } }
     var count: Int { total { $0.entries.count } }
@@ -63,8 +76,9 @@ public final class DocumentCache: Sendable {
 
     /// The published version of `path` if cached (loop thread).
     func get(_ path: DocumentPath) -> StoredDocument? {
-        shard(path).withLock { s in
-            guard let e = s.entries[path] else { s.misses += 1; return nil }
+        let key = Key(path)
+        return shard(key).withLock { s in
+            guard let e = s.entries[key] else { s.misses += 1; return nil }
             s.hits += 1
             return e.doc
         }
@@ -73,16 +87,18 @@ public final class DocumentCache: Sendable {
     /// Caches a document read from the store whose seq is at most the published one (loop thread).
     func insert(_ doc: StoredDocument) {
         guard capacityBytes > 0 else { return }
-        shard(doc.path).withLock { s in
+        let key = Key(doc.path)
+        shard(key).withLock { s in
             guard doc.seq <= s.published else { return }
-            Self.insert(doc, into: &s, capacity: shardCapacity)
+            Self.insert(doc, key, into: &s, capacity: shardCapacity)
         }
     }
 
     /// The version of `path` at `seq`, if the cache can tell it (any thread; see the type's comment).
     public func document(_ path: DocumentPath, at seq: UInt64) -> StoredDocument? {
-        shard(path).withLock { s in
-            guard seq <= s.published, let e = s.entries[path], e.doc.seq <= seq else { s.misses += 1; return nil }
+        let key = Key(path)
+        return shard(key).withLock { s in
+            guard seq <= s.published, let e = s.entries[key], e.doc.seq <= seq else { s.misses += 1; return nil }
             s.hits += 1
             return e.doc
         }
@@ -97,26 +113,30 @@ public final class DocumentCache: Sendable {
     /// (it is then the published version). Any thread.
     public func offer(_ doc: StoredDocument, readAt seq: UInt64) {
         guard capacityBytes > 0 else { return }
-        shard(doc.path).withLock { s in
+        let key = Key(doc.path)
+        shard(key).withLock { s in
             guard seq == s.published, doc.seq <= seq else { return }
-            Self.insert(doc, into: &s, capacity: shardCapacity)
+            Self.insert(doc, key, into: &s, capacity: shardCapacity)
         }
     }
 
     /// A durable batch is being published: refreshes every cached document it changed (drops deleted ones),
     /// then moves the published seq to `seq`, in one step (loop thread).
     func publish(_ records: [CommitRecord], through seq: UInt64) {
-        var changed = Array(repeating: [Mutation](), count: shards.count)
+        var changed = Array(repeating: [(Key, StoredDocument?)](), count: shards.count)
         for record in records {
-            for m in record.mutations { changed[m.path.hashValue & shardMask].append(m) }
+            for m in record.mutations {
+                let key = Key(m.path)
+                changed[key.hash & shardMask].append((key, m.after))
+            }
         }
         for (i, shard) in shards.enumerated() {
             shard.withLock { s in
-                for m in changed[i] {
-                    guard let e = s.entries[m.path] else { continue }
-                    if let after = m.after {
+                for (key, after) in changed[i] {
+                    guard let e = s.entries[key] else { continue }
+                    if let after {
                         s.bytes += Self.size(after) - Self.size(e.doc)
-                        s.entries[m.path] = (after, e.slot)
+                        s.entries[key] = (after, e.slot)
                     } else {
                         Self.evict(e.slot, from: &s)
                     }
@@ -126,18 +146,18 @@ public final class DocumentCache: Sendable {
         }
     }
 
-    private static func insert(_ doc: StoredDocument, into s: inout State, capacity: Int) {
+    private static func insert(_ doc: StoredDocument, _ key: Key, into s: inout State, capacity: Int) {
         let size = Self.size(doc)
         guard size <= capacity / 8 else { return }   // a few huge documents must not flush everything
-        if let old = s.entries[doc.path] {
+        if let old = s.entries[key] {
             // Never replace a newer version with an older one.
             guard old.doc.seq <= doc.seq else { return }
             s.bytes += size - Self.size(old.doc)
-            s.entries[doc.path] = (doc, old.slot)
+            s.entries[key] = (doc, old.slot)
         } else {
             while s.bytes + size > capacity, !s.keys.isEmpty { evict(Int.random(in: 0..<s.keys.count, using: &s.rng), from: &s) }
-            s.entries[doc.path] = (doc, s.keys.count)
-            s.keys.append(doc.path)
+            s.entries[key] = (doc, s.keys.count)
+            s.keys.append(key)
             s.bytes += size
         }
     }
