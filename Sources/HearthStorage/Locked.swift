@@ -14,8 +14,8 @@ import Darwin
 /// is `@unchecked Sendable` whatever `State` is. The lock is not recursive: a `withLock` body must not call
 /// `withLock` on the same box.
 package final class Locked<State>: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var state: State
+    @usableFromInline let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    @usableFromInline var state: State
 
     /// With `spinning`, a thread that finds the lock taken spins briefly before it sleeps (glibc's adaptive
     /// mutex; elsewhere an ordinary one): for locks held for a few hundred nanoseconds by several busy
@@ -40,7 +40,9 @@ package final class Locked<State>: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    /// Runs `body` with exclusive access to the state.
+    /// Runs `body` with exclusive access to the state. Inlinable, so callers in other modules get it
+    /// specialized (an unspecialized generic call costs more than the lock on a hot path).
+    @inlinable
     package func withLock<R, E: Error>(_ body: (inout State) throws(E) -> R) throws(E) -> R {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
