@@ -44,5 +44,8 @@ for r in $(seq "$rounds"); do
   echo "round $r"
   if [ -n "${BASELINE_HEARTHD:-}" ]; then measure "  baseline $BASELINE_HEARTHD" "$BASELINE_HEARTHD"; fi
   measure "  hearth" "$hearthd"
-  echo "  postgresql: $(bash "$here/pg_call_records.sh" "$records" "$customers" 50 "$seconds" | grep '^tps' | awk '{print $3}') queries/s"
+  pg=$(bash "$here/pg_call_records.sh" "$records" "$customers" 50 "$seconds")
+  tps=$(echo "$pg" | grep '^tps' | awk '{print $3}')
+  if [ -z "$tps" ]; then echo "  postgresql: no result; pgbench said:"; echo "$pg"; exit 1; fi
+  echo "  postgresql: $tps queries/s"
 done
