@@ -20,7 +20,7 @@ public final class Server {
     /// Listeners whose access depends on documents, judged again when those change.
     let listenerAccess = ListenerAccess()
     let dispatcher: Dispatcher
-    /// Reader threads for large reads (`Context.readOffLoop`).
+    /// Reader threads: every query and every read the document cache cannot answer (`Context.readOnReader`).
     let readers: WorkerPool
     /// The thread of online backups (`MaintenanceJobs`).
     let maintenance: MaintenanceJobs

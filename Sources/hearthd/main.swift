@@ -29,7 +29,7 @@ options:
   --line-timeout-ms N      how long a request line may stay unfinished before its connection is closed
                            (default 60000; 0: forever)
   --idle-timeout-ms N      close connections without listeners that send nothing for N ms (default 0: never)
-  --readers N              threads for large reads: queries, counts, aggregations (default: cores, at least 2)
+  --readers N              reader threads: queries, counts, aggregations, uncached gets (default: cores, at least 2)
   --max-response-bytes N   largest response a read may produce (default 67108864); larger: RESOURCE_EXHAUSTED
   --subscriber-budget N    unsent bytes above which a subscriber's listeners coalesce (default 1048576)
   --slow-subscriber-timeout-ms N
