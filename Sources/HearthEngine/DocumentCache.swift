@@ -18,7 +18,8 @@ import HearthStorage
 ///   snapshot, and offered back (`offer`), which caches it only if S is the published seq.
 ///
 /// Bounded by `capacityBytes` (document bytes plus a fixed overhead per entry); when full, a random entry is
-/// evicted (O(1), and for a skewed workload close to LRU's hit rate).
+/// evicted (O(1), and for a skewed workload close to LRU's hit rate). A document larger than an eighth of a
+/// shard's share is not cached (512 KiB with the default 64 MiB), so a few huge ones cannot flush the rest.
 ///
 /// The entries are split into shards by the path's hash (16 from 1 MiB of capacity, else one), each with its
 /// own lock, published seq and share of the capacity, so reader threads rarely wait for each other;
@@ -83,6 +84,15 @@ public final class DocumentCache: Sendable {
             return e.doc
         }
     }
+
+    /// The published version of `path` if cached, counting nothing (loop thread; see `noteHits`).
+    func peek(_ path: DocumentPath) -> StoredDocument? {
+        let key = Key(path)
+        return shard(key).withLock { s in s.entries[key]?.doc }
+    }
+
+    /// Counts `n` hits of `peek` that answered reads.
+    func noteHits(_ n: Int) { shards[0].withLock { $0.hits += n } }
 
     /// Caches a document read from the store whose seq is at most the published one (loop thread).
     func insert(_ doc: StoredDocument) {

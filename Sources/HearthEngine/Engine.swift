@@ -8,7 +8,9 @@ import HearthStorage
 
 /// The database's meaning: reads, atomic commits with preconditions and transforms, sequence numbers, and
 /// group commit. Single-threaded: every method is called on the loop thread (checked in debug builds), except
-/// that the `CommitBatch` returned by `takeBatch()` is applied to the store on a writer thread by the caller.
+/// that the `CommitBatch` returned by `takeBatch()` is applied to the store on a writer thread by the caller,
+/// and that reader threads use `documentCache` and `catalogView` (both locked inside) with snapshots of the
+/// store.
 ///
 /// Visibility: reads return durable state only. A commit is applied in memory at `commit` (so later commits
 /// see it and are serialized after it), given the next seq and a commit time, and acknowledged through its
@@ -164,11 +166,15 @@ public final class Engine {
     }
 
     /// The published version of `path` when the document cache holds it (nil: not cached, which says nothing
-    /// about whether it exists). Counts a hit or a miss as `get` does.
+    /// about whether it exists). Counts nothing: a caller that answers from it calls `noteCacheHits`, and a
+    /// miss is counted by whoever reads the document instead (a reader).
     public func cachedDocument(_ path: DocumentPath) -> StoredDocument? {
         thread.check("Engine.cachedDocument")
-        return cache.get(path)
+        return cache.peek(path)
     }
+
+    /// Counts `n` reads answered from `cachedDocument`.
+    public func noteCacheHits(_ n: Int) { cache.noteHits(n) }
 
     /// The document cache, for reader threads (`DocumentCache.document(_:at:)`, `offer`).
     public var documentCache: DocumentCache { cache }

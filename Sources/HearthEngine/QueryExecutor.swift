@@ -116,13 +116,6 @@ extension Engine {
         return try PreparedQuery(query, indexes: indexes, needFields: needFields)
     }
 
-    /// Runs a prepared query on the loop thread against durable state at `lastDurableSeq` (a read the snapshot
-    /// gate confirms).
-    public func run(_ p: PreparedQuery) throws(HearthError) -> QueryResult {
-        let (rows, examined) = try reportingDataLoss { () throws(HearthError) in try QueryExecution.run(p, rollback: [:], reads: readStore, codec: codec) }
-        return QueryResult(documents: rows, seq: lastDurableSeq, stats: QueryStats(plan: p.plan, examined: examined, returned: rows.count))
-    }
-
     /// Runs a validated query against durable state at `lastDurableSeq`: plans it, scans the index ranges
     /// (stopping early when the plan is exact), checks every fetched document against the whole query,
     /// sorts, and applies offset and limit (or limitToLast). A damaged document the scan meets (one the

@@ -34,6 +34,10 @@ public protocol SnapshotWaiter: AnyObject {
 /// response slot (and only that), and last the gate turns quiet and wakes its waiters in the order they
 /// parked. A read dispatched while publishing would be a re-entrancy bug: it asserts in debug builds.
 ///
+/// A read handed to a reader thread (every query, count, aggregation, explain, and a get the document cache
+/// cannot answer) is admitted here like any other, but reads a snapshot of its own: nothing to confirm. Its
+/// answer carries the snapshot's seq and waits, through `wait`, until that seq is published.
+///
 /// Loop thread only. Tested on its own in `SnapshotGateTests`.
 public final class SnapshotGate {
     public enum Phase: Equatable, Sendable {

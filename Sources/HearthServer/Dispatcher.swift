@@ -235,9 +235,11 @@ struct Context {
     /// (`ReaderScope.prepare`), and writes the response's fields. As `readOffLoop` for the rest: the response
     /// keeps the request's place and goes out once the snapshot's seq is published; an error thrown (a
     /// request that does not decode, a refusal, a store failure) is the answer.
-    func readOnReader(_ request: Request,
+    /// With `reparsing` false the line is not copied, and `ReaderScope.request` must not be used (a handler
+    /// that decoded what it needs on the loop).
+    func readOnReader(_ request: Request, reparsing: Bool = true,
                       _ read: @escaping @Sendable (ReaderScope, inout JSONWriter) throws(HearthError) -> Void) {
-        runOnReader(request, keepingLine: true, read)
+        runOnReader(request, keepingLine: reparsing, read)
     }
 
     private func runOnReader(_ request: Request, keepingLine: Bool,
@@ -259,15 +261,14 @@ struct Context {
         server.offLoopReadStarted()
         server.readers.submit({
             var w = JSONWriter(capacity: 4096)
-            let scope = ReaderScope(op: op, id: id, line: line, codec: codec, cache: cache, judge: judge, store: store, catalog: catalog)
+            let scope = ReaderScope(op: op, id: id, line: line, codec: codec, cache: cache, judge: judge, store: store,
+                                    catalog: catalog, responseLimit: limit)
             defer { scope.close() }
             do throws(HearthError) {
                 ResponseLine.beginOK(&w, id: id)
                 try read(scope, &w)
                 ResponseLine.end(&w)
-                if w.count > limit {
-                    throw HearthError(.resourceExhausted, "the response would be \(w.count) bytes, over the limit of \(limit) (--max-response-bytes); page through the result with limit and a cursor (startAfter)")
-                }
+                try scope.checkResponseSize(w)
             } catch {
                 ResponseLine.error(&w, error.prefixed(op), id: id)   // named by its op, as the dispatcher does
                 if error.code == .dataLoss { outcome.damage = error }
@@ -280,6 +281,7 @@ struct Context {
             server.requestFinished(timing, failed: outcome.failed, id: id, session: session)
             if let damage = outcome.damage { server.engine.onDataLoss?(damage) }   // logged on the loop
             session.offLoopReadDone(slot, line: outcome.line, seq: outcome.seq)
+            server.maybeFinishShutdown()   // a shutdown waits for the reads it had accepted
         })
     }
 }

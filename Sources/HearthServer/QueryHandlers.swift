@@ -24,7 +24,10 @@ enum QueryHandlers {
             // response as the scan meets them.
             w.key("docs")
             w.beginArray()
-            _ = try prepared.stream(on: snapshot, cache: r.cache, codec: r.codec) { doc in DocumentJSON.write(doc, into: &w) }
+            _ = try prepared.stream(on: snapshot, cache: r.cache, codec: r.codec) { (doc) throws(HearthError) in
+                DocumentJSON.write(doc, into: &w)
+                try r.checkResponseSize(w)
+            }
             w.endArray()
             w.key("seq"); w.uint(snapshot.seq)
         }

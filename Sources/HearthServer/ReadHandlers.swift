@@ -14,6 +14,7 @@ enum ReadHandlers {
         // A cached document is answered here: a hop to a reader would cost more than the read (see
         // docs/benchmarks.md). Any other goes to a reader.
         if let doc = ctx.engine.cachedDocument(path) {
+            ctx.engine.noteCacheHits(1)
             try ctx.judgeGet(path, doc)
             ctx.reply(req) { w in
                 w.key("doc")
@@ -21,7 +22,7 @@ enum ReadHandlers {
             }
             return
         }
-        ctx.readOnReader(req) { r, w throws(HearthError) in
+        ctx.readOnReader(req, reparsing: false) { r, w throws(HearthError) in
             let docs = try read([path], r)
             w.key("doc")
             DocumentJSON.write(docs[0], into: &w)
@@ -53,7 +54,7 @@ enum ReadHandlers {
         }
         guard cached.count == paths.count else {
             let wanted = paths
-            ctx.readOnReader(req) { r, w throws(HearthError) in
+            ctx.readOnReader(req, reparsing: false) { r, w throws(HearthError) in
                 let docs = try read(wanted, r)
                 w.key("docs")
                 w.beginArray()
@@ -62,6 +63,7 @@ enum ReadHandlers {
             }
             return
         }
+        ctx.engine.noteCacheHits(cached.count)
         for (p, d) in zip(paths, cached) { try ctx.judgeGet(p, d) }
         ctx.reply(req) { w in
             w.key("docs")

@@ -20,9 +20,13 @@ final class ReaderScope {
     private var opened: (snapshot: any StoreSnapshot, indexes: [IndexDefinition])?
     private var parsed: (parser: JSONParser, request: Request)?
 
+    /// The largest response line allowed (`--max-response-bytes`).
+    let responseLimit: Int
+
     init(op: String, id: [UInt8]?, line: [UInt8], codec: any DocumentCodec, cache: DocumentCache, judge: OffLoopJudge?,
-         store: any DocumentStore, catalog: IndexCatalogView) {
+         store: any DocumentStore, catalog: IndexCatalogView, responseLimit: Int) {
         self.cache = cache
+        self.responseLimit = responseLimit
         self.op = op
         self.id = id
         self.line = line
@@ -66,6 +70,13 @@ final class ReaderScope {
         let o = try catalog.open { () throws(HearthError) in try store.snapshot() }
         opened = o
         return o
+    }
+
+    /// Throws RESOURCE_EXHAUSTED once the response in `w` is over the limit (a streaming handler checks as it
+    /// goes, so an unbounded result stops early).
+    func checkResponseSize(_ w: JSONWriter) throws(HearthError) {
+        guard w.count > responseLimit else { return }
+        throw HearthError(.resourceExhausted, "the response would be more than \(responseLimit) bytes, the limit (--max-response-bytes); page through the result with limit and a cursor (startAfter)")
     }
 
     /// Judges `q` as a list against the snapshot, then plans it with the catalog valid at the snapshot's seq.

@@ -417,8 +417,10 @@ public final class Server {
         maybeFinishShutdown()
     }
 
-    private func maybeFinishShutdown() {
-        guard engine.isIdle else { return }
+    /// Finishes the shutdown once nothing accepted is still owed an answer: no commit pending, no read on a
+    /// reader thread (the grace period bounds the wait either way).
+    func maybeFinishShutdown() {
+        guard shuttingDown, engine.isIdle, readsInFlight == 0 else { return }
         finishShutdown()
     }
 

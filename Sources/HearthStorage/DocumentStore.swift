@@ -271,6 +271,11 @@ public enum StorageDamage {
         HearthError(.dataLoss, "the change log entry of document \(path) at seq \(seq) is damaged in storage (\(detail))")
     }
 
+    /// An index entry whose stored fields do not name a document (`what` says which).
+    public static func indexEntry(_ what: String, _ detail: String) -> HearthError {
+        HearthError(.dataLoss, "an index entry for \(what) is damaged in storage (\(detail))")
+    }
+
     /// The stored index catalog fails its checksum or does not decode.
     public static func indexCatalog(_ detail: String) -> HearthError {
         HearthError(.dataLoss, "the index catalog is damaged in storage (\(detail))")

@@ -121,7 +121,7 @@ package struct SQLiteIndexReader {
             segments.append(id)
             let path: DocumentPath
             do { path = try DocumentPath(ResourcePath(segments: segments)) } catch {
-                throw SQLiteFailure.corrupt("index entry for \(collection)/\(id): invalid path: \(error.message)")
+                throw StorageDamage.indexEntry("\(collection)/\(id)", "invalid path: \(error.message)")
             }
             out.append(IndexEntry(key: s.bytes(0), path: path))
         }

@@ -153,7 +153,10 @@ public final class DaemonProcess: @unchecked Sendable {
             ready.signal()
             withExtendedLifetime(pipe) {}
         }
-        try p.run()
+        do { try p.run() } catch {
+            try? pipe.fileHandleForWriting.close()   // the log thread then reads the end of the file and ends
+            throw error
+        }
         process = p
         if ready.wait(timeout: .now() + 20) == .timedOut || !portBox.ready {
             throw TestFailure("hearthd did not start \(readyText.map { "(waiting for \"\($0)\")" } ?? "listening"); log:\n\(log)")

@@ -41,6 +41,33 @@ import Testing
         #expect(try f.store.countIndex(from: [], to: []) == sorted.count)
     }
 
+    /// `scanIndexEntries` returns, on the store and on a snapshot, the entries `scanIndex` scans (same bounds,
+    /// order and limit) with their documents' paths, for every bound, direction and limit.
+    @Test(arguments: Backend.allCases)
+    func entryScansReturnWhatScansJoin(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.finish() }
+        var h = History()
+        try f.store.apply([Self.edgeCommit(&h)])
+        let snapshot = try f.store.snapshot()
+        defer { snapshot.close() }
+        let probes: [[UInt8]] = [[], [0x00, 0x00, 0x00], [0x50], [0xFF, 0xFF]] + Self.edgeKeys
+        for reads in [f.store as any StoreReads, snapshot] {
+            for lower in probes {
+                for upper in probes {
+                    for reverse in [false, true] {
+                        for limit in [-1, 0, 1, 3, 100] {
+                            let joined = try reads.scanIndex(from: lower, to: upper, reverse: reverse, limit: limit)
+                            let entries = try reads.scanIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit)
+                            #expect(entries.map(\.key) == joined.map(\.key), "\(lower) ..< \(upper) \(reverse) \(limit)")
+                            #expect(entries.map(\.path) == joined.map(\.document.path), "\(lower) ..< \(upper) \(reverse) \(limit)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func boundsAreInclusiveLowerExclusiveUpperAndEmptyUpperIsUnbounded(_ backend: Backend) throws {
         let f = try StoreFixture(backend)
@@ -123,6 +150,15 @@ import Testing
         #expect(try f.store.scanIndex(from: [], to: [], reverse: false, limit: 2).map(\.key) == [[2, 5], [3]])
         #expect(try f.store.scanIndex(from: [], to: [], reverse: true, limit: 2).map(\.key) == [[3], [2, 5]])
         #expect(try f.store.scanIndex(from: [0], to: [2, 6], reverse: true, limit: 5).map(\.key) == [[2, 5]])
+        // An entries-only scan returns such entries too (its caller finds the documents elsewhere).
+        let snapshot = try f.store.snapshot()
+        defer { snapshot.close() }
+        for reads in [f.store as any StoreReads, snapshot] {
+            let all = try reads.scanIndexEntries(from: [], to: [], reverse: false, limit: 10)
+            #expect(all.map(\.key) == [[0], [2, 5], [2, 7], [3]])
+            #expect(all.map(\.path.description) == ["c/a", "c/b", "c/ghost", "c/c"])
+            #expect(try reads.scanIndexEntries(from: [], to: [], reverse: true, limit: 2).map(\.key) == [[3], [2, 7]])
+        }
         // Once its document exists, the entry resolves.
         try f.store.apply([h.put("c/ghost", bytes("g"))])
         #expect(try f.store.scanIndex(from: [2, 6], to: [3], reverse: false, limit: 5).map(\.document.data) == [bytes("g")])

@@ -36,6 +36,14 @@ import Testing
                 #expect(!opcodes.contains("SorterOpen") && !opcodes.contains("OpenEphemeral"))
                 #expect(opcodes.contains(reverse ? "Prev" : "Next"))
                 #expect(!opcodes.contains(reverse ? "Next" : "Prev"))
+                // The entries-only scan: the primary key alone, in order, no sort and no document lookup.
+                let entries = SQLiteIndexReader.entriesSQL(reverse: reverse, bounded: bounded)
+                let entryPlan = try db.queryColumn("EXPLAIN QUERY PLAN " + entries, column: 3)
+                #expect(entryPlan.count == 1, "\(entryPlan)")
+                #expect(entryPlan.first?.contains("USING PRIMARY KEY (key>?\(bounded ? " AND key<?" : ""))") == true, "\(entryPlan)")
+                let entryOps = try db.queryColumn("EXPLAIN " + entries, column: 1)
+                #expect(!entryOps.contains("SorterOpen") && !entryOps.contains("OpenEphemeral"))
+                #expect(entryOps.contains(reverse ? "Prev" : "Next"))
             }
             let count = try db.queryColumn("EXPLAIN QUERY PLAN " + SQLiteIndexReader.countSQL(bounded: reverse), column: 3)
             #expect(count.count == 1 && count[0].contains("USING PRIMARY KEY"), "\(count)")

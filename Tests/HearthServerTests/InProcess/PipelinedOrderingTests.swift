@@ -197,6 +197,24 @@ import Testing
         #expect(r.last?["doc"] is NSNull)
     }
 
+    /// A shutdown that begins while a read runs on a reader thread answers it before it closes the connection,
+    /// as it does for a commit it had accepted.
+    @Test func aShutdownAnswersTheReadsItAccepted() throws {
+        let s = try InProcessServer()
+        let w = s.connect(), r = s.connect()
+        w.write([#"{"op":"set","path":"c/x","data":{"v":1}}"#])
+        s.flush()
+        r.write([#"{"op":"query","collection":"c","id":"q"}"#])
+        #expect(s.server.readsInFlight == 1)
+        s.server.beginShutdown(reason: "test")
+        #expect(!r.closed)                 // still owed an answer
+        s.settle()
+        let answers = r.take()
+        #expect(answers.compactMap { $0["id"] as? String } == ["q"])
+        #expect((answers.first?["docs"] as? [[String: Any]])?.count == 1)
+        #expect(r.closed)                  // then the shutdown went on
+    }
+
     /// A connection that closes while parked is forgotten by the gate.
     @Test func aClosedConnectionIsForgottenByTheGate() throws {
         let s = try InProcessServer()

@@ -53,20 +53,22 @@ enum ServerSupport {
 
 /// A free TCP port on 127.0.0.1 (bound then released; good enough for a test that restarts a daemon).
 func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_port = 0
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let ok = withUnsafeMutablePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p in
-            bind(fd, p, len) == 0 && getsockname(fd, p, &len) == 0
+    // Below the ephemeral range (32768-60999): a port from that range can be taken meanwhile by a client
+    // socket, even by the very client that keeps connecting to it (a TCP self-connect).
+    for _ in 0..<200 {
+        let port = Int.random(in: 20_000..<32_000)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = UInt16(port).bigEndian
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let ok = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
+        if ok { return port }
     }
-    guard ok else { throw TestFailure("cannot find a free port") }
-    return Int(UInt16(bigEndian: addr.sin_port))
+    throw TestFailure("cannot find a free port below the ephemeral range")
 }
 
 /// Collects listener callbacks (thread-safe) and waits for them.
