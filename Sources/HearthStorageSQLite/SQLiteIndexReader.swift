@@ -43,54 +43,68 @@ package struct SQLiteIndexReader {
     }
 
     init(connection c: SQLiteConnection) throws(HearthError) {
-        var scans: [[SQLiteStatement]] = []
-        for reverse in [false, true] {
-            var pair: [SQLiteStatement] = []
-            for bounded in [false, true] {
-                let name = "scan index \(reverse ? "descending" : "ascending")\(bounded ? "" : " to the end")"
-                pair.append(try c.prepare(Self.scanSQL(reverse: reverse, bounded: bounded), name: name))
-            }
-            scans.append(pair)
-        }
-        self.scans = scans
-        var entryScans: [[SQLiteStatement]] = []
-        for reverse in [false, true] {
-            var pair: [SQLiteStatement] = []
-            for bounded in [false, true] {
-                let name = "scan index entries \(reverse ? "descending" : "ascending")\(bounded ? "" : " to the end")"
-                pair.append(try c.prepare(Self.entriesSQL(reverse: reverse, bounded: bounded), name: name))
-            }
-            entryScans.append(pair)
-        }
-        self.entryScans = entryScans
+        scans = try Self.prepareRangeScans(c, "scan index", Self.scanSQL)
+        entryScans = try Self.prepareRangeScans(c, "scan index entries", Self.entriesSQL)
         counts = [try c.prepare(Self.countSQL(bounded: false), name: "count index to the end"),
                   try c.prepare(Self.countSQL(bounded: true), name: "count index")]
     }
 
-    func scan(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit] {
-        guard limit > 0 else { return [] }
+    /// The four statements of a range scan, `[reverse][bounded]`.
+    private static func prepareRangeScans(_ c: SQLiteConnection, _ what: String,
+                                          _ sql: (_ reverse: Bool, _ bounded: Bool) -> String) throws(HearthError) -> [[SQLiteStatement]] {
+        var table: [[SQLiteStatement]] = []
+        for reverse in [false, true] {
+            var pair: [SQLiteStatement] = []
+            for bounded in [false, true] {
+                let name = "\(what) \(reverse ? "descending" : "ascending")\(bounded ? "" : " to the end")"
+                pair.append(try c.prepare(sql(reverse, bounded), name: name))
+            }
+            table.append(pair)
+        }
+        return table
+    }
+
+    /// The statement of `table` for the direction and bounds, with the bounds and limit bound (reset it after).
+    private static func bound(_ table: [[SQLiteStatement]], from lower: [UInt8], to upper: [UInt8], reverse: Bool,
+                              limit: Int) throws(HearthError) -> SQLiteStatement {
         let bounded = !upper.isEmpty
-        let s = scans[reverse ? 1 : 0][bounded ? 1 : 0]
-        defer { s.reset() }
+        let s = table[reverse ? 1 : 0][bounded ? 1 : 0]
         try s.bind(1, blob: lower)
         if bounded { try s.bind(2, blob: upper) }
         try s.bind(3, Int64(clamping: limit))
-        var hits: [IndexHit] = []
-        var parent: (text: String, segments: [String]) = ("", [])
-        while try s.step() {
-            // Consecutive hits often share a collection: split its path once.
-            let collection = s.text(1)
+        return s
+    }
+
+    /// Document paths of consecutive rows, which often share a collection: its path is split once.
+    private struct RowPaths {
+        private var parent: (text: String, segments: [String]) = ("", [])
+
+        /// The path of document `id` in `collection`; throws INVALID_ARGUMENT when they do not form one.
+        mutating func path(_ collection: String, _ id: String) throws(HearthError) -> DocumentPath {
             if collection != parent.text {
                 parent = (collection, collection.utf8.split(separator: 47, omittingEmptySubsequences: false)
                     .map { String(decoding: $0, as: UTF8.self) })
             }
-            let id = s.text(2)
+            var segments = parent.segments
+            segments.append(id)
+            return try DocumentPath(ResourcePath(segments: segments))
+        }
+    }
+
+    func scan(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit] {
+        guard limit > 0 else { return [] }
+        let s = try Self.bound(scans, from: lower, to: upper, reverse: reverse, limit: limit)
+        defer { s.reset() }
+        var hits: [IndexHit] = []
+        var paths = RowPaths()
+        while try s.step() {
+            let collection = s.text(1), id = s.text(2)
             // The document's row, checked against its checksum before anything is made of it.
             var sum = RowChecksum()
             sum.columns(s, 1..<7)
             guard sum.value == s.int64(7) else { throw StorageDamage.document("\(collection)/\(id)", "checksum mismatch") }
             let path: DocumentPath
-            do { path = try DocumentPath(ResourcePath(segments: parent.segments + [id])) } catch {
+            do { path = try paths.path(collection, id) } catch {
                 throw StorageDamage.document("\(collection)/\(id)", "invalid path: \(error.message)")
             }
             let doc = StoredDocument(path: path, data: s.bytes(3), createTime: Timestamp(micros: s.int64(4)),
@@ -102,25 +116,14 @@ package struct SQLiteIndexReader {
 
     func entries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexEntry] {
         guard limit > 0 else { return [] }
-        let bounded = !upper.isEmpty
-        let s = entryScans[reverse ? 1 : 0][bounded ? 1 : 0]
+        let s = try Self.bound(entryScans, from: lower, to: upper, reverse: reverse, limit: limit)
         defer { s.reset() }
-        try s.bind(1, blob: lower)
-        if bounded { try s.bind(2, blob: upper) }
-        try s.bind(3, Int64(clamping: limit))
         var out: [IndexEntry] = []
-        var parent: (text: String, segments: [String]) = ("", [])
+        var paths = RowPaths()
         while try s.step() {
-            let collection = s.text(1)
-            if collection != parent.text {
-                parent = (collection, collection.utf8.split(separator: 47, omittingEmptySubsequences: false)
-                    .map { String(decoding: $0, as: UTF8.self) })
-            }
-            let id = s.text(2)
-            var segments = parent.segments
-            segments.append(id)
+            let collection = s.text(1), id = s.text(2)
             let path: DocumentPath
-            do { path = try DocumentPath(ResourcePath(segments: segments)) } catch {
+            do { path = try paths.path(collection, id) } catch {
                 throw StorageDamage.indexEntry("\(collection)/\(id)", "invalid path: \(error.message)")
             }
             out.append(IndexEntry(key: s.bytes(0), path: path))
