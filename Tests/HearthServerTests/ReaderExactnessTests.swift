@@ -122,6 +122,10 @@ import Testing
         stop.update { $0 = true }
         writers.wait()
         #expect(failures.value.isEmpty, "\(failures.value)")
+        // The top-N queries streamed their documents through the shared cache: it served readers.
+        let stats = try setup.request(#"{"op":"stats"}"#)
+        let hits = (stats["cache"] as? [String: Any])?["hits"] as? Int ?? 0
+        #expect(hits > 100, "document cache hits during the run: \(hits) (\(stats))")
 
         // Replay the commits in seq order; check each answer against the state at its seq.
         let history = commits.value.sorted { $0.seq < $1.seq }
