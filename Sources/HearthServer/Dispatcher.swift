@@ -227,7 +227,7 @@ struct Context {
     /// in it). A read that throws is answered with its error.
     func readOffLoop(_ request: Request,
                      _ read: @escaping @Sendable (any StoreSnapshot, inout JSONWriter) throws(HearthError) -> Void) {
-        runOnReader(request, keepingLine: false) { scope, w throws(HearthError) in try read(try scope.snapshot, &w) }
+        readOnReader(request, reparsing: false) { scope, w throws(HearthError) in try read(try scope.snapshot, &w) }
     }
 
     /// Runs the whole request on a reader thread: `read` gets the request parsed again there
@@ -239,16 +239,11 @@ struct Context {
     /// that decoded what it needs on the loop).
     func readOnReader(_ request: Request, reparsing: Bool = true,
                       _ read: @escaping @Sendable (ReaderScope, inout JSONWriter) throws(HearthError) -> Void) {
-        runOnReader(request, keepingLine: reparsing, read)
-    }
-
-    private func runOnReader(_ request: Request, keepingLine: Bool,
-                             _ read: @escaping @Sendable (ReaderScope, inout JSONWriter) throws(HearthError) -> Void) {
         let store = server.store
         let limit = server.config.maxResponseBytes
         let id = request.id
         let op = request.op
-        let line = keepingLine ? [UInt8](request.line) : []
+        let line = reparsing ? [UInt8](request.line) : []
         let codec = engine.codec
         let catalog = engine.catalogView
         let cache = engine.documentCache

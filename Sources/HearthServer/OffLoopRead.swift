@@ -10,5 +10,4 @@ final class OffLoopRead: @unchecked Sendable {
     var damage: HearthError?
     /// The response is an error.
     var failed = false
-
 }
