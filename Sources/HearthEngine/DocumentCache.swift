@@ -1,8 +1,13 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import HearthModel
 import HearthStorage
 
 /// Recently read durable documents, so a hot document is served without a storage read, by the loop thread
-/// and by reader threads alike (every access takes the cache's lock).
+/// and by reader threads alike (every access takes the lock of the entry's shard).
 ///
 /// It can never be stale because the engine sees every write: `Engine.finish` refreshes each cached document
 /// a durable batch changed (or drops it when deleted) and advances the cache's published seq, in one step
@@ -12,44 +17,100 @@ import HearthStorage
 /// - The loop thread (`get`, `insert`) reads at the published seq. A read that misses goes to the store, which
 ///   may already hold a batch still being published; caching that version is safe when its seq is at most the
 ///   published one, because the batch's publication refreshes it if the batch changed it.
-/// - A reader thread reads at its snapshot's seq S (`document(_:at:)`): an entry is the version at S when
-///   S ≤ published (no publication the reader has not seen is pending in its snapshot) and the entry's own seq
-///   is at most S (nothing changed it between S and published). Anything else is a miss, read from the
-///   snapshot, and offered back (`offer`), which caches it only if S is the published seq.
+/// - A reader thread reads at its snapshot's seq S (`document(_:at:)`, `read(_:at:_:)`): an entry is the
+///   version at S when S ≤ published (no publication the reader has not seen is pending in its snapshot) and
+///   the entry's own seq is at most S (nothing changed it between S and published). Anything else is a miss,
+///   read from the snapshot, and offered back (`offer`), which caches it only if S is the published seq.
 ///
-/// Bounded by `capacityBytes` (document bytes plus a fixed overhead per entry); when full, a random entry is
-/// evicted (O(1), and for a skewed workload close to LRU's hit rate). A document larger than an eighth of a
-/// shard's share is not cached (512 KiB with the default 64 MiB), so a few huge ones cannot flush the rest.
+/// **Renderings.** An entry may also hold a rendering of its version: bytes its user derives from the
+/// document alone (the server keeps the document's wire form there). `read` hands a reader the rendering
+/// inside the lock, to copy, so a hit neither retains the shared document nor encodes it again. A rendering
+/// belongs to one version: `publish` drops it with the version it rendered, and `attach` adds one only to
+/// the version it was made from.
 ///
-/// The entries are split into shards by the path's hash (16 from 1 MiB of capacity, else one), each with its
+/// **Keys.** An entry is found by its path's `Key` (the segments' bytes, each after its length, and a hash of
+/// them), built outside the lock; inside, the lookup compares a hash and then bytes, touching no reference
+/// counts. Two paths whose hashes are equal cannot both be cached: the later one replaces the earlier one (a
+/// cache may always decline to hold something).
+///
+/// Bounded by `capacityBytes` (document bytes, key, rendering and a fixed overhead per entry); when full, a
+/// random entry is evicted (O(1), and for a skewed workload close to LRU's hit rate). A document larger than
+/// an eighth of a shard's share is not cached (512 KiB with the default 64 MiB), so a few huge ones cannot
+/// flush the rest.
+///
+/// The entries are split into shards by the key's hash (16 from 1 MiB of capacity, else one), each with its
 /// own lock, published seq and share of the capacity, so reader threads rarely wait for each other;
 /// everything above holds per shard (`publish` refreshes and advances each shard in one step under its lock).
 public final class DocumentCache: Sendable {
-    /// Estimated bytes per entry besides the document's data and path.
+    /// Estimated bytes per entry besides the document's data, its key and its rendering.
     static let entryOverhead = 96
 
-    /// A path with its hash computed once, outside the lock: probing compares hashes before paths, so a
-    /// lookup neither rehashes the path's segments nor touches the segments of the entries it passes.
-    private struct Key: Hashable {
-        let hash: Int
-        let path: DocumentPath
-        init(_ path: DocumentPath) {
-            self.path = path
-            hash = path.hashValue
+    /// A document path as the cache finds it: each segment's UTF-8 after its length, and a hash of those
+    /// bytes. `assign` reuses the buffer, so a reader probing many paths with one key allocates nothing.
+    public struct Key: Sendable {
+        public private(set) var hash = 0
+        private(set) var bytes: [UInt8] = []
+
+        public init() {}
+
+        public init(_ path: DocumentPath) { assign(path) }
+
+        /// Makes this the key of `path`.
+        public mutating func assign(_ path: DocumentPath) {
+            bytes.removeAll(keepingCapacity: true)
+            for segment in path.path.segments {
+                var n = segment.utf8.count
+                while n >= 0x80 { bytes.append(UInt8(truncatingIfNeeded: n) | 0x80); n >>= 7 }
+                bytes.append(UInt8(n))
+                bytes.append(contentsOf: segment.utf8)
+            }
+            var h = Hasher()
+            bytes.withUnsafeBytes { h.combine(bytes: $0) }
+            hash = h.finalize()
         }
-        static func == (a: Key, b: Key) -> Bool { a.hash == b.hash && a.path == b.path }
-        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+
+        @inline(__always)
+        func matches(_ other: Key) -> Bool {
+            hash == other.hash && bytes.withUnsafeBytes { a in
+                other.bytes.withUnsafeBytes { b in a.count == b.count && (a.count == 0 || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0) }
+            }
+        }
+    }
+
+    /// What `read` found.
+    public enum Lookup {
+        /// The version at the seq, whose rendering `read` handed to its closure.
+        case rendered
+        /// The version at the seq, not yet rendered (render it, then `attach` the rendering).
+        case unrendered(StoredDocument)
+        /// Not cached, or not as of the seq.
+        case miss
+    }
+
+    struct Entry {
+        var key: Key
+        var doc: StoredDocument
+        var rendering: [UInt8]?
     }
 
     private struct State {
-        var entries: [Key: (doc: StoredDocument, slot: Int)] = [:]
-        var keys: [Key] = []
+        /// Entry index by key hash.
+        var slots: [Int: Int32] = [:]
+        var entries: [Entry] = []
         var bytes = 0
         var rng = SystemRandomNumberGenerator()
         var hits = 0
         var misses = 0
         /// The engine's published seq, as far as the entries are concerned.
         var published: UInt64
+
+        /// The index of the entry for `key`, if cached.
+        @inline(__always)
+        func find(_ key: Key) -> Int? {
+            guard let i = slots[key.hash] else { return nil }
+            let index = Int(i)
+            return entries[index].key.matches(key) ? index : nil
+        }
     }
 
     let capacityBytes: Int
@@ -67,6 +128,7 @@ public final class DocumentCache: Sendable {
         shards = (0..<count).map { _ in Locked(State(published: published), spinning: true) }
     }
 
+    @inline(__always)
     private func shard(_ key: Key) -> Locked<State> { shards[key.hash & shardMask] }
 
     private func total(_ f: (State) -> Int) -> Int { shards.reduce(0) { sum, shard in sum + shard.withLock { f($0) } } }
@@ -79,19 +141,19 @@ public final class DocumentCache: Sendable {
     func get(_ path: DocumentPath) -> StoredDocument? {
         let key = Key(path)
         return shard(key).withLock { s in
-            guard let e = s.entries[key] else { s.misses += 1; return nil }
+            guard let i = s.find(key) else { s.misses += 1; return nil }
             s.hits += 1
-            return e.doc
+            return s.entries[i].doc
         }
     }
 
-    /// The published version of `path` if cached, counting nothing (loop thread; see `noteHits`).
-    func peek(_ path: DocumentPath) -> StoredDocument? {
-        let key = Key(path)
-        return shard(key).withLock { s in s.entries[key]?.doc }
+    /// The published version of `key`'s document if cached, with its rendering if it has one, counting nothing
+    /// (loop thread; see `noteHits`).
+    func peekRendered(_ key: Key) -> (doc: StoredDocument, rendering: [UInt8]?)? {
+        shard(key).withLock { s in s.find(key).map { (s.entries[$0].doc, s.entries[$0].rendering) } }
     }
 
-    /// Counts `n` hits of `peek` that answered reads.
+    /// Counts `n` hits of `peekRendered` that answered reads.
     func noteHits(_ n: Int) { shards[0].withLock { $0.hits += n } }
 
     /// Caches a document read from the store whose seq is at most the published one (loop thread).
@@ -100,7 +162,7 @@ public final class DocumentCache: Sendable {
         let key = Key(doc.path)
         shard(key).withLock { s in
             guard doc.seq <= s.published else { return }
-            Self.insert(doc, key, into: &s, capacity: shardCapacity)
+            Self.insert(doc, key, rendering: nil, into: &s, capacity: shardCapacity)
         }
     }
 
@@ -108,9 +170,9 @@ public final class DocumentCache: Sendable {
     public func document(_ path: DocumentPath, at seq: UInt64) -> StoredDocument? {
         let key = Key(path)
         return shard(key).withLock { s in
-            guard seq <= s.published, let e = s.entries[key], e.doc.seq <= seq else { s.misses += 1; return nil }
+            guard seq <= s.published, let i = s.find(key), s.entries[i].doc.seq <= seq else { s.misses += 1; return nil }
             s.hits += 1
-            return e.doc
+            return s.entries[i].doc
         }
     }
 
@@ -119,19 +181,44 @@ public final class DocumentCache: Sendable {
         paths.map { document($0, at: seq) }
     }
 
-    /// A verified document a reader read from its snapshot at `seq`: cached when `seq` is the published seq
-    /// (it is then the published version). Any thread.
-    public func offer(_ doc: StoredDocument, readAt seq: UInt64) {
+    /// Looks `key` up as of `seq` (any thread, the rule of `document(_:at:)`). On a hit whose version is
+    /// rendered, calls `rendered` with the rendering inside the shard's lock: it must only copy the bytes
+    /// (what it throws is rethrown, the lock released).
+    public func read<E: Error>(_ key: Key, at seq: UInt64,
+                               _ rendered: (UnsafeRawBufferPointer) throws(E) -> Void) throws(E) -> Lookup {
+        try shard(key).withLock { (s) throws(E) -> Lookup in
+            guard seq <= s.published, let i = s.find(key), s.entries[i].doc.seq <= seq else { s.misses += 1; return .miss }
+            s.hits += 1
+            guard s.entries[i].rendering != nil else { return .unrendered(s.entries[i].doc) }
+            try Self.withBytes(s.entries[i].rendering!, rendered)
+            return .rendered
+        }
+    }
+
+    /// Keeps `rendering`, made from version `seq` of the document at `key`, with that version if it is still
+    /// cached (any thread).
+    public func attach(_ rendering: [UInt8], to key: Key, version seq: UInt64) {
+        shard(key).withLock { s in
+            guard let i = s.find(key), s.entries[i].doc.seq == seq, s.entries[i].rendering == nil else { return }
+            guard s.bytes + rendering.count <= shardCapacity else { return }
+            s.entries[i].rendering = rendering
+            s.bytes += rendering.count
+        }
+    }
+
+    /// A verified document a reader read from its snapshot at `seq`, with its rendering if made: cached when
+    /// `seq` is the published seq (it is then the published version). Any thread.
+    public func offer(_ doc: StoredDocument, readAt seq: UInt64, rendering: [UInt8]? = nil) {
         guard capacityBytes > 0 else { return }
         let key = Key(doc.path)
         shard(key).withLock { s in
             guard seq == s.published, doc.seq <= seq else { return }
-            Self.insert(doc, key, into: &s, capacity: shardCapacity)
+            Self.insert(doc, key, rendering: rendering, into: &s, capacity: shardCapacity)
         }
     }
 
-    /// A durable batch is being published: refreshes every cached document it changed (drops deleted ones),
-    /// then moves the published seq to `seq`, in one step (loop thread).
+    /// A durable batch is being published: refreshes every cached document it changed (drops deleted ones, and
+    /// the renderings of changed ones), then moves the published seq to `seq`, in one step (loop thread).
     func publish(_ records: [CommitRecord], through seq: UInt64) {
         var changed = Array(repeating: [(Key, StoredDocument?)](), count: shards.count)
         for record in records {
@@ -143,12 +230,13 @@ public final class DocumentCache: Sendable {
         for (i, shard) in shards.enumerated() {
             shard.withLock { s in
                 for (key, after) in changed[i] {
-                    guard let e = s.entries[key] else { continue }
+                    guard let e = s.find(key) else { continue }
                     if let after {
-                        s.bytes += Self.size(after) - Self.size(e.doc)
-                        s.entries[key] = (after, e.slot)
+                        s.bytes += Self.size(after, key) - Self.size(s.entries[e])
+                        s.entries[e].doc = after
+                        s.entries[e].rendering = nil
                     } else {
-                        Self.evict(e.slot, from: &s)
+                        Self.evict(e, from: &s)
                     }
                 }
                 s.published = max(s.published, seq)
@@ -156,33 +244,49 @@ public final class DocumentCache: Sendable {
         }
     }
 
-    private static func insert(_ doc: StoredDocument, _ key: Key, into s: inout State, capacity: Int) {
-        let size = Self.size(doc)
+    private static func insert(_ doc: StoredDocument, _ key: Key, rendering: [UInt8]?, into s: inout State, capacity: Int) {
+        let size = Self.size(doc, key) + (rendering?.count ?? 0)
         guard size <= capacity / 8 else { return }   // a few huge documents must not flush everything
-        if let old = s.entries[key] {
-            // Never replace a newer version with an older one.
-            guard old.doc.seq <= doc.seq else { return }
-            s.bytes += size - Self.size(old.doc)
-            s.entries[key] = (doc, old.slot)
-        } else {
-            while s.bytes + size > capacity, !s.keys.isEmpty { evict(Int.random(in: 0..<s.keys.count, using: &s.rng), from: &s) }
-            s.entries[key] = (doc, s.keys.count)
-            s.keys.append(key)
-            s.bytes += size
+        if let old = s.slots[key.hash].map({ Int($0) }) {
+            if s.entries[old].key.matches(key) {
+                // Never replace a newer version with an older one.
+                guard s.entries[old].doc.seq <= doc.seq else { return }
+                if s.entries[old].doc.seq == doc.seq, rendering == nil { return }   // the same version, maybe rendered
+                s.bytes += size - Self.size(s.entries[old])
+                s.entries[old].doc = doc
+                s.entries[old].rendering = rendering
+                return
+            }
+            evict(old, from: &s)                       // another path with the same hash: the newcomer wins
+        }
+        while s.bytes + size > capacity, !s.entries.isEmpty { evict(Int.random(in: 0..<s.entries.count, using: &s.rng), from: &s) }
+        s.slots[key.hash] = Int32(s.entries.count)
+        s.entries.append(Entry(key: key, doc: doc, rendering: rendering))
+        s.bytes += size
+    }
+
+    private static func evict(_ index: Int, from s: inout State) {
+        s.bytes -= size(s.entries[index])
+        s.slots.removeValue(forKey: s.entries[index].key.hash)
+        let last = s.entries.removeLast()
+        if index < s.entries.count {
+            s.entries[index] = last
+            s.slots[last.key.hash] = Int32(index)
         }
     }
 
-    private static func evict(_ slot: Int, from s: inout State) {
-        let path = s.keys[slot]
-        if let e = s.entries.removeValue(forKey: path) { s.bytes -= Self.size(e.doc) }
-        let last = s.keys.removeLast()
-        if slot < s.keys.count {
-            s.keys[slot] = last
-            s.entries[last]?.slot = slot
+    /// `Array.withUnsafeBytes` keeping the body's typed error.
+    @inline(__always)
+    public static func withBytes<E: Error>(_ a: [UInt8], _ body: (UnsafeRawBufferPointer) throws(E) -> Void) throws(E) {
+        let r: Result<Void, E> = a.withUnsafeBytes { b in
+            do throws(E) { try body(b); return .success(()) } catch { return .failure(error) }
         }
+        try r.get()
     }
 
-    private static func size(_ doc: StoredDocument) -> Int {
-        doc.data.count + doc.path.path.segments.reduce(0) { $0 + $1.utf8.count } + entryOverhead
+    private static func size(_ doc: StoredDocument, _ key: Key) -> Int {
+        doc.data.count + key.bytes.count + entryOverhead
     }
+
+    private static func size(_ e: Entry) -> Int { size(e.doc, e.key) + (e.rendering?.count ?? 0) }
 }

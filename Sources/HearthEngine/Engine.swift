@@ -166,11 +166,17 @@ public final class Engine {
     }
 
     /// The published version of `path` when the document cache holds it (nil: not cached, which says nothing
-    /// about whether it exists). Counts nothing: a caller that answers from it calls `noteCacheHits`, and a
-    /// miss is counted by whoever reads the document instead (a reader).
-    public func cachedDocument(_ path: DocumentPath) -> StoredDocument? {
+    /// about whether it exists), with its rendering (`DocumentCache`): the one kept with the cached version, or
+    /// `render`'s, then kept with it. Counts nothing: a caller that answers from it calls `noteCacheHits`, and
+    /// a miss is counted by whoever reads the document instead (a reader).
+    public func cachedDocument(_ path: DocumentPath, render: (StoredDocument) -> [UInt8]) -> (doc: StoredDocument, rendering: [UInt8])? {
         thread.check("Engine.cachedDocument")
-        return cache.peek(path)
+        let key = DocumentCache.Key(path)
+        guard let (doc, rendering) = cache.peekRendered(key) else { return nil }
+        if let rendering { return (doc, rendering) }
+        let made = render(doc)
+        cache.attach(made, to: key, version: doc.seq)
+        return (doc, made)
     }
 
     /// Counts `n` reads answered from `cachedDocument`.

@@ -51,12 +51,16 @@ public struct PreparedQuery: Sendable {
             && plan.branches[0].ranges.count <= 1
     }
 
-    /// For a query that `streams`: calls `visit` with each result document in result order, exact at the
-    /// snapshot's seq like `run`, without building the result. The snapshot's index is scanned for entries
-    /// only; each document comes from `cache` when it holds the version at the snapshot's seq, else from the
-    /// snapshot (verified, then offered to the cache). Returns how many documents it visited.
+    /// For a query that `streams`: calls `visit` with the rendering of each result document (`render`'s bytes
+    /// for it: the server's wire form) in result order, exact at the snapshot's seq like `run`, without
+    /// building the result. The snapshot's index is scanned for entries only. Each document's rendering comes
+    /// from `cache` when it holds the version at the snapshot's seq (handed to `visit` inside the cache's lock:
+    /// `visit` must only copy it), else the document is rendered (from the cache, or read from the snapshot,
+    /// verified and offered to the cache) and the rendering kept with the cached version. Returns how many
+    /// documents it visited.
     public func stream(on snapshot: any StoreSnapshot, cache: DocumentCache?, codec: any DocumentCodec,
-                       _ visit: (StoredDocument) throws(HearthError) -> Void) throws(HearthError) -> Int {
+                       render: (StoredDocument) -> [UInt8],
+                       _ visit: (UnsafeRawBufferPointer) throws(HearthError) -> Void) throws(HearthError) -> Int {
         precondition(streams, "stream() on a query that does not stream")
         let branch = plan.branches[0]
         guard let range = branch.ranges.first else { return 0 }
@@ -66,23 +70,37 @@ public struct PreparedQuery: Sendable {
         var remaining = q.limit.map { $0 + q.offset } ?? Int.max
         var lower = range.lower, upper = range.upper
         var returned = 0
+        var key = DocumentCache.Key()
         while remaining > 0 {
             let page = min(remaining, 512)
             let entries = try snapshot.scanIndexEntries(from: lower, to: upper, reverse: branch.reverse, limit: page)
-            let cached = cache?.documents(entries.map(\.path), at: seq)
-            for (i, entry) in entries.enumerated() {
-                let doc: StoredDocument
-                if let hit = cached?[i] {
-                    doc = hit
+            for entry in entries {
+                let found: DocumentCache.Lookup
+                if let cache {
+                    key.assign(entry.path)
+                    let wanted = skip == 0
+                    found = try cache.read(key, at: seq) { (b) throws(HearthError) in if wanted { try visit(b) } }
                 } else {
+                    found = .miss
+                }
+                switch found {
+                case .rendered:
+                    break
+                case .unrendered(let doc):
+                    if skip == 0 {
+                        let rendering = render(doc)
+                        try DocumentCache.withBytes(rendering, visit)
+                        cache?.attach(rendering, to: key, version: doc.seq)
+                    }
+                case .miss:
                     guard let read = try snapshot.get(entry.path) else { continue }   // an entry without its document
                     try QueryExecution.verified(read, codec)
-                    cache?.offer(read, readAt: seq)
-                    doc = read
+                    let rendering = skip == 0 ? render(read) : nil
+                    cache?.offer(read, readAt: seq, rendering: rendering)
+                    if let rendering { try DocumentCache.withBytes(rendering, visit) }
                 }
                 remaining -= 1
                 if skip > 0 { skip -= 1; continue }
-                try visit(doc)
                 returned += 1
             }
             guard entries.count == page, let last = entries.last else { break }

@@ -11,9 +11,26 @@ public struct QueryPlan: Sendable {
         public var upper: [UInt8]
     }
 
+    /// The index a branch scans. Its description is what explain shows (`single-field call_records.callDate`,
+    /// `composite #3 call_records (customerId asc, callDate desc)`), formatted only when asked for.
+    public enum IndexUsed: Sendable, CustomStringConvertible {
+        case collection(CollectionPath)
+        case collectionGroup(String)
+        case singleField(CollectionPath, FieldPath, arrayContains: Bool)
+        case composite(IndexDefinition)
+
+        public var description: String {
+            switch self {
+            case .collection(let c): return "collection \(c)"
+            case .collectionGroup(let id): return "collection group \(id)"
+            case .singleField(let c, let f, let contains): return "single-field \(c).\(f)\(contains ? " array-contains" : "")"
+            case .composite(let def): return "composite #\(def.id) \(def.summary)"
+            }
+        }
+    }
+
     public struct Branch: Sendable {
-        /// The index, as explain shows it: `single-field call_records.callDate`, `composite #3 ...`.
-        public var index: String
+        public var index: IndexUsed
         public var ranges: [Range]
         /// Scan each range from its upper end down.
         public var reverse: Bool

@@ -6,7 +6,7 @@ extension QueryPlanner {
     /// they line up with the components. Sets `parts.residual` for anything left to the post-filter.
     /// `reverse` (default: the direction of the query's last order entry versus the key's) says how the scan
     /// runs; query order must equal key order read in that direction.
-    static func keyOrderedBranch(_ name: String, prefix: [UInt8], components: [(FieldPath, Bool)], nameDescending: Bool,
+    static func keyOrderedBranch(_ name: QueryPlan.IndexUsed, prefix: [UInt8], components: [(FieldPath, Bool)], nameDescending: Bool,
                                  _ q: ValidQuery, _ parts: inout Parts, cursorsAlign: Bool,
                                  reverse explicitReverse: Bool? = nil) -> QueryPlan.Branch {
         let nameOrder = q.orderBy.last!

@@ -64,13 +64,13 @@ enum QueryPlanner {
         if orderFields.isEmpty && parts.equalities.isEmpty && parts.contains == nil {
             // Only __name__ order: the membership index.
             var prefix: [UInt8]
-            let name: String
+            let name: QueryPlan.IndexUsed
             if let collection {
                 prefix = IndexLayout.collectionPrefix(collection)
-                name = "collection \(collection)"
+                name = .collection(collection)
             } else {
                 prefix = IndexLayout.groupPrefix(groupID)
-                name = "collection group \(groupID)"
+                name = .collectionGroup(groupID)
                 if let parent { prefix += IndexLayout.documentKeyPrefix(under: parent, descending: false) }
             }
             return keyOrderedBranch(name, prefix: prefix, components: [], nameDescending: false, q, &parts,
@@ -90,9 +90,9 @@ enum QueryPlanner {
             }
             let components = def.fields.suffix(orderFields.count).map { ($0.path, $0.mode == .descending) }
             if collection == nil, let parent { _ = parent; parts.residual = true }
-            var branch = QueryPlan.Branch(index: "composite #\(def.id) \(def.summary)", ranges: [], reverse: reverseScan, exact: true)
+            var branch = QueryPlan.Branch(index: .composite(def), ranges: [], reverse: reverseScan, exact: true)
             for p in prefixes {
-                var one = keyOrderedBranch("", prefix: p, components: components, nameDescending: def.nameDescending, q, &parts,
+                var one = keyOrderedBranch(branch.index, prefix: p, components: components, nameDescending: def.nameDescending, q, &parts,
                                            cursorsAlign: cursorsAlign, reverse: reverseScan)
                 branch.ranges += one.ranges
                 branch.exact = branch.exact && one.exact
@@ -109,10 +109,10 @@ enum QueryPlanner {
                     parts.equalities.first.map { ($0.0, $0.1, false) } ?? (parts.contains!.0, parts.contains!.1, true)
                 if parts.equalities.count + (parts.contains == nil ? 0 : 1) > 1 { parts.residual = true }
                 let base = isContains ? IndexLayout.arrayContainsPrefix(collection, field) : IndexLayout.singleFieldPrefix(collection, field)
-                var branch = QueryPlan.Branch(index: "single-field \(collection).\(field)\(isContains ? " array-contains" : "")",
+                var branch = QueryPlan.Branch(index: .singleField(collection, field, arrayContains: isContains),
                                               ranges: [], reverse: nameOrder.direction == .descending, exact: true)
                 for v in values {
-                    let one = keyOrderedBranch("", prefix: base + IndexKey.key(v), components: [], nameDescending: false, q, &parts,
+                    let one = keyOrderedBranch(branch.index, prefix: base + IndexKey.key(v), components: [], nameDescending: false, q, &parts,
                                                cursorsAlign: cursorsAlign)
                     branch.ranges += one.ranges
                     branch.exact = branch.exact && one.exact
@@ -123,7 +123,7 @@ enum QueryPlanner {
             if parts.equalities.isEmpty && parts.contains == nil && orderFields.count == 1
                 && orderFields[0].direction == nameOrder.direction {
                 let f = orderFields[0]
-                return keyOrderedBranch("single-field \(collection).\(f.field)",
+                return keyOrderedBranch(.singleField(collection, f.field, arrayContains: false),
                                         prefix: IndexLayout.singleFieldPrefix(collection, f.field),
                                         components: [(f.field, false)], nameDescending: false, q, &parts,
                                         cursorsAlign: cursorsAlign)

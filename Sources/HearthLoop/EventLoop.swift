@@ -24,6 +24,8 @@ public final class EventLoop {
     /// Started only while connections are still dirty after a flush pass, so the poll does not block.
     private let idleHandle: UnsafeMutablePointer<uv_idle_t>
     private var idleActive = false
+    /// Set by `requestTurn()`; cleared when a before-poll pass starts.
+    private var turnRequested = false
 
     private var hooks: [LoopHook] = []
     private var dirty: [TCPConnection] = []
@@ -205,6 +207,11 @@ public final class EventLoop {
         return hook
     }
 
+    /// Makes the current before-poll pass end without blocking in poll, so that the hooks run again at once:
+    /// for work queued during a pass, possibly after the hook that hands it on has run. Called outside a
+    /// pass it does nothing more than the coming pass would. Loop thread only.
+    public func requestTurn() { turnRequested = true }
+
     func removeHook(_ hook: LoopHook) {
         if let i = hooks.firstIndex(where: { $0 === hook }) { hooks.remove(at: i) }
     }
@@ -219,6 +226,7 @@ public final class EventLoop {
 
     /// The prepare callback body: hooks, then one flush pass over the dirty connections.
     func beforePollTurn() {
+        turnRequested = false
         if !hooks.isEmpty {
             let current = hooks
             for hook in current where hook.isActive { hook.fire?() }
@@ -232,11 +240,11 @@ public final class EventLoop {
             flushing.removeAll(keepingCapacity: true)
         }
         if isShutDown { return }
-        if dirty.isEmpty {
+        if dirty.isEmpty && !turnRequested {
             uv_unref(asHandle(prepareHandle))
             if idleActive { uv_idle_stop(idleHandle); idleActive = false }
         } else if !idleActive {
-            // Connections re-dirtied during the pass (e.g. by onDrain): do not block in poll.
+            // Connections re-dirtied (e.g. by onDrain) or work queued during the pass: do not block in poll.
             uv_idle_start(idleHandle, loopIdleCallback)
             idleActive = true
         }

@@ -10,12 +10,15 @@ import Darwin
 ///
 /// `submit` (loop thread) queues `work`; one of the pool's threads runs it; `done` then runs on the loop
 /// thread, through one wakeup that drains every finished item (several finishing together cost one
-/// wake). Items start in submission order; they may finish in any order. `close()` (loop thread) lets
+/// wake). Items submitted during one loop turn are handed to the threads together before the loop polls
+/// (one lock, and one wakeup per thread needed rather than per item: a wakeup of a thread on another core
+/// costs more than the short delay). Items start in submission order; they may finish in any order. `close()` (loop thread) lets
 /// running items finish, runs nothing more, and joins the threads; `done` of an item that had not run is
 /// called anyway after its `work` runs inline, so every `done` runs exactly once.
 ///
-/// Lifetimes: the pool retains its loop (through the wakeup) and every queued item until its `done` has
-/// run. Close the pool before the loop shuts down.
+/// Lifetimes: the pool retains its loop and every queued item until its `done` has run; the loop's
+/// before-poll hook refers to the pool unowned. Close the pool before the loop shuts down and before the
+/// last reference to it goes.
 public final class WorkerPool: @unchecked Sendable {
     private struct Item {
         let work: @Sendable () -> Void
@@ -30,8 +33,16 @@ public final class WorkerPool: @unchecked Sendable {
     private var finished: [() -> Void] = []
     private var closing = false
     private var running = 0
+    /// The number of threads waiting for work. Guarded by `mutex`.
+    private var idle = 0
     // Loop thread only.
+    /// Items submitted this turn, handed over before the loop polls.
+    private var submitted: [Item] = []
+    private var handOver: LoopHook?
+    /// Set by `close()`: later items run inline.
+    private var closed = false
     private var wakeup: Wakeup?
+    private let loop: EventLoop
     private var threads: [pthread_t] = []
     public let threadCount: Int
 
@@ -39,11 +50,13 @@ public final class WorkerPool: @unchecked Sendable {
     public init(loop: EventLoop, threads: Int) {
         precondition(threads > 0, "a worker pool needs at least one thread")
         threadCount = threads
+        self.loop = loop
         mutex.initialize(to: pthread_mutex_t())
         cond.initialize(to: pthread_cond_t())
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(cond, nil)
         wakeup = loop.makeWakeup { [unowned self] in self.drainFinished() }
+        handOver = loop.beforePoll { [unowned self] in self.handOverSubmitted() }
         for _ in 0..<threads {
             var t = pthread_t()
             let ctx = Unmanaged.passRetained(self).toOpaque()
@@ -70,30 +83,52 @@ public final class WorkerPool: @unchecked Sendable {
 
     /// Items queued and not yet started, and items running.
     public var load: (queued: Int, running: Int) {
-        locked { (queue.count - queueHead, running) }
+        locked { (queue.count - queueHead + submitted.count, running) }
     }
 
-    /// Queues `work` for a pool thread; `done` runs on the loop thread afterwards. Loop thread only.
+    /// Queues `work` for a pool thread (handed over before the loop next polls); `done` runs on the loop
+    /// thread afterwards. Loop thread only.
     public func submit(_ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) {
+        guard !closed else {
+            work()
+            done()
+            return
+        }
+        if submitted.isEmpty { loop.requestTurn() }   // queued during a before-poll pass: one more pass
+        submitted.append(Item(work: work, done: done))
+    }
+
+    /// Moves this turn's items to the threads' queue and wakes as many waiting threads as there are items.
+    private func handOverSubmitted() {
+        guard !submitted.isEmpty else { return }
+        let items = submitted
+        submitted.removeAll(keepingCapacity: true)
         let accepted: Bool = locked {
             guard !closing else { return false }
-            queue.append(Item(work: work, done: done))
-            pthread_cond_signal(cond)
+            queue.append(contentsOf: items)
+            if items.count >= idle { pthread_cond_broadcast(cond) } else { for _ in 0..<items.count { pthread_cond_signal(cond) } }
             return true
         }
         if !accepted {
-            work()
-            done()
+            for item in items {
+                item.work()
+                item.done()
+            }
         }
     }
 
     /// Finishes running items, runs no more queued ones (their `work` runs inline here, then their `done`),
     /// joins the threads and closes the wakeup. Loop thread only; idempotent.
     public func close() {
+        closed = true
+        handOver?.cancel()
+        handOver = nil
+        let submittedNow = submitted
+        submitted.removeAll()
         let leftovers: [Item] = locked {
             guard !closing else { return [] }
             closing = true
-            let rest = Array(queue[queueHead...])
+            let rest = Array(queue[queueHead...]) + submittedNow
             queue.removeAll()
             queueHead = 0
             pthread_cond_broadcast(cond)
@@ -113,7 +148,11 @@ public final class WorkerPool: @unchecked Sendable {
     private func runThread() {
         while true {
             let item: Item? = locked {
-                while queueHead == queue.count && !closing { pthread_cond_wait(cond, mutex) }
+                while queueHead == queue.count && !closing {
+                    idle += 1
+                    pthread_cond_wait(cond, mutex)
+                    idle -= 1
+                }
                 guard queueHead < queue.count else { return nil }
                 let it = queue[queueHead]
                 queueHead += 1

@@ -24,8 +24,8 @@ enum QueryHandlers {
             // response as the scan meets them.
             w.key("docs")
             w.beginArray()
-            _ = try prepared.stream(on: snapshot, cache: r.cache, codec: r.codec) { (doc) throws(HearthError) in
-                DocumentJSON.write(doc, into: &w)
+            _ = try prepared.stream(on: snapshot, cache: r.cache, codec: r.codec, render: DocumentJSON.rendering) { (doc) throws(HearthError) in
+                w.raw(doc)
                 try r.checkResponseSize(w)
             }
             w.endArray()
@@ -113,7 +113,7 @@ enum QueryHandlers {
         w.beginArray()
         for b in r.stats.plan.branches {
             w.beginObject()
-            w.key("index"); w.string(b.index)
+            w.key("index"); w.string(b.index.description)
             w.key("ranges"); w.int(Int64(b.ranges.count))
             w.key("reverse"); w.bool(b.reverse)
             w.key("exact"); w.bool(b.exact)

@@ -13,12 +13,12 @@ enum ReadHandlers {
         let path = try req.documentPath()
         // A cached document is answered here: a hop to a reader would cost more than the read (see
         // docs/benchmarks.md). Any other goes to a reader.
-        if let doc = ctx.engine.cachedDocument(path) {
+        if let (doc, rendering) = ctx.engine.cachedDocument(path, render: DocumentJSON.rendering) {
             ctx.engine.noteCacheHits(1)
             try ctx.judgeGet(path, doc)
             ctx.reply(req) { w in
                 w.key("doc")
-                DocumentJSON.write(doc, into: &w)
+                w.raw(rendering)
             }
             return
         }
@@ -44,12 +44,12 @@ enum ReadHandlers {
             }
         }
         // Few documents, all cached: answered here. Others are read on a reader thread, all from one snapshot.
-        var cached: [StoredDocument?] = []
+        var cached: [(doc: StoredDocument, rendering: [UInt8])] = []
         if paths.count <= loopGetAll {
             cached.reserveCapacity(paths.count)
             for p in paths {
-                guard let doc = ctx.engine.cachedDocument(p) else { break }
-                cached.append(doc)
+                guard let hit = ctx.engine.cachedDocument(p, render: DocumentJSON.rendering) else { break }
+                cached.append(hit)
             }
         }
         guard cached.count == paths.count else {
@@ -64,11 +64,11 @@ enum ReadHandlers {
             return
         }
         ctx.engine.noteCacheHits(cached.count)
-        for (p, d) in zip(paths, cached) { try ctx.judgeGet(p, d) }
+        for (p, d) in zip(paths, cached) { try ctx.judgeGet(p, d.doc) }
         ctx.reply(req) { w in
             w.key("docs")
             w.beginArray()
-            for d in cached { DocumentJSON.write(d, into: &w) }
+            for d in cached { w.raw(d.rendering) }
             w.endArray()
         }
     }
@@ -112,5 +112,12 @@ enum DocumentJSON {
         w.key("createTime"); w.rfc3339(doc.createTime)
         w.key("updateTime"); w.rfc3339(doc.updateTime)
         w.endObject()
+    }
+
+    /// A verified document's wire form on its own (what `write` writes), as the document cache keeps it.
+    static func rendering(_ doc: StoredDocument) -> [UInt8] {
+        var w = JSONWriter(capacity: doc.data.count + 192)
+        write(doc, into: &w)
+        return w.bytes
     }
 }

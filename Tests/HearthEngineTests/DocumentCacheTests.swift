@@ -98,6 +98,61 @@ import Testing
         #expect(cache.document(path("c/a"), at: 4) == nil)
     }
 
+    /// A rendering belongs to the version it was made from: `read` hands it out only with that version, a
+    /// publication that changes the document drops it, and `attach` refuses a rendering of another version.
+    @Test func aRenderingIsServedOnlyWithTheVersionItRendered() throws {
+        let h = try EngineHarness()
+        _ = h.commit([set("c/a", m(["n": 1]))])                      // seq 1
+        let cache = h.engine.documentCache
+        let key = DocumentCache.Key(path("c/a"))
+        func read(at seq: UInt64) -> (String, [UInt8]?) {
+            var copied: [UInt8]?
+            switch cache.read(key, at: seq, { copied = Array($0) }) {
+            case .rendered: return ("rendered", copied)
+            case .unrendered(let doc): return ("unrendered \(doc.seq)", copied)
+            case .miss: return ("miss", copied)
+            }
+        }
+        #expect(read(at: 1).0 == "miss")
+        _ = try h.engine.get(path("c/a"))                              // cached, not rendered
+        #expect(read(at: 1).0 == "unrendered 1")
+        cache.attach(Array("v2".utf8), to: key, version: 2)            // not the cached version: refused
+        #expect(read(at: 1).0 == "unrendered 1")
+        cache.attach(Array("v1".utf8), to: key, version: 1)
+        #expect(read(at: 1) == ("rendered", Array("v1".utf8)))
+        #expect(read(at: 0).0 == "miss")                               // not the version at seq 0
+        // The loop's cached reads hand out the same rendering, and render (and keep) one when there is none.
+        var renders = 0
+        let loop = try #require(h.engine.cachedDocument(path("c/a"), render: { _ in renders += 1; return [] }))
+        #expect(loop.rendering == Array("v1".utf8) && renders == 0)
+        _ = h.commit([set("c/a", m(["n": 2]))])                      // seq 2: refreshed, its rendering dropped
+        #expect(read(at: 1).0 == "miss")
+        #expect(read(at: 2).0 == "unrendered 2")
+        let fresh = try #require(h.engine.cachedDocument(path("c/a"), render: { d in renders += 1; return Array("r\(d.seq)".utf8) }))
+        #expect(fresh.rendering == Array("r2".utf8) && renders == 1)
+        #expect(read(at: 2) == ("rendered", Array("r2".utf8)))
+        // An offer brings its rendering along.
+        _ = h.commit([set("c/b", m(["n": 1]))])                      // seq 3
+        let b = try #require(try h.store.get(path("c/b")))
+        cache.offer(b, readAt: 3, rendering: Array("b3".utf8))
+        var copied: [UInt8] = []
+        if case .rendered = cache.read(DocumentCache.Key(path("c/b")), at: 3, { copied = Array($0) }) {} else { Issue.record("c/b not rendered") }
+        #expect(copied == Array("b3".utf8))
+        _ = h.commit([delete("c/a")])                                 // seq 4 drops it
+        #expect(read(at: 4).0 == "miss")
+    }
+
+    /// A key is the path's segments each after its length, so paths whose joined text is equal are told apart.
+    @Test func keysTellSegmentsApart() {
+        #expect(!DocumentCache.Key(path("ab/c")).matches(DocumentCache.Key(path("a/bc"))))
+        #expect(DocumentCache.Key(path("a/bc")).matches(DocumentCache.Key(path("a/bc"))))
+        let long = String(repeating: "é", count: 200)                  // a length above 127 takes two bytes
+        #expect(!DocumentCache.Key(path("c/\(long)")).matches(DocumentCache.Key(path("c/\(long)x"))))
+        var reused = DocumentCache.Key(path("c/\(long)"))
+        reused.assign(path("c/d"))
+        #expect(reused.matches(DocumentCache.Key(path("c/d"))) && reused.hash == DocumentCache.Key(path("c/d")).hash)
+    }
+
     /// Reader threads read through the cache at their snapshots' seqs while the loop commits and publishes:
     /// every document the cache gives a reader is exactly the one its snapshot holds.
     @Test func concurrentReadersNeverGetAStaleVersion() throws {
@@ -106,6 +161,8 @@ import Testing
         let store = h.store
         let paths = (0..<40).map { path("c/d\($0)") }
         for p in paths { _ = h.commit([set(p.description, m(["n": 0]))]) }
+        // A rendering that names its version, so a rendering served with the wrong version shows.
+        let render: @Sendable (StoredDocument) -> [UInt8] = { d in Array("\(d.path)@\(d.seq):".utf8) + d.data }
         let stop = Locked(false)
         let stats = Locked((hits: 0, checks: 0, wrong: [String]()))
         let readers = DispatchGroup()
@@ -120,7 +177,23 @@ import Testing
                     for _ in 0..<20 {
                         let p = paths[Int(r.next() % UInt64(paths.count))]
                         let truth = try? snap.get(p)
-                        if let hit = cache.document(p, at: snap.seq) {
+                        if r.next() % 2 == 0 {
+                            // Through renderings: a rendering must be the one made from the version at the seq.
+                            var rendered: [UInt8]?
+                            let key = DocumentCache.Key(p)
+                            switch cache.read(key, at: snap.seq, { rendered = Array($0) }) {
+                            case .rendered:
+                                let ok = truth.map(render) == rendered
+                                stats.withLock { s in s.hits += 1; s.checks += 1; if !ok { s.wrong.append("rendering of \(p) at \(snap.seq)") } }
+                            case .unrendered(let doc):
+                                let ok = doc == truth
+                                cache.attach(render(doc), to: key, version: doc.seq)
+                                stats.withLock { s in s.hits += 1; s.checks += 1; if !ok { s.wrong.append("\(p) at \(snap.seq)") } }
+                            case .miss:
+                                if let truth { cache.offer(truth, readAt: snap.seq, rendering: render(truth)) }
+                                stats.withLock { $0.checks += 1 }
+                            }
+                        } else if let hit = cache.document(p, at: snap.seq) {
                             let ok = hit == truth
                             stats.withLock { s in s.hits += 1; s.checks += 1; if !ok { s.wrong.append("\(p) at \(snap.seq)") } }
                         } else if let truth {

@@ -29,11 +29,14 @@ enum BackupHandlers {
         let id = req.id
         let progress = Locked<BackupProgress?>(nil)
         var lastSent: UInt64 = 0
-        let wakeup = server.loop.makeWakeup {
-            guard let p = progress.withLock({ $0 }), !session.closed else { return }
+        var sentFinal = false
+        // Sends the latest progress (loop thread): at most 10 a second, and the last one always, once.
+        let sendProgress = {
+            guard let p = progress.withLock({ $0 }), !session.closed, !sentFinal else { return }
             let now = EventLoop.hrtimeNanos()
             guard now - lastSent >= progressIntervalNanos || p.done == p.total else { return }
             lastSent = now
+            sentFinal = p.done == p.total
             var w = JSONWriter(capacity: 128)
             w.beginObject()
             w.key("type"); w.string("progress")
@@ -45,6 +48,7 @@ enum BackupHandlers {
             w.newline()
             w.withBytes { session.conn.send($0) }
         }
+        let wakeup = server.loop.makeWakeup { sendProgress() }
         let outcome = JobOutcome()
         let slot = session.beginOffLoopRead()
         let stop = jobs.stopRequested
@@ -72,6 +76,7 @@ enum BackupHandlers {
             }
             outcome.line = w.bytes
         }, done: {
+            sendProgress()          // the final progress goes before the answer, whichever wakeup ran first
             wakeup.close()
             jobs.runningBackup = nil
             if let error = outcome.error {

@@ -1,0 +1,106 @@
+import Testing
+import Foundation
+@testable import HearthLoop
+
+/// The worker pool hands each loop turn's items to its threads together (before the loop polls), runs every
+/// `done` exactly once on the loop thread, and never strands an item: not one queued during a before-poll
+/// pass, not one queued while it closes.
+@Suite("Worker pool")
+struct WorkerPoolTests {
+    @Test("items run on the pool's threads in submission order; each done runs once, on the loop thread")
+    func itemsRunInOrderAndFinishOnTheLoop() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let pool = WorkerPool(loop: loop, threads: 1)
+        let loopThread = currentThreadID()
+        let started = Recorder<[Int]>([])
+        let workThreads = Recorder<Set<UInt>>([])
+        var dones: [Int] = []
+        var doneOffLoop = 0
+        let count = 200
+        for i in 0..<count {
+            pool.submit({
+                started.set(started.get() + [i])
+                workThreads.set(workThreads.get().union([currentThreadID()]))
+            }, done: {
+                dones.append(i)
+                if currentThreadID() != loopThread { doneOffLoop += 1 }
+                if dones.count == count { loop.stop() }
+            })
+        }
+        #expect(pool.load.queued == count)                  // not yet handed over: the loop has not polled
+        runBounded(loop, timeoutMs: 5000)
+        pool.close()
+        #expect(started.get() == Array(0..<count))          // one thread: starts in submission order
+        #expect(dones.sorted() == Array(0..<count))
+        #expect(doneOffLoop == 0)
+        #expect(!workThreads.get().contains(loopThread))
+    }
+
+    @Test("several threads share a turn's items")
+    func severalThreadsShareTheWork() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let pool = WorkerPool(loop: loop, threads: 3)
+        let threads = Recorder<Set<UInt>>([])
+        let inside = Recorder<Int>(0)
+        let mostAtOnce = Recorder<Int>(0)
+        let lock = NSLock()
+        var finished = 0
+        for _ in 0..<60 {
+            pool.submit({
+                lock.lock(); let now = inside.get() + 1; inside.set(now); mostAtOnce.set(max(mostAtOnce.get(), now)); lock.unlock()
+                threads.set(threads.get().union([currentThreadID()]))
+                usleep(2000)
+                lock.lock(); inside.set(inside.get() - 1); lock.unlock()
+            }, done: {
+                finished += 1
+                if finished == 60 { loop.stop() }
+            })
+        }
+        runBounded(loop, timeoutMs: 10_000)
+        pool.close()
+        #expect(finished == 60)
+        #expect(threads.get().count > 1, "the items ran on \(threads.get().count) thread(s)")
+        #expect(mostAtOnce.get() > 1)
+    }
+
+    @Test("an item queued during a before-poll pass, after the pool's hand-over, runs without another event")
+    func anItemQueuedDuringTheBeforePollPassIsNotStranded() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let pool = WorkerPool(loop: loop, threads: 1)      // its hand-over hook is registered first
+        var submitted = false
+        var done = false
+        let hook = loop.beforePoll {
+            guard !submitted else { return }
+            submitted = true
+            pool.submit({}, done: { done = true; loop.stop() })
+        }
+        // The watchdog is the only other event: were the item stranded until the next poll returned, the run
+        // would end by the watchdog (recorded as a failure).
+        runBounded(loop, timeoutMs: 3000)
+        hook.cancel()
+        pool.close()
+        #expect(done)
+    }
+
+    @Test("closing runs the items not yet handed over, and later items run inline; every done once")
+    func closeRunsWhatIsLeft() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let pool = WorkerPool(loop: loop, threads: 2)
+        let worked = Recorder<Int>(0)
+        let lock = NSLock()
+        var dones = 0
+        for _ in 0..<10 {
+            pool.submit({ lock.lock(); worked.set(worked.get() + 1); lock.unlock() }, done: { dones += 1 })
+        }
+        pool.close()                                       // before any hand-over: all run inline
+        #expect(worked.get() == 10 && dones == 10)
+        pool.submit({ lock.lock(); worked.set(worked.get() + 1); lock.unlock() }, done: { dones += 1 })
+        #expect(worked.get() == 11 && dones == 11)
+        pool.close()                                       // idempotent
+        #expect(dones == 11)
+    }
+}
