@@ -22,14 +22,15 @@ import HearthStorage
 ///   the entry's own seq is at most S (nothing changed it between S and published). Anything else is a miss,
 ///   read from the snapshot, and offered back (`offer`), which caches it only if S is the published seq.
 ///
-/// **Renderings.** An entry may also hold a rendering of its version: bytes its user derives from the
-/// document alone (the server keeps the document's wire form there). `read` hands a reader the rendering
-/// inside the lock, to copy, so a hit neither retains the shared document nor encodes it again. A rendering
+/// **Renderings.** An entry may also hold a rendering of its version (`DocumentRendering`: bytes its user
+/// derives from the document alone, kept around the document's data rather than with a copy of it; the
+/// server keeps the document's wire form there). `read` hands a reader the rendering's parts inside the lock,
+/// to copy, so a hit neither retains the shared document nor encodes it again. A rendering
 /// belongs to one version: `publish` drops it with the version it rendered, and `attach` adds one only to
 /// the version it was made from.
 ///
-/// **Keys.** An entry is found by its path's `Key` (the segments' bytes, each after its length, and a hash of
-/// them), built outside the lock; inside, the lookup compares a hash and then bytes, touching no reference
+/// **Keys.** An entry is found by its path's `Key` (the segments' bytes joined by `/`, and a hash of them),
+/// built outside the lock; inside, the lookup compares a hash and then bytes, touching no reference
 /// counts. Two paths whose hashes are equal cannot both be cached: the later one replaces the earlier one (a
 /// cache may always decline to hold something).
 ///
@@ -41,12 +42,17 @@ import HearthStorage
 /// The entries are split into shards by the key's hash (16 from 1 MiB of capacity, else one), each with its
 /// own lock, published seq and share of the capacity, so reader threads rarely wait for each other;
 /// everything above holds per shard (`publish` refreshes and advances each shard in one step under its lock).
+/// The seed of `DocumentCache.Key.hash`, random per process.
+private let keySeed = UInt64.random(in: 0 ... .max)
+
 public final class DocumentCache: Sendable {
     /// Estimated bytes per entry besides the document's data, its key and its rendering.
     static let entryOverhead = 96
 
-    /// A document path as the cache finds it: each segment's UTF-8 after its length, and a hash of those
-    /// bytes. `assign` reuses the buffer, so a reader probing many paths with one key allocates nothing.
+    /// A document path as the cache finds it: its segments' UTF-8 joined by `/`, and a hash of those bytes.
+    /// The bytes name one path: a valid path's segments are non-empty and hold no `/`, and `assign(collection:
+    /// id:)` refuses an ID holding one, so no two paths (nor a damaged index entry and a path) share a key.
+    /// `assign` reuses the buffer, so a reader probing many paths with one key allocates nothing.
     public struct Key: Sendable {
         public private(set) var hash = 0
         private(set) var bytes: [UInt8] = []
@@ -58,15 +64,52 @@ public final class DocumentCache: Sendable {
         /// Makes this the key of `path`.
         public mutating func assign(_ path: DocumentPath) {
             bytes.removeAll(keepingCapacity: true)
-            for segment in path.path.segments {
-                var n = segment.utf8.count
-                while n >= 0x80 { bytes.append(UInt8(truncatingIfNeeded: n) | 0x80); n >>= 7 }
-                bytes.append(UInt8(n))
+            for (i, segment) in path.path.segments.enumerated() {
+                if i > 0 { bytes.append(47) }
                 bytes.append(contentsOf: segment.utf8)
             }
-            var h = Hasher()
-            bytes.withUnsafeBytes { h.combine(bytes: $0) }
-            hash = h.finalize()
+            rehash()
+        }
+
+        /// Makes this the key of the document `id` in the collection at path `collection` (UTF-8, `a/b/c`),
+        /// as an index entry holds them: the same key as `assign(_:)` of that document's path. False (the key
+        /// is then unusable) when `id` holds a `/`: no document has such an ID.
+        public mutating func assign(collection: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer) -> Bool {
+            guard !id.contains(47) else { return false }
+            bytes.removeAll(keepingCapacity: true)
+            bytes.append(contentsOf: collection)
+            bytes.append(47)
+            bytes.append(contentsOf: id)
+            rehash()
+            return true
+        }
+
+        private mutating func rehash() {
+            hash = bytes.withUnsafeBytes { Self.hash($0) }
+        }
+
+        /// A 64-bit multiply-xorshift hash of `p`, seeded per process: probing compares hashes first, and a
+        /// collision only costs a cached entry (the later path replaces it).
+        @inline(__always)
+        static func hash(_ p: UnsafeRawBufferPointer) -> Int {
+            let m: UInt64 = 0x9E37_79B9_7F4A_7C15
+            var h = keySeed ^ UInt64(p.count)
+            var i = 0
+            while i + 8 <= p.count {
+                h = (h ^ p.loadUnaligned(fromByteOffset: i, as: UInt64.self)) &* m
+                h ^= h >> 29
+                i += 8
+            }
+            var tail: UInt64 = 0
+            var shift: UInt64 = 0
+            while i < p.count {
+                tail |= UInt64(p[i]) << shift
+                shift += 8
+                i += 1
+            }
+            h = (h ^ tail) &* m
+            h ^= h >> 32
+            return Int(truncatingIfNeeded: h)
         }
 
         @inline(__always)
@@ -90,7 +133,7 @@ public final class DocumentCache: Sendable {
     struct Entry {
         var key: Key
         var doc: StoredDocument
-        var rendering: [UInt8]?
+        var rendering: DocumentRendering?
     }
 
     private struct State {
@@ -149,7 +192,7 @@ public final class DocumentCache: Sendable {
 
     /// The published version of `key`'s document if cached, with its rendering if it has one, counting nothing
     /// (loop thread; see `noteHits`).
-    func peekRendered(_ key: Key) -> (doc: StoredDocument, rendering: [UInt8]?)? {
+    func peekRendered(_ key: Key) -> (doc: StoredDocument, rendering: DocumentRendering?)? {
         shard(key).withLock { s in s.find(key).map { (s.entries[$0].doc, s.entries[$0].rendering) } }
     }
 
@@ -182,22 +225,22 @@ public final class DocumentCache: Sendable {
     }
 
     /// Looks `key` up as of `seq` (any thread, the rule of `document(_:at:)`). On a hit whose version is
-    /// rendered, calls `rendered` with the rendering inside the shard's lock: it must only copy the bytes
-    /// (what it throws is rethrown, the lock released).
+    /// rendered, calls `rendered` with the rendering's parts inside the shard's lock: it must only copy the
+    /// bytes (what it throws is rethrown, the lock released).
     public func read<E: Error>(_ key: Key, at seq: UInt64,
-                               _ rendered: (UnsafeRawBufferPointer) throws(E) -> Void) throws(E) -> Lookup {
+                               _ rendered: (RenderedParts) throws(E) -> Void) throws(E) -> Lookup {
         try shard(key).withLock { (s) throws(E) -> Lookup in
             guard seq <= s.published, let i = s.find(key), s.entries[i].doc.seq <= seq else { s.misses += 1; return .miss }
             s.hits += 1
-            guard s.entries[i].rendering != nil else { return .unrendered(s.entries[i].doc) }
-            try Self.withBytes(s.entries[i].rendering!, rendered)
+            guard let rendering = s.entries[i].rendering else { return .unrendered(s.entries[i].doc) }
+            try rendering.withParts(around: s.entries[i].doc.data, rendered)
             return .rendered
         }
     }
 
     /// Keeps `rendering`, made from version `seq` of the document at `key`, with that version if it is still
     /// cached (any thread).
-    public func attach(_ rendering: [UInt8], to key: Key, version seq: UInt64) {
+    public func attach(_ rendering: DocumentRendering, to key: Key, version seq: UInt64) {
         shard(key).withLock { s in
             guard let i = s.find(key), s.entries[i].doc.seq == seq, s.entries[i].rendering == nil else { return }
             guard s.bytes + rendering.count <= shardCapacity else { return }
@@ -208,7 +251,7 @@ public final class DocumentCache: Sendable {
 
     /// A verified document a reader read from its snapshot at `seq`, with its rendering if made: cached when
     /// `seq` is the published seq (it is then the published version). Any thread.
-    public func offer(_ doc: StoredDocument, readAt seq: UInt64, rendering: [UInt8]? = nil) {
+    public func offer(_ doc: StoredDocument, readAt seq: UInt64, rendering: DocumentRendering? = nil) {
         guard capacityBytes > 0 else { return }
         let key = Key(doc.path)
         shard(key).withLock { s in
@@ -244,7 +287,7 @@ public final class DocumentCache: Sendable {
         }
     }
 
-    private static func insert(_ doc: StoredDocument, _ key: Key, rendering: [UInt8]?, into s: inout State, capacity: Int) {
+    private static func insert(_ doc: StoredDocument, _ key: Key, rendering: DocumentRendering?, into s: inout State, capacity: Int) {
         let size = Self.size(doc, key) + (rendering?.count ?? 0)
         guard size <= capacity / 8 else { return }   // a few huge documents must not flush everything
         if let old = s.slots[key.hash].map({ Int($0) }) {
@@ -273,15 +316,6 @@ public final class DocumentCache: Sendable {
             s.entries[index] = last
             s.slots[last.key.hash] = Int32(index)
         }
-    }
-
-    /// `Array.withUnsafeBytes` keeping the body's typed error.
-    @inline(__always)
-    public static func withBytes<E: Error>(_ a: [UInt8], _ body: (UnsafeRawBufferPointer) throws(E) -> Void) throws(E) {
-        let r: Result<Void, E> = a.withUnsafeBytes { b in
-            do throws(E) { try body(b); return .success(()) } catch { return .failure(error) }
-        }
-        try r.get()
     }
 
     private static func size(_ doc: StoredDocument, _ key: Key) -> Int {

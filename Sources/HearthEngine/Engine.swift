@@ -169,7 +169,7 @@ public final class Engine {
     /// about whether it exists), with its rendering (`DocumentCache`): the one kept with the cached version, or
     /// `render`'s, then kept with it. Counts nothing: a caller that answers from it calls `noteCacheHits`, and
     /// a miss is counted by whoever reads the document instead (a reader).
-    public func cachedDocument(_ path: DocumentPath, render: (StoredDocument) -> [UInt8]) -> (doc: StoredDocument, rendering: [UInt8])? {
+    public func cachedDocument(_ path: DocumentPath, render: (StoredDocument) -> DocumentRendering) -> (doc: StoredDocument, rendering: DocumentRendering)? {
         thread.check("Engine.cachedDocument")
         let key = DocumentCache.Key(path)
         guard let (doc, rendering) = cache.peekRendered(key) else { return nil }

@@ -51,16 +51,16 @@ public struct PreparedQuery: Sendable {
             && plan.branches[0].ranges.count <= 1
     }
 
-    /// For a query that `streams`: calls `visit` with the rendering of each result document (`render`'s bytes
-    /// for it: the server's wire form) in result order, exact at the snapshot's seq like `run`, without
-    /// building the result. The snapshot's index is scanned for entries only. Each document's rendering comes
-    /// from `cache` when it holds the version at the snapshot's seq (handed to `visit` inside the cache's lock:
-    /// `visit` must only copy it), else the document is rendered (from the cache, or read from the snapshot,
-    /// verified and offered to the cache) and the rendering kept with the cached version. Returns how many
-    /// documents it visited.
+    /// For a query that `streams`: calls `visit` with the rendering of each result document (`render`'s for
+    /// it, in its parts: the server's wire form) in result order, exact at the snapshot's seq like `run`, without
+    /// building the result. The snapshot's index is visited for entries only (`visitIndexEntries`: nothing is
+    /// built for an entry whose document the cache holds). Each document's rendering comes from `cache` when
+    /// it holds the version at the snapshot's seq (handed to `visit` inside the cache's lock: `visit` must only
+    /// copy it), else the document is rendered (from the cache, or read from the snapshot, verified and offered
+    /// to the cache) and the rendering kept with the cached version. Returns how many documents it visited.
     public func stream(on snapshot: any StoreSnapshot, cache: DocumentCache?, codec: any DocumentCodec,
-                       render: (StoredDocument) -> [UInt8],
-                       _ visit: (UnsafeRawBufferPointer) throws(HearthError) -> Void) throws(HearthError) -> Int {
+                       render: (StoredDocument) -> DocumentRendering,
+                       _ visit: (RenderedParts) throws(HearthError) -> Void) throws(HearthError) -> Int {
         precondition(streams, "stream() on a query that does not stream")
         let branch = plan.branches[0]
         guard let range = branch.ranges.first else { return 0 }
@@ -71,13 +71,15 @@ public struct PreparedQuery: Sendable {
         var lower = range.lower, upper = range.upper
         var returned = 0
         var key = DocumentCache.Key()
+        var lastKey: [UInt8] = []
         while remaining > 0 {
             let page = min(remaining, 512)
-            let entries = try snapshot.scanIndexEntries(from: lower, to: upper, reverse: branch.reverse, limit: page)
-            for entry in entries {
+            var seen = 0
+            try snapshot.visitIndexEntries(from: lower, to: upper, reverse: branch.reverse, limit: page) { (entry) throws(HearthError) -> Bool in
+                seen += 1
+                if seen == page { lastKey = Array(entry.key) }
                 let found: DocumentCache.Lookup
-                if let cache {
-                    key.assign(entry.path)
+                if let cache, key.assign(collection: entry.collection, id: entry.id) {
                     let wanted = skip == 0
                     found = try cache.read(key, at: seq) { (b) throws(HearthError) in if wanted { try visit(b) } }
                 } else {
@@ -89,22 +91,22 @@ public struct PreparedQuery: Sendable {
                 case .unrendered(let doc):
                     if skip == 0 {
                         let rendering = render(doc)
-                        try DocumentCache.withBytes(rendering, visit)
+                        try rendering.withParts(around: doc.data, visit)
                         cache?.attach(rendering, to: key, version: doc.seq)
                     }
                 case .miss:
-                    guard let read = try snapshot.get(entry.path) else { continue }   // an entry without its document
+                    guard let read = try snapshot.get(try entry.path()) else { return true }   // an entry without its document
                     try QueryExecution.verified(read, codec)
                     let rendering = skip == 0 ? render(read) : nil
                     cache?.offer(read, readAt: seq, rendering: rendering)
-                    if let rendering { try DocumentCache.withBytes(rendering, visit) }
+                    if let rendering { try rendering.withParts(around: read.data, visit) }
                 }
                 remaining -= 1
-                if skip > 0 { skip -= 1; continue }
-                returned += 1
+                if skip > 0 { skip -= 1 } else { returned += 1 }
+                return true
             }
-            guard entries.count == page, let last = entries.last else { break }
-            if branch.reverse { upper = last.key } else { lower = IndexKey.immediateSuccessor(last.key) }
+            guard seen == page else { break }
+            if branch.reverse { upper = lastKey } else { lower = IndexKey.immediateSuccessor(lastKey) }
         }
         return returned
     }

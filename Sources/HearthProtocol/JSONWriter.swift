@@ -28,6 +28,9 @@ public struct JSONWriter {
 
     public var count: Int { storage.count }
 
+    /// Bytes the buffer holds without growing.
+    public var capacity: Int { storage.capacity }
+
     /// Calls `body` with the bytes written so far, valid only during the call.
     public func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(start: storage.base, count: storage.count))

@@ -24,12 +24,12 @@ public enum ValueCodec {
     }
 
     /// Decodes one value (at depth 1). `path` names it in error messages.
-    public static func decodeValue(_ ref: JSONRef, path: String = "value", options: Options = Options()) throws(HearthError) -> Value {
+    public static func decodeValue(_ ref: JSONRef, path: @autoclosure () -> String = "value", options: Options = Options()) throws(HearthError) -> Value {
         let d = ValueDecoder(allowNestedArrays: options.allowNestedArrays, maxDepth: options.maxDepth)
         do {
             return try d.value(ref, depth: 1)
         } catch {
-            throw error.hearthError(root: path)
+            throw error.hearthError(root: path())
         }
     }
 

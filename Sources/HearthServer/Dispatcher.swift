@@ -255,7 +255,7 @@ struct Context {
         let timing = deferTiming()
         server.offLoopReadStarted()
         server.readers.submit({
-            var w = JSONWriter(capacity: 4096)
+            var w = ReaderWriters.take()
             let scope = ReaderScope(op: op, id: id, line: line, codec: codec, cache: cache, judge: judge, store: store,
                                     catalog: catalog, responseLimit: limit)
             defer { scope.close() }
@@ -271,6 +271,7 @@ struct Context {
             }
             outcome.seq = scope.seq ?? 0
             outcome.line = w.bytes
+            ReaderWriters.give(consume w)
         }, done: {
             server.offLoopReadReturned()
             server.requestFinished(timing, failed: outcome.failed, id: id, session: session)

@@ -75,59 +75,59 @@ package enum QueryDecoding {
         return try query.validated()
     }
 
-    private static func filters(_ list: JSONRef, path: String) throws(HearthError) -> [Filter] {
+    private static func filters(_ list: JSONRef, path: @autoclosure () -> String) throws(HearthError) -> [Filter] {
         var out: [Filter] = []
-        for (i, el) in list.elements.enumerated() { out.append(try filter(el, path: "\(path)[\(i)]")) }
+        for (i, el) in list.elements.enumerated() { out.append(try filter(el, path: "\(path())[\(i)]")) }
         return out
     }
 
-    private static func filter(_ ref: JSONRef, path: String) throws(HearthError) -> Filter {
+    private static func filter(_ ref: JSONRef, path: @autoclosure () -> String) throws(HearthError) -> Filter {
         if ref.kind == .object {
             guard ref.count == 1, let m = ref.members.first(where: { _ in true }), m.key == "and" || m.key == "or" else {
-                throw .invalid("\(path): a composite filter is {\"and\":[...]} or {\"or\":[...]}")
+                throw .invalid("\(path()): a composite filter is {\"and\":[...]} or {\"or\":[...]}")
             }
-            guard m.value.kind == .array else { throw .invalid("\(path).\(m.key) must be an array of filters") }
-            return .composite(m.key == "and" ? .and : .or, try filters(m.value, path: "\(path).\(m.key)"))
+            guard m.value.kind == .array else { throw .invalid("\(path()).\(m.key) must be an array of filters") }
+            return .composite(m.key == "and" ? .and : .or, try filters(m.value, path: "\(path()).\(m.key)"))
         }
         guard ref.kind == .array, ref.count == 3 else {
-            throw .invalid("\(path): a filter is [\"field\", \"op\", value] or {\"and\"|\"or\":[...]}")
+            throw .invalid("\(path()): a filter is [\"field\", \"op\", value] or {\"and\"|\"or\":[...]}")
         }
         let items = Array(ref.elements)
-        guard items[0].kind == .string else { throw .invalid("\(path)[0] must be a field path string") }
+        guard items[0].kind == .string else { throw .invalid("\(path())[0] must be a field path string") }
         let field: FieldPath
-        do { field = try FieldPath.parse(items[0].string!) } catch { throw .invalid("\(path)[0]: \(error.message)") }
+        do { field = try FieldPath.parse(items[0].string!) } catch { throw .invalid("\(path())[0]: \(error.message)") }
         guard items[1].kind == .string, let op = Filter.Operator(rawValue: items[1].string!) else {
             let ops = Filter.Operator.allCases.map(\.rawValue).joined(separator: " ")
-            throw .invalid("\(path)[1] must be one of: \(ops)")
+            throw .invalid("\(path())[1] must be one of: \(ops)")
         }
-        let value = try operand(items[2], path: "\(path)[2]")
+        let value = try operand(items[2], path: "\(path())[2]")
         return .field(field, op, value)
     }
 
-    private static func order(_ ref: JSONRef, path: String) throws(HearthError) -> Query.Order {
+    private static func order(_ ref: JSONRef, path: @autoclosure () -> String) throws(HearthError) -> Query.Order {
         var name: JSONRef = ref
         var direction = Query.Direction.ascending
         if ref.kind == .array {
             let items = Array(ref.elements)
-            guard (1...2).contains(items.count) else { throw .invalid("\(path) must be \"field\" or [\"field\",\"asc\"|\"desc\"]") }
+            guard (1...2).contains(items.count) else { throw .invalid("\(path()) must be \"field\" or [\"field\",\"asc\"|\"desc\"]") }
             name = items[0]
             if items.count == 2 {
                 guard items[1].kind == .string, let d = Query.Direction(rawValue: items[1].string!) else {
-                    throw .invalid("\(path)[1] must be \"asc\" or \"desc\"")
+                    throw .invalid("\(path())[1] must be \"asc\" or \"desc\"")
                 }
                 direction = d
             }
         }
-        guard name.kind == .string else { throw .invalid("\(path) must be \"field\" or [\"field\",\"asc\"|\"desc\"]") }
-        do { return Query.Order(try FieldPath.parse(name.string!), direction) } catch { throw .invalid("\(path): \(error.message)") }
+        guard name.kind == .string else { throw .invalid("\(path()) must be \"field\" or [\"field\",\"asc\"|\"desc\"]") }
+        do { return Query.Order(try FieldPath.parse(name.string!), direction) } catch { throw .invalid("\(path()): \(error.message)") }
     }
 
     /// `limit`, `limitToLast`, `offset`: an integer from 0 to `QueryLimits.maxCount`.
     private static func count(_ obj: JSONRef, _ name: String) throws(HearthError) -> Int? {
         guard let v = present(obj, name) else { return nil }
-        let expected = "an integer from 0 to \(QueryLimits.maxCount)"
-        guard v.kind == .int, let n = v.int64 else { throw .invalid("field \"\(name)\" must be \(expected), not \(v.kind.article)") }
-        guard n >= 0 && n <= Int64(QueryLimits.maxCount) else { throw .invalid("field \"\(name)\" must be \(expected), got \(n)") }
+        let expected = { "an integer from 0 to \(QueryLimits.maxCount)" }
+        guard v.kind == .int, let n = v.int64 else { throw .invalid("field \"\(name)\" must be \(expected()), not \(v.kind.article)") }
+        guard n >= 0 && n <= Int64(QueryLimits.maxCount) else { throw .invalid("field \"\(name)\" must be \(expected()), got \(n)") }
         return Int(n)
     }
 
@@ -141,7 +141,7 @@ package enum QueryDecoding {
 
     /// A filter operand or cursor value: any value form (nested arrays allowed, as `in` lists need them);
     /// the value decoder refuses transforms and other write sentinels, naming them.
-    private static func operand(_ ref: JSONRef, path: String) throws(HearthError) -> Value {
-        try ValueCodec.decodeValue(ref, path: path, options: ValueCodec.Options(allowNestedArrays: true))
+    private static func operand(_ ref: JSONRef, path: @autoclosure () -> String) throws(HearthError) -> Value {
+        try ValueCodec.decodeValue(ref, path: path(), options: ValueCodec.Options(allowNestedArrays: true))
     }
 }

@@ -25,7 +25,7 @@ enum QueryHandlers {
             w.key("docs")
             w.beginArray()
             _ = try prepared.stream(on: snapshot, cache: r.cache, codec: r.codec, render: DocumentJSON.rendering) { (doc) throws(HearthError) in
-                w.raw(doc)
+                DocumentJSON.write(doc, into: &w)
                 try r.checkResponseSize(w)
             }
             w.endArray()

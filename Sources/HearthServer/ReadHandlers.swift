@@ -1,3 +1,4 @@
+import HearthEngine
 import HearthModel
 import HearthProtocol
 import HearthStorage
@@ -18,7 +19,7 @@ enum ReadHandlers {
             try ctx.judgeGet(path, doc)
             ctx.reply(req) { w in
                 w.key("doc")
-                w.raw(rendering)
+                DocumentJSON.write(doc, rendering, into: &w)
             }
             return
         }
@@ -44,7 +45,7 @@ enum ReadHandlers {
             }
         }
         // Few documents, all cached: answered here. Others are read on a reader thread, all from one snapshot.
-        var cached: [(doc: StoredDocument, rendering: [UInt8])] = []
+        var cached: [(doc: StoredDocument, rendering: DocumentRendering)] = []
         if paths.count <= loopGetAll {
             cached.reserveCapacity(paths.count)
             for p in paths {
@@ -68,7 +69,7 @@ enum ReadHandlers {
         ctx.reply(req) { w in
             w.key("docs")
             w.beginArray()
-            for d in cached { w.raw(d.rendering) }
+            for d in cached { DocumentJSON.write(d.doc, d.rendering, into: &w) }
             w.endArray()
         }
     }
@@ -114,10 +115,31 @@ enum DocumentJSON {
         w.endObject()
     }
 
-    /// A verified document's wire form on its own (what `write` writes), as the document cache keeps it.
-    static func rendering(_ doc: StoredDocument) -> [UInt8] {
-        var w = JSONWriter(capacity: doc.data.count + 192)
-        write(doc, into: &w)
-        return w.bytes
+    /// A verified document's wire form (what `write` writes) as the document cache keeps it: around its data,
+    /// `{"path":…,"id":…,"data":` then `,"createTime":…,"updateTime":…}`.
+    static func rendering(_ doc: StoredDocument) -> DocumentRendering {
+        var w = JSONWriter(capacity: 192)
+        w.beginObject()
+        w.key("path"); w.path(doc.path.path)
+        w.key("id"); w.string(doc.path.id)
+        w.key("data")
+        let head = w.count
+        w.raw(UnsafeRawBufferPointer(start: nil, count: 0))   // the data goes here
+        w.key("createTime"); w.rfc3339(doc.createTime)
+        w.key("updateTime"); w.rfc3339(doc.updateTime)
+        w.endObject()
+        return DocumentRendering(bytes: w.bytes, headCount: head)
+    }
+
+    /// Writes a rendered document as one value.
+    static func write(_ parts: RenderedParts, into w: inout JSONWriter) {
+        w.raw(parts.head)
+        w.appendRaw(parts.data)
+        w.appendRaw(parts.tail)
+    }
+
+    /// Writes `doc` from its rendering.
+    static func write(_ doc: StoredDocument, _ rendering: DocumentRendering, into w: inout JSONWriter) {
+        rendering.withParts(around: doc.data) { parts in write(parts, into: &w) }
     }
 }

@@ -107,3 +107,24 @@ enum ReaderParsers {
         idle.withLock { if $0.count < 64 { $0.append(parser) } }
     }
 }
+
+/// Response writers for reads on reader threads (one per running read, reused): a response is built in a
+/// buffer that has already grown to the size responses take, and only its finished line is copied out.
+enum ReaderWriters {
+    private static let idle = Locked<[JSONWriter]>([])
+
+    static func take() -> JSONWriter {
+        idle.withLock { $0.popLast() } ?? JSONWriter(capacity: 16 * 1024)
+    }
+
+    /// The largest buffer kept for the next read (a larger one, after a large result, is released).
+    static let keptCapacity = 256 * 1024
+
+    /// Keeps `w`, emptied, for the next read, unless it grew past `keptCapacity`. The caller gives up its
+    /// writer (`give(consume w)`): emptying a writer that is referenced twice would copy its buffer.
+    static func give(_ w: consuming JSONWriter) {
+        guard w.capacity <= keptCapacity else { return }
+        w.reset()
+        idle.withLock { [w] in if $0.count < 64 { $0.append(w) } }
+    }
+}

@@ -76,6 +76,50 @@ public struct IndexEntry: Sendable, Hashable {
     }
 }
 
+/// An index entry as `StoreReads.visitIndexEntries` hands it out: its key and the UTF-8 of its document's
+/// collection path and ID, in the store's own memory, valid only during the visit (nothing is built for an
+/// entry its visitor does not ask more of).
+public struct IndexEntryView {
+    public let key: UnsafeRawBufferPointer
+    /// The collection path, `a/b/c`.
+    public let collection: UnsafeRawBufferPointer
+    public let id: UnsafeRawBufferPointer
+
+    public init(key: UnsafeRawBufferPointer, collection: UnsafeRawBufferPointer, id: UnsafeRawBufferPointer) {
+        self.key = key
+        self.collection = collection
+        self.id = id
+    }
+
+    /// The document's path; DATA_LOSS naming the entry when its bytes do not form one.
+    public func path() throws(HearthError) -> DocumentPath {
+        var segments = collection.split(separator: 47, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        segments.append(String(decoding: id, as: UTF8.self))
+        do { return try DocumentPath(ResourcePath(segments: segments)) } catch {
+            throw StorageDamage.indexEntry(segments.joined(separator: "/"), "invalid path: \(error.message)")
+        }
+    }
+
+    /// The entry, built.
+    public func entry() throws(HearthError) -> IndexEntry { IndexEntry(key: Array(key), path: try path()) }
+}
+
+extension IndexEntry {
+    /// Calls `body` with the entry as `visitIndexEntries` hands it out.
+    public func withView<R, E: Error>(_ body: (IndexEntryView) throws(E) -> R) throws(E) -> R {
+        let collection = Array(path.path.segments.dropLast().joined(separator: "/").utf8)
+        let id = Array(path.id.utf8)
+        let r: Result<R, E> = key.withUnsafeBytes { k in
+            collection.withUnsafeBytes { c in
+                id.withUnsafeBytes { i in
+                    do throws(E) { return .success(try body(IndexEntryView(key: k, collection: c, id: i))) } catch { return .failure(error) }
+                }
+            }
+        }
+        return try r.get()
+    }
+}
+
 /// The index entries a commit removes and adds.
 public struct IndexChanges: Sendable, Equatable {
     public var removed: [IndexEntry]
@@ -126,15 +170,30 @@ public protocol StoreReads: AnyObject {
     func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit]
     /// See `DocumentStore.countIndex`.
     func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int
-    /// The index entries `scanIndex` would scan (same bounds, order and limit), without their documents and
-    /// whether or not those exist: for a caller that finds the documents elsewhere (a cache), reading only the
-    /// index. Default: `scanIndex`'s hits as entries (entries whose document is missing are then skipped).
-    func scanIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexEntry]
+    /// Calls `visit` with each index entry `scanIndex` would scan (same bounds, order and limit), without its
+    /// document and whether or not that exists, until `visit` returns false: for a caller that finds the
+    /// documents elsewhere (a cache), reading only the index. `visit` may read through `self` meanwhile.
+    /// Default: `scanIndex`'s hits as entries (entries whose document is missing are then skipped).
+    func visitIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
+                           _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError)
 }
 
 extension StoreReads {
+    public func visitIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
+                                  _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
+        for hit in try scanIndex(from: lower, to: upper, reverse: reverse, limit: limit) {
+            guard try IndexEntry(key: hit.key, path: hit.document.path).withView(visit) else { return }
+        }
+    }
+
+    /// The entries `visitIndexEntries` visits, built.
     public func scanIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexEntry] {
-        try scanIndex(from: lower, to: upper, reverse: reverse, limit: limit).map { IndexEntry(key: $0.key, path: $0.document.path) }
+        var out: [IndexEntry] = []
+        try visitIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit) { (e) throws(HearthError) in
+            out.append(try e.entry())
+            return true
+        }
+        return out
     }
 }
 

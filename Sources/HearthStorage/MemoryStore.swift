@@ -79,8 +79,11 @@ public final class MemoryStore: StoreAdministration {
         func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {
             state.index.range(from: lower, to: upper).count
         }
-        func scanIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexEntry] {
-            MemoryStore.entries(state, from: lower, to: upper, reverse: reverse, limit: limit)
+        func visitIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
+                               _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
+            for e in MemoryStore.entries(state, from: lower, to: upper, reverse: reverse, limit: limit) {
+                guard try e.withView(visit) else { return }
+            }
         }
         func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument] {
             MemoryStore.documents(state, in: scope, after: after, limit: limit)
@@ -151,8 +154,12 @@ public final class MemoryStore: StoreAdministration {
         try read { s in s.index.range(from: lower, to: upper).count }
     }
 
-    public func scanIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexEntry] {
-        try read { s in Self.entries(s, from: lower, to: upper, reverse: reverse, limit: limit) }
+    public func visitIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
+                                  _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
+        // The entries of one state, visited outside the lock (the visitor may read the store).
+        for e in try read({ s in Self.entries(s, from: lower, to: upper, reverse: reverse, limit: limit) }) {
+            guard try e.withView(visit) else { return }
+        }
     }
 
     private static func entries(_ s: State, from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) -> [IndexEntry] {

@@ -114,21 +114,15 @@ package struct SQLiteIndexReader {
         return hits
     }
 
-    func entries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexEntry] {
-        guard limit > 0 else { return [] }
+    /// The entries-only scan, each row handed to `visit` in the statement's own memory (`IndexEntryView`).
+    func visit(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
+               _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
+        guard limit > 0 else { return }
         let s = try Self.bound(entryScans, from: lower, to: upper, reverse: reverse, limit: limit)
         defer { s.reset() }
-        var out: [IndexEntry] = []
-        var paths = RowPaths()
         while try s.step() {
-            let collection = s.text(1), id = s.text(2)
-            let path: DocumentPath
-            do { path = try paths.path(collection, id) } catch {
-                throw StorageDamage.indexEntry("\(collection)/\(id)", "invalid path: \(error.message)")
-            }
-            out.append(IndexEntry(key: s.bytes(0), path: path))
+            guard try visit(IndexEntryView(key: s.rawBlob(0), collection: s.rawText(1), id: s.rawText(2))) else { return }
         }
-        return out
     }
 
     func count(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {

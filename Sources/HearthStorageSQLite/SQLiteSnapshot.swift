@@ -31,8 +31,9 @@ final class SQLiteSnapshot: StoreSnapshot, @unchecked Sendable {
         try open().index.count(from: lower, to: upper)
     }
 
-    func scanIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexEntry] {
-        try open().index.entries(from: lower, to: upper, reverse: reverse, limit: limit)
+    func visitIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
+                           _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
+        try open().index.visit(from: lower, to: upper, reverse: reverse, limit: limit, visit)
     }
 
     func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument] {

@@ -103,6 +103,20 @@ struct SQLiteStatement {
         return String(decoding: UnsafeBufferPointer(start: p, count: n), as: UTF8.self)
     }
 
+    /// A blob column in SQLite's memory, valid until the next `step`, `reset` or finalization.
+    func rawBlob(_ column: Int32) -> UnsafeRawBufferPointer {
+        let p = sqlite3_column_blob(handle, column)
+        let n = Int(sqlite3_column_bytes(handle, column))
+        guard let p, n > 0 else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: p, count: n)
+    }
+
+    /// A text column's UTF-8 in SQLite's memory, valid until the next `step`, `reset` or finalization.
+    func rawText(_ column: Int32) -> UnsafeRawBufferPointer {
+        guard let p = sqlite3_column_text(handle, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: p, count: Int(sqlite3_column_bytes(handle, column)))
+    }
+
     func bytes(_ column: Int32) -> [UInt8] {
         let p = sqlite3_column_blob(handle, column)
         let n = Int(sqlite3_column_bytes(handle, column))

@@ -130,8 +130,18 @@ public final class SQLiteStore: DocumentStore {
         try read { r throws(HearthError) in try r.index.count(from: lower, to: upper) }
     }
 
-    public func scanIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexEntry] {
-        try read { r throws(HearthError) in try r.index.entries(from: lower, to: upper, reverse: reverse, limit: limit) }
+    public func visitIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
+                                  _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
+        // Built on the reader connection, visited after it is returned (the visitor may read the store).
+        let entries = try read { r throws(HearthError) in
+            var out: [IndexEntry] = []
+            try r.index.visit(from: lower, to: upper, reverse: reverse, limit: limit) { (e) throws(HearthError) in
+                out.append(try e.entry())
+                return true
+            }
+            return out
+        }
+        for e in entries { guard try e.withView(visit) else { return } }
     }
 
     public func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {

@@ -98,55 +98,70 @@ import Testing
         #expect(cache.document(path("c/a"), at: 4) == nil)
     }
 
-    /// A rendering belongs to the version it was made from: `read` hands it out only with that version, a
-    /// publication that changes the document drops it, and `attach` refuses a rendering of another version.
+    /// A rendering belongs to the version it was made from: `read` hands it out only with that version (in
+    /// its parts, around the version's data), a publication that changes the document drops it, and `attach`
+    /// refuses a rendering of another version.
     @Test func aRenderingIsServedOnlyWithTheVersionItRendered() throws {
         let h = try EngineHarness()
         _ = h.commit([set("c/a", m(["n": 1]))])                      // seq 1
         let cache = h.engine.documentCache
         let key = DocumentCache.Key(path("c/a"))
-        func read(at seq: UInt64) -> (String, [UInt8]?) {
-            var copied: [UInt8]?
-            switch cache.read(key, at: seq, { copied = Array($0) }) {
+        func rendering(_ text: String) -> DocumentRendering { DocumentRendering(bytes: Array("<\(text)>".utf8), headCount: text.utf8.count + 1) }
+        func read(_ key: DocumentCache.Key = key, at seq: UInt64) -> (String, String?) {
+            var copied: String?
+            let found = cache.read(key, at: seq) { p in copied = String(decoding: Array(p.head) + Array(p.data) + Array(p.tail), as: UTF8.self) }
+            switch found {
             case .rendered: return ("rendered", copied)
             case .unrendered(let doc): return ("unrendered \(doc.seq)", copied)
             case .miss: return ("miss", copied)
             }
         }
+        func data(_ p: String) throws -> String { String(decoding: try #require(try h.store.get(path(p))).data, as: UTF8.self) }
         #expect(read(at: 1).0 == "miss")
         _ = try h.engine.get(path("c/a"))                              // cached, not rendered
         #expect(read(at: 1).0 == "unrendered 1")
-        cache.attach(Array("v2".utf8), to: key, version: 2)            // not the cached version: refused
+        cache.attach(rendering("v2"), to: key, version: 2)             // not the cached version: refused
         #expect(read(at: 1).0 == "unrendered 1")
-        cache.attach(Array("v1".utf8), to: key, version: 1)
-        #expect(read(at: 1) == ("rendered", Array("v1".utf8)))
+        cache.attach(rendering("v1"), to: key, version: 1)
+        #expect(read(at: 1) == ("rendered", "<v1\(try data("c/a"))>"))
         #expect(read(at: 0).0 == "miss")                               // not the version at seq 0
         // The loop's cached reads hand out the same rendering, and render (and keep) one when there is none.
         var renders = 0
-        let loop = try #require(h.engine.cachedDocument(path("c/a"), render: { _ in renders += 1; return [] }))
-        #expect(loop.rendering == Array("v1".utf8) && renders == 0)
+        let loop = try #require(h.engine.cachedDocument(path("c/a"), render: { _ in renders += 1; return rendering("x") }))
+        #expect(loop.rendering == rendering("v1") && renders == 0)
         _ = h.commit([set("c/a", m(["n": 2]))])                      // seq 2: refreshed, its rendering dropped
         #expect(read(at: 1).0 == "miss")
         #expect(read(at: 2).0 == "unrendered 2")
-        let fresh = try #require(h.engine.cachedDocument(path("c/a"), render: { d in renders += 1; return Array("r\(d.seq)".utf8) }))
-        #expect(fresh.rendering == Array("r2".utf8) && renders == 1)
-        #expect(read(at: 2) == ("rendered", Array("r2".utf8)))
+        let fresh = try #require(h.engine.cachedDocument(path("c/a"), render: { d in renders += 1; return rendering("r\(d.seq)") }))
+        #expect(fresh.rendering == rendering("r2") && renders == 1)
+        #expect(read(at: 2) == ("rendered", "<r2\(try data("c/a"))>"))
         // An offer brings its rendering along.
         _ = h.commit([set("c/b", m(["n": 1]))])                      // seq 3
         let b = try #require(try h.store.get(path("c/b")))
-        cache.offer(b, readAt: 3, rendering: Array("b3".utf8))
-        var copied: [UInt8] = []
-        if case .rendered = cache.read(DocumentCache.Key(path("c/b")), at: 3, { copied = Array($0) }) {} else { Issue.record("c/b not rendered") }
-        #expect(copied == Array("b3".utf8))
+        cache.offer(b, readAt: 3, rendering: rendering("b3"))
+        #expect(read(DocumentCache.Key(path("c/b")), at: 3) == ("rendered", "<b3\(try data("c/b"))>"))
         _ = h.commit([delete("c/a")])                                 // seq 4 drops it
         #expect(read(at: 4).0 == "miss")
     }
 
-    /// A key is the path's segments each after its length, so paths whose joined text is equal are told apart.
-    @Test func keysTellSegmentsApart() {
+    /// A key from an index entry's collection and ID is the key of the document's path; an ID holding a `/`
+    /// (which no document has: a damaged entry) gives none, so it cannot stand for another path; a reused key
+    /// is the key of its last path.
+    @Test func keysFromIndexEntriesAreThePathsKeys() {
+        func key(_ collection: String, _ id: String) -> DocumentCache.Key? {
+            var k = DocumentCache.Key()
+            let ok = Array(collection.utf8).withUnsafeBytes { c in Array(id.utf8).withUnsafeBytes { i in k.assign(collection: c, id: i) } }
+            return ok ? k : nil
+        }
+        let long = String(repeating: "é", count: 200)
+        for p in ["c/d", "a/b/c/d", "c/\(long)", "rooms/r1/messages/\(long)x", "c/é", "c/\u{0}"] {
+            let segments = p.split(separator: "/", omittingEmptySubsequences: false)
+            let fromEntry = key(segments.dropLast().joined(separator: "/"), String(segments.last!))
+            #expect(fromEntry.map { $0.matches(DocumentCache.Key(path(p))) } == true, "\(p)")
+            #expect(fromEntry?.hash == DocumentCache.Key(path(p)).hash)
+        }
+        #expect(key("a/b", "c/d") == nil)                             // would read as a/b/c/d
         #expect(!DocumentCache.Key(path("ab/c")).matches(DocumentCache.Key(path("a/bc"))))
-        #expect(DocumentCache.Key(path("a/bc")).matches(DocumentCache.Key(path("a/bc"))))
-        let long = String(repeating: "é", count: 200)                  // a length above 127 takes two bytes
         #expect(!DocumentCache.Key(path("c/\(long)")).matches(DocumentCache.Key(path("c/\(long)x"))))
         var reused = DocumentCache.Key(path("c/\(long)"))
         reused.assign(path("c/d"))
@@ -161,8 +176,13 @@ import Testing
         let store = h.store
         let paths = (0..<40).map { path("c/d\($0)") }
         for p in paths { _ = h.commit([set(p.description, m(["n": 0]))]) }
-        // A rendering that names its version, so a rendering served with the wrong version shows.
-        let render: @Sendable (StoredDocument) -> [UInt8] = { d in Array("\(d.path)@\(d.seq):".utf8) + d.data }
+        // A rendering that names its version, so a rendering served with the wrong version (or around the
+        // wrong data) shows.
+        let render: @Sendable (StoredDocument) -> DocumentRendering = { d in
+            let head = Array("\(d.path)@\(d.seq):".utf8)
+            return DocumentRendering(bytes: head + Array(";\(d.seq)".utf8), headCount: head.count)
+        }
+        let whole: @Sendable (StoredDocument) -> [UInt8] = { d in Array("\(d.path)@\(d.seq):".utf8) + d.data + Array(";\(d.seq)".utf8) }
         let stop = Locked(false)
         let stats = Locked((hits: 0, checks: 0, wrong: [String]()))
         let readers = DispatchGroup()
@@ -181,9 +201,9 @@ import Testing
                             // Through renderings: a rendering must be the one made from the version at the seq.
                             var rendered: [UInt8]?
                             let key = DocumentCache.Key(p)
-                            switch cache.read(key, at: snap.seq, { rendered = Array($0) }) {
+                            switch cache.read(key, at: snap.seq, { rendered = Array($0.head) + Array($0.data) + Array($0.tail) }) {
                             case .rendered:
-                                let ok = truth.map(render) == rendered
+                                let ok = truth.map(whole) == rendered
                                 stats.withLock { s in s.hits += 1; s.checks += 1; if !ok { s.wrong.append("rendering of \(p) at \(snap.seq)") } }
                             case .unrendered(let doc):
                                 let ok = doc == truth

@@ -123,18 +123,18 @@ struct QueryValidator {
     }
 
     func checkFieldFilter(_ field: FieldPath, _ op: Filter.Operator, _ value: Value) throws(HearthError) -> Value {
-        let name = "'\(op.rawValue)' filter on '\(field)'"
+        let name = { "'\(op.rawValue)' filter on '\(field)'" }   // formatted only for an error
         if op.takesList {
             guard case .array(let list) = value else {
-                throw .invalid("\(name) requires an array of values, got \(value.typeName)")
+                throw .invalid("\(name()) requires an array of values, got \(value.typeName)")
             }
-            if list.isEmpty { throw .invalid("\(name) requires a non-empty array") }
+            if list.isEmpty { throw .invalid("\(name()) requires a non-empty array") }
             let max = op == .notIn ? QueryLimits.maxNotInValues : QueryLimits.maxInValues
-            if list.count > max { throw .invalid("\(name) has \(list.count) values; at most \(max) are allowed") }
+            if list.count > max { throw .invalid("\(name()) has \(list.count) values; at most \(max) are allowed") }
         }
         if op.isRange {
-            if case .null = value { throw .invalid("\(name): null supports only '==' and '!=' filters") }
-            if value.isNaN { throw .invalid("\(name): NaN supports only '==' and '!=' filters") }
+            if case .null = value { throw .invalid("\(name()): null supports only '==' and '!=' filters") }
+            if value.isNaN { throw .invalid("\(name()): NaN supports only '==' and '!=' filters") }
         }
         guard field.isDocumentID else { return value }
         if op == .arrayContains || op == .arrayContainsAny {
@@ -142,10 +142,10 @@ struct QueryValidator {
         }
         if case .array(let list) = value, op.takesList {
             var refs: [Value] = []
-            for v in list { refs.append(try documentKey(v, what: name)) }
+            for v in list { refs.append(try documentKey(v, what: name())) }
             return .array(refs)
         }
-        return try documentKey(value, what: name)
+        return try documentKey(value, what: name())
     }
 
     /// Converts a `__name__` operand or cursor value: an ID (collection query) or a document path
