@@ -30,8 +30,7 @@ import HearthStorage
 /// the version it was made from.
 ///
 /// **Keys.** An entry is found by its path's `Key` (the segments' bytes joined by `/`, and a hash of them),
-/// built outside the lock; inside, the lookup compares a hash and then bytes, touching no reference
-/// counts. Two paths whose hashes are equal cannot both be cached: the later one replaces the earlier one (a
+/// built outside the lock; inside, the lookup compares a hash and then bytes. Two paths whose hashes are equal cannot both be cached: the later one replaces the earlier one (a
 /// cache may always decline to hold something).
 ///
 /// Bounded by `capacityBytes` (document bytes, key, rendering and a fixed overhead per entry); when full, a
@@ -112,6 +111,12 @@ public final class DocumentCache: Sendable {
             return Int(truncatingIfNeeded: h)
         }
 
+        /// A key with the given bytes and hash (tests: keys whose hashes collide).
+        init(bytes: [UInt8], hash: Int) {
+            self.bytes = bytes
+            self.hash = hash
+        }
+
         @inline(__always)
         func matches(_ other: Key) -> Bool {
             hash == other.hash && bytes.withUnsafeBytes { a in
@@ -124,6 +129,9 @@ public final class DocumentCache: Sendable {
     public enum Lookup {
         /// The version at the seq, whose rendering `read` handed to its closure.
         case rendered
+        /// The version at the seq, rendered in this many bytes: more than the caller said it had room for
+        /// (make room outside the lock, then read again).
+        case needsRoom(Int)
         /// The version at the seq, not yet rendered (render it, then `attach` the rendering).
         case unrendered(StoredDocument)
         /// Not cached, or not as of the seq.
@@ -225,14 +233,18 @@ public final class DocumentCache: Sendable {
     }
 
     /// Looks `key` up as of `seq` (any thread, the rule of `document(_:at:)`). On a hit whose version is
-    /// rendered, calls `rendered` with the rendering's parts inside the shard's lock: it must only copy the
-    /// bytes (what it throws is rethrown, the lock released).
-    public func read<E: Error>(_ key: Key, at seq: UInt64,
+    /// rendered in at most `room` bytes, calls `rendered` with the rendering's parts inside the shard's lock: it
+    /// must only copy them, into room it already has (what it throws is rethrown, the lock released). A
+    /// larger rendering is `.needsRoom`: the caller makes room outside the lock, so the loop, which takes
+    /// every shard's lock to publish, never waits for a reader's buffer to grow.
+    public func read<E: Error>(_ key: Key, at seq: UInt64, room: Int,
                                _ rendered: (RenderedParts) throws(E) -> Void) throws(E) -> Lookup {
         try shard(key).withLock { (s) throws(E) -> Lookup in
             guard seq <= s.published, let i = s.find(key), s.entries[i].doc.seq <= seq else { s.misses += 1; return .miss }
+            guard let rendering = s.entries[i].rendering else { s.hits += 1; return .unrendered(s.entries[i].doc) }
+            let size = rendering.renderedCount(around: s.entries[i].doc.data)
+            guard size <= room else { return .needsRoom(size) }     // counted when read again
             s.hits += 1
-            guard let rendering = s.entries[i].rendering else { return .unrendered(s.entries[i].doc) }
             try rendering.withParts(around: s.entries[i].doc.data, rendered)
             return .rendered
         }
@@ -242,8 +254,15 @@ public final class DocumentCache: Sendable {
     /// cached (any thread).
     public func attach(_ rendering: DocumentRendering, to key: Key, version seq: UInt64) {
         shard(key).withLock { s in
-            guard let i = s.find(key), s.entries[i].doc.seq == seq, s.entries[i].rendering == nil else { return }
-            guard s.bytes + rendering.count <= shardCapacity else { return }
+            guard var i = s.find(key), s.entries[i].doc.seq == seq, s.entries[i].rendering == nil else { return }
+            guard Self.size(s.entries[i]) + rendering.count <= shardCapacity / 8 else { return }
+            // Room is made as `insert` makes it, by evicting other entries (the entry may move when one goes).
+            while s.bytes + rendering.count > shardCapacity, s.entries.count > 1 {
+                var victim = Int.random(in: 0..<(s.entries.count - 1), using: &s.rng)
+                if victim >= i { victim += 1 }
+                Self.evict(victim, from: &s)
+                i = s.find(key)!
+            }
             s.entries[i].rendering = rendering
             s.bytes += rendering.count
         }
@@ -252,8 +271,12 @@ public final class DocumentCache: Sendable {
     /// A verified document a reader read from its snapshot at `seq`, with its rendering if made: cached when
     /// `seq` is the published seq (it is then the published version). Any thread.
     public func offer(_ doc: StoredDocument, readAt seq: UInt64, rendering: DocumentRendering? = nil) {
+        offer(doc, key: Key(doc.path), readAt: seq, rendering: rendering)
+    }
+
+    /// `offer` under a key the caller made (tests give keys whose hashes collide).
+    func offer(_ doc: StoredDocument, key: Key, readAt seq: UInt64, rendering: DocumentRendering?) {
         guard capacityBytes > 0 else { return }
-        let key = Key(doc.path)
         shard(key).withLock { s in
             guard seq == s.published, doc.seq <= seq else { return }
             Self.insert(doc, key, rendering: rendering, into: &s, capacity: shardCapacity)
@@ -285,6 +308,24 @@ public final class DocumentCache: Sendable {
                 s.published = max(s.published, seq)
             }
         }
+    }
+
+    /// The problems with the shards' internal state, if any (tests): each slot names the entry with its hash,
+    /// each entry has its slot, the byte counts add up, and no shard is over its share.
+    func inconsistencies() -> [String] {
+        var out: [String] = []
+        for (n, shard) in shards.enumerated() {
+            shard.withLock { s in
+                if s.slots.count != s.entries.count { out.append("shard \(n): \(s.slots.count) slots for \(s.entries.count) entries") }
+                for (hash, i) in s.slots where Int(i) >= s.entries.count || s.entries[Int(i)].key.hash != hash {
+                    out.append("shard \(n): the slot of hash \(hash) names entry \(i)")
+                }
+                let total = s.entries.reduce(0) { $0 + Self.size($1) }
+                if total != s.bytes { out.append("shard \(n): \(s.bytes) bytes counted, \(total) held") }
+                if s.bytes > shardCapacity { out.append("shard \(n): \(s.bytes) bytes, over its \(shardCapacity)") }
+            }
+        }
+        return out
     }
 
     private static func insert(_ doc: StoredDocument, _ key: Key, rendering: DocumentRendering?, into s: inout State, capacity: Int) {

@@ -51,16 +51,15 @@ public struct PreparedQuery: Sendable {
             && plan.branches[0].ranges.count <= 1
     }
 
-    /// For a query that `streams`: calls `visit` with the rendering of each result document (`render`'s for
-    /// it, in its parts: the server's wire form) in result order, exact at the snapshot's seq like `run`, without
-    /// building the result. The snapshot's index is visited for entries only (`visitIndexEntries`: nothing is
-    /// built for an entry whose document the cache holds). Each document's rendering comes from `cache` when
-    /// it holds the version at the snapshot's seq (handed to `visit` inside the cache's lock: `visit` must only
-    /// copy it), else the document is rendered (from the cache, or read from the snapshot, verified and offered
-    /// to the cache) and the rendering kept with the cached version. Returns how many documents it visited.
+    /// For a query that `streams`: writes each result document, rendered (`render`'s rendering: the server's
+    /// wire form), into `sink` in result order, exact at the snapshot's seq like `run`, without building the
+    /// result. The snapshot's index is visited for entries only (`visitIndexEntries`: nothing is built for an
+    /// entry whose document the cache holds). Each document's rendering comes from `cache` when it holds the
+    /// version at the snapshot's seq (copied into the sink inside the cache's lock, into room made before),
+    /// else the document is rendered (from the cache, or read from the snapshot, verified and offered to the
+    /// cache) and the rendering kept with the cached version. Returns how many documents it wrote.
     public func stream(on snapshot: any StoreSnapshot, cache: DocumentCache?, codec: any DocumentCodec,
-                       render: (StoredDocument) -> DocumentRendering,
-                       _ visit: (RenderedParts) throws(HearthError) -> Void) throws(HearthError) -> Int {
+                       render: (StoredDocument) -> DocumentRendering, into sink: inout some RenderedSink) throws(HearthError) -> Int {
         precondition(streams, "stream() on a query that does not stream")
         let branch = plan.branches[0]
         guard let range = branch.ranges.first else { return 0 }
@@ -78,20 +77,24 @@ public struct PreparedQuery: Sendable {
             try snapshot.visitIndexEntries(from: lower, to: upper, reverse: branch.reverse, limit: page) { (entry) throws(HearthError) -> Bool in
                 seen += 1
                 if seen == page { lastKey = Array(entry.key) }
-                let found: DocumentCache.Lookup
+                var found = DocumentCache.Lookup.miss
                 if let cache, key.assign(collection: entry.collection, id: entry.id) {
                     let wanted = skip == 0
-                    found = try cache.read(key, at: seq) { (b) throws(HearthError) in if wanted { try visit(b) } }
-                } else {
-                    found = .miss
+                    while true {
+                        found = try cache.read(key, at: seq, room: wanted ? sink.room - 1 : Int.max) { (parts) throws(HearthError) in
+                            if wanted { try sink.write(parts) }
+                        }
+                        guard case .needsRoom(let n) = found else { break }
+                        sink.reserve(n + 1)                  // outside the lock; then read again
+                    }
                 }
                 switch found {
-                case .rendered:
+                case .rendered, .needsRoom:
                     break
                 case .unrendered(let doc):
                     if skip == 0 {
                         let rendering = render(doc)
-                        try rendering.withParts(around: doc.data, visit)
+                        try Self.write(rendering, around: doc.data, into: &sink)
                         cache?.attach(rendering, to: key, version: doc.seq)
                     }
                 case .miss:
@@ -99,7 +102,7 @@ public struct PreparedQuery: Sendable {
                     try QueryExecution.verified(read, codec)
                     let rendering = skip == 0 ? render(read) : nil
                     cache?.offer(read, readAt: seq, rendering: rendering)
-                    if let rendering { try rendering.withParts(around: read.data, visit) }
+                    if let rendering { try Self.write(rendering, around: read.data, into: &sink) }
                 }
                 remaining -= 1
                 if skip > 0 { skip -= 1 } else { returned += 1 }
@@ -109,6 +112,11 @@ public struct PreparedQuery: Sendable {
             if branch.reverse { upper = lastKey } else { lower = IndexKey.immediateSuccessor(lastKey) }
         }
         return returned
+    }
+
+    private static func write(_ rendering: DocumentRendering, around data: [UInt8], into sink: inout some RenderedSink) throws(HearthError) {
+        sink.reserve(rendering.renderedCount(around: data) + 1)
+        try rendering.withParts(around: data) { (parts) throws(HearthError) in try sink.write(parts) }
     }
 
     /// Computes `aggregations` over the query's results at the snapshot's seq. A lone count over an exact

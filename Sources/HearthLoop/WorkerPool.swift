@@ -38,6 +38,8 @@ public final class WorkerPool: @unchecked Sendable {
     // Loop thread only.
     /// Items submitted this turn, handed over before the loop polls.
     private var submitted: [Item] = []
+    /// The previous turn's emptied `submitted`, swapped back in (no allocation per turn).
+    private var spare: [Item] = []
     private var handOver: LoopHook?
     /// Set by `close()`: later items run inline.
     private var closed = false
@@ -81,7 +83,7 @@ public final class WorkerPool: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    /// Items queued and not yet started, and items running.
+    /// Items queued and not yet started, and items running. Loop thread only.
     public var load: (queued: Int, running: Int) {
         locked { (queue.count - queueHead + submitted.count, running) }
     }
@@ -101,8 +103,13 @@ public final class WorkerPool: @unchecked Sendable {
     /// Moves this turn's items to the threads' queue and wakes as many waiting threads as there are items.
     private func handOverSubmitted() {
         guard !submitted.isEmpty else { return }
-        let items = submitted
-        submitted.removeAll(keepingCapacity: true)
+        var items: [Item] = []
+        swap(&items, &spare)                 // `spare`'s empty buffer becomes `submitted`'s, unshared
+        swap(&items, &submitted)
+        defer {
+            items.removeAll(keepingCapacity: true)
+            spare = items
+        }
         let accepted: Bool = locked {
             guard !closing else { return false }
             queue.append(contentsOf: items)

@@ -31,6 +31,12 @@ public struct JSONWriter {
     /// Bytes the buffer holds without growing.
     public var capacity: Int { storage.capacity }
 
+    /// Bytes that can still be written without growing the buffer.
+    public var room: Int { storage.capacity - storage.count }
+
+    /// Makes room for `n` more bytes (so that writing them copies nothing already written).
+    public mutating func reserve(_ n: Int) { unique().reserve(n) }
+
     /// Calls `body` with the bytes written so far, valid only during the call.
     public func withBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(start: storage.base, count: storage.count))

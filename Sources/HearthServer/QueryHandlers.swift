@@ -24,12 +24,26 @@ enum QueryHandlers {
             // response as the scan meets them.
             w.key("docs")
             w.beginArray()
-            _ = try prepared.stream(on: snapshot, cache: r.cache, codec: r.codec, render: DocumentJSON.rendering) { (doc) throws(HearthError) in
-                DocumentJSON.write(doc, into: &w)
-                try r.checkResponseSize(w)
-            }
+            var sink = ResponseSink(writer: w, scope: r)
+            w = JSONWriter(capacity: 0)   // the sink holds the only reference: growing it copies nothing
+            _ = try prepared.stream(on: snapshot, cache: r.cache, codec: r.codec, render: DocumentJSON.rendering, into: &sink)
+            w = sink.writer
             w.endArray()
             w.key("seq"); w.uint(snapshot.seq)
+        }
+    }
+
+    /// A response being streamed: each document is one element of the array, and the response may not pass
+    /// `--max-response-bytes`.
+    struct ResponseSink: RenderedSink {
+        var writer: JSONWriter
+        let scope: ReaderScope
+
+        var room: Int { writer.room }
+        mutating func reserve(_ n: Int) { writer.reserve(n) }
+        mutating func write(_ parts: RenderedParts) throws(HearthError) {
+            DocumentJSON.write(parts, into: &writer)
+            try scope.checkResponseSize(writer)
         }
     }
 

@@ -91,12 +91,15 @@ public struct IndexEntryView {
         self.id = id
     }
 
-    /// The document's path; DATA_LOSS naming the entry when its bytes do not form one.
+    /// The document's path; DATA_LOSS naming the entry when its bytes do not form one (an ID holding a `/`
+    /// among them: it would read as another path).
     public func path() throws(HearthError) -> DocumentPath {
         var segments = collection.split(separator: 47, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
         segments.append(String(decoding: id, as: UTF8.self))
+        let name = { segments.joined(separator: "/") }
+        if id.contains(47) { throw StorageDamage.indexEntry(name(), "invalid path: its ID holds a \"/\"") }
         do { return try DocumentPath(ResourcePath(segments: segments)) } catch {
-            throw StorageDamage.indexEntry(segments.joined(separator: "/"), "invalid path: \(error.message)")
+            throw StorageDamage.indexEntry(name(), "invalid path: \(error.message)")
         }
     }
 
@@ -172,7 +175,8 @@ public protocol StoreReads: AnyObject {
     func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int
     /// Calls `visit` with each index entry `scanIndex` would scan (same bounds, order and limit), without its
     /// document and whether or not that exists, until `visit` returns false: for a caller that finds the
-    /// documents elsewhere (a cache), reading only the index. `visit` may read through `self` meanwhile.
+    /// documents elsewhere (a cache), reading only the index. `visit` may read documents through `self`
+    /// meanwhile (`get`), but not start another index scan.
     /// Default: `scanIndex`'s hits as entries (entries whose document is missing are then skipped).
     func visitIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
                            _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError)

@@ -109,11 +109,12 @@ import Testing
         func rendering(_ text: String) -> DocumentRendering { DocumentRendering(bytes: Array("<\(text)>".utf8), headCount: text.utf8.count + 1) }
         func read(_ key: DocumentCache.Key = key, at seq: UInt64) -> (String, String?) {
             var copied: String?
-            let found = cache.read(key, at: seq) { p in copied = String(decoding: Array(p.head) + Array(p.data) + Array(p.tail), as: UTF8.self) }
+            let found = cache.read(key, at: seq, room: .max) { p in copied = String(decoding: Array(p.head) + Array(p.data) + Array(p.tail), as: UTF8.self) }
             switch found {
             case .rendered: return ("rendered", copied)
             case .unrendered(let doc): return ("unrendered \(doc.seq)", copied)
             case .miss: return ("miss", copied)
+            case .needsRoom(let n): return ("needs \(n)", copied)
             }
         }
         func data(_ p: String) throws -> String { String(decoding: try #require(try h.store.get(path(p))).data, as: UTF8.self) }
@@ -142,6 +143,80 @@ import Testing
         #expect(read(DocumentCache.Key(path("c/b")), at: 3) == ("rendered", "<b3\(try data("c/b"))>"))
         _ = h.commit([delete("c/a")])                                 // seq 4 drops it
         #expect(read(at: 4).0 == "miss")
+    }
+
+    /// A rendering larger than the room the reader has is not copied (`needsRoom` with its size): the reader
+    /// grows its buffer outside the lock and reads again.
+    @Test func aRenderingLargerThanTheRoomIsNotCopied() throws {
+        let h = try EngineHarness()
+        _ = h.commit([set("c/a", m(["n": 1]))])
+        let doc = try #require(try h.store.get(path("c/a")))
+        let cache = h.engine.documentCache
+        let rendering = DocumentRendering(bytes: Array("<>".utf8), headCount: 1)
+        cache.offer(doc, readAt: 1, rendering: rendering)
+        let size = rendering.renderedCount(around: doc.data)
+        var copies = 0
+        guard case .needsRoom(let n) = cache.read(DocumentCache.Key(path("c/a")), at: 1, room: size - 1, { _ in copies += 1 }) else {
+            Issue.record("a rendering larger than the room was handed out"); return
+        }
+        #expect(n == size && copies == 0)
+        guard case .rendered = cache.read(DocumentCache.Key(path("c/a")), at: 1, room: size, { _ in copies += 1 }) else {
+            Issue.record("a rendering that fits was not handed out"); return
+        }
+        #expect(copies == 1)
+    }
+
+    /// Two paths whose keys share a hash: the later one replaces the earlier one, lookups never confuse them,
+    /// and the shard's slots and byte count stay consistent through inserts, renderings, publications and
+    /// evictions.
+    @Test func pathsWhoseHashesCollideAreNeverConfused() throws {
+        let h = try EngineHarness()
+        _ = h.commit([set("c/a", m(["n": 1])), set("c/b", m(["n": 2]))])   // seq 1
+        let cache = h.engine.documentCache
+        let a = try #require(try h.store.get(path("c/a"))), b = try #require(try h.store.get(path("c/b")))
+        let ka = DocumentCache.Key(bytes: DocumentCache.Key(path("c/a")).bytes, hash: 42)
+        let kb = DocumentCache.Key(bytes: DocumentCache.Key(path("c/b")).bytes, hash: 42)
+        func lookup(_ k: DocumentCache.Key) -> StoredDocument? {
+            if case .unrendered(let d) = cache.read(k, at: 1, room: .max, { _ in }) { return d }
+            return nil
+        }
+        cache.offer(a, key: ka, readAt: 1, rendering: nil)
+        #expect(lookup(ka) == a && lookup(kb) == nil)
+        cache.offer(b, key: kb, readAt: 1, rendering: nil)                     // replaces c/a
+        #expect(lookup(kb) == b && lookup(ka) == nil)
+        cache.attach(DocumentRendering(bytes: [1, 2], headCount: 1), to: ka, version: a.seq)   // not cached: refused
+        #expect(lookup(kb) == b)
+        #expect(cache.inconsistencies().isEmpty, "\(cache.inconsistencies())")
+    }
+
+    /// Random commits, reads, offers and renderings through a cache far smaller than the data: the shards'
+    /// slots, entries and byte counts stay consistent, and renderings are kept when the cache is full.
+    @Test func aFullCacheStaysConsistentAndKeepsRenderings() throws {
+        var r = QueryOracleTests.RNG(state: 11)
+        let h = try EngineHarness(cacheBytes: 8192)
+        let cache = h.engine.documentCache
+        var attached = 0, refused = 0
+        for round in 0..<600 {
+            let p = "c/d\(r.next() % 80)"
+            if r.next() % 3 == 0 {
+                _ = h.commit([r.next() % 6 == 0 ? delete(p) : set(p, m(["n": .int(Int64(round)), "pad": .string(String(repeating: "x", count: Int(r.next() % 300)))]))])
+            }
+            let seq = h.engine.lastDurableSeq
+            let key = DocumentCache.Key(path(p))
+            switch cache.read(key, at: seq, room: .max, { _ in }) {
+            case .unrendered(let doc):
+                cache.attach(DocumentRendering(bytes: Array(repeating: 7, count: 500), headCount: 20), to: key, version: doc.seq)
+                if case .rendered = cache.read(key, at: seq, room: .max, { _ in }) { attached += 1 } else { refused += 1 }
+            case .miss:
+                if let doc = try h.store.get(path(p)) { cache.offer(doc, readAt: seq) }
+            default:
+                break
+            }
+            #expect(cache.inconsistencies().isEmpty, "round \(round): \(cache.inconsistencies())")
+        }
+        // A rendering of a cached version within the size limit is always kept: room is made for it, as for an
+        // entry, by evicting others.
+        #expect(attached > 100 && refused == 0, "renderings kept: \(attached), refused: \(refused)")
     }
 
     /// A key from an index entry's collection and ID is the key of the document's path; an ID holding a `/`
@@ -201,7 +276,7 @@ import Testing
                             // Through renderings: a rendering must be the one made from the version at the seq.
                             var rendered: [UInt8]?
                             let key = DocumentCache.Key(p)
-                            switch cache.read(key, at: snap.seq, { rendered = Array($0.head) + Array($0.data) + Array($0.tail) }) {
+                            switch cache.read(key, at: snap.seq, room: .max, { rendered = Array($0.head) + Array($0.data) + Array($0.tail) }) {
                             case .rendered:
                                 let ok = truth.map(whole) == rendered
                                 stats.withLock { s in s.hits += 1; s.checks += 1; if !ok { s.wrong.append("rendering of \(p) at \(snap.seq)") } }
@@ -212,6 +287,8 @@ import Testing
                             case .miss:
                                 if let truth { cache.offer(truth, readAt: snap.seq, rendering: render(truth)) }
                                 stats.withLock { $0.checks += 1 }
+                            case .needsRoom:
+                                stats.withLock { $0.wrong.append("no room with room for anything") }
                             }
                         } else if let hit = cache.document(p, at: snap.seq) {
                             let ok = hit == truth

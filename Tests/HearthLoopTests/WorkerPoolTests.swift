@@ -1,5 +1,6 @@
 import Testing
 import Foundation
+import Synchronization
 @testable import HearthLoop
 
 /// The worker pool hands each loop turn's items to its threads together (before the loop polls), runs every
@@ -42,17 +43,21 @@ struct WorkerPoolTests {
         let loop = try EventLoop()
         defer { loop.shutdown() }
         let pool = WorkerPool(loop: loop, threads: 3)
-        let threads = Recorder<Set<UInt>>([])
-        let inside = Recorder<Int>(0)
-        let mostAtOnce = Recorder<Int>(0)
-        let lock = NSLock()
+        // The first two items wait for each other (a barrier): they can only both finish if two threads run
+        // them at once. The rest record their thread.
+        let together = DispatchGroup()
+        together.enter()
+        together.enter()
+        let bothStarted = Recorder<Bool>(true)
+        let threads = Mutex<Set<UInt>>([])
         var finished = 0
-        for _ in 0..<60 {
+        for i in 0..<60 {
             pool.submit({
-                lock.lock(); let now = inside.get() + 1; inside.set(now); mostAtOnce.set(max(mostAtOnce.get(), now)); lock.unlock()
-                threads.set(threads.get().union([currentThreadID()]))
-                usleep(2000)
-                lock.lock(); inside.set(inside.get() - 1); lock.unlock()
+                threads.withLock { _ = $0.insert(currentThreadID()) }
+                if i < 2 {
+                    together.leave()
+                    if together.wait(timeout: .now() + 5) == .timedOut { bothStarted.set(false) }
+                }
             }, done: {
                 finished += 1
                 if finished == 60 { loop.stop() }
@@ -61,8 +66,8 @@ struct WorkerPoolTests {
         runBounded(loop, timeoutMs: 10_000)
         pool.close()
         #expect(finished == 60)
-        #expect(threads.get().count > 1, "the items ran on \(threads.get().count) thread(s)")
-        #expect(mostAtOnce.get() > 1)
+        #expect(bothStarted.get(), "the first two items did not run at the same time")
+        #expect(threads.withLock { $0.count } > 1)
     }
 
     @Test("an item queued during a before-poll pass, after the pool's hand-over, runs without another event")
