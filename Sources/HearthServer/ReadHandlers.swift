@@ -118,6 +118,7 @@ enum DocumentJSON {
     /// A verified document's wire form (what `write` writes) as the document cache keeps it: around its data,
     /// `{"path":…,"id":…,"data":` then `,"createTime":…,"updateTime":…}`.
     static func rendering(_ doc: StoredDocument) -> DocumentRendering {
+        assert((try? FieldsJSON().verifyStored(doc.data)) != nil, "unverified bytes of \(doc.path) reached a rendering")
         var w = JSONWriter(capacity: 192)
         w.beginObject()
         w.key("path"); w.path(doc.path.path)
