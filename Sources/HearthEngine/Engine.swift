@@ -209,16 +209,12 @@ public final class Engine {
     /// bytes that fail (damage from before the store had checksums, or a codec bug) throw DATA_LOSS naming
     /// the document and are never served or cached.
     func verified(_ doc: StoredDocument) throws(HearthError) {
-        do { try codec.verify(doc.data) } catch {
-            throw reportDamage(StorageDamage.document(doc.path.description, "its data does not decode: \(error.message)"))
-        }
+        do { try codec.verifyStored(doc) } catch { throw reportDamage(error) }
     }
 
     /// Decodes a document read from the store; one that does not decode throws DATA_LOSS naming it.
     func decodeStored(_ doc: StoredDocument) throws(HearthError) -> MapValue {
-        do { return try codec.decode(doc.data) } catch {
-            throw reportDamage(StorageDamage.document(doc.path.description, "its data does not decode: \(error.message)"))
-        }
+        do { return try codec.decodeStored(doc) } catch { throw reportDamage(error) }
     }
 
     func reportDamage(_ error: HearthError) -> HearthError {

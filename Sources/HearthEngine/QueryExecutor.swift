@@ -99,7 +99,7 @@ public struct PreparedQuery: Sendable {
                     }
                 case .miss:
                     guard let read = try snapshot.get(try entry.path()) else { return true }   // an entry without its document
-                    try QueryExecution.verified(read, codec)
+                    try codec.verifyStored(read)
                     let rendering = skip == 0 ? render(read) : nil
                     cache?.offer(read, readAt: seq, rendering: rendering)
                     if let rendering { try Self.write(rendering, around: read.data, into: &sink) }
@@ -204,7 +204,7 @@ enum QueryExecution {
                         if found[doc.path] != nil { matchedHere += 1; continue }
                         if rollback[doc.path] != nil { continue }
                         // Decoding verifies (`DocumentCodec.decode` fails for what `verify` rejects).
-                        let fields = try decodeStored(doc, codec)
+                        let fields = try codec.decodeStored(doc)
                         guard q.matchesWithinCursors(doc.path, fields) else { continue }
                         found[doc.path] = ResultDocument(stored: doc, fields: fields)
                         matchedHere += 1
@@ -219,7 +219,7 @@ enum QueryExecution {
 
         for (path, version) in rollback {
             guard let doc = version else { continue }
-            let fields = try decodeStored(doc, codec)
+            let fields = try codec.decodeStored(doc)
             if q.matchesWithinCursors(path, fields) { found[path] = ResultDocument(stored: doc, fields: fields) }
         }
         var rows = Array(found.values)
@@ -248,7 +248,7 @@ enum QueryExecution {
                 let hits = try store.scanIndex(from: lower, to: upper, reverse: branch.reverse, limit: page)
                 examined += hits.count
                 for hit in hits {
-                    try verified(hit.document, codec)
+                    try codec.verifyStored(hit.document)
                     rows.append(ResultDocument(stored: hit.document, fields: MapValue()))
                 }
                 guard hits.count == page, let last = hits.last else { break }
@@ -260,20 +260,6 @@ enum QueryExecution {
         return (rows, examined)
     }
 
-
-    /// A stored document's fields; DATA_LOSS naming it when its bytes do not decode.
-    static func decodeStored(_ doc: StoredDocument, _ codec: any DocumentCodec) throws(HearthError) -> MapValue {
-        do { return try codec.decode(doc.data) } catch {
-            throw StorageDamage.document(doc.path.description, "its data does not decode: \(error.message)")
-        }
-    }
-
-    /// DATA_LOSS naming the document when its stored bytes could not be spliced into a response.
-    static func verified(_ doc: StoredDocument, _ codec: any DocumentCodec) throws(HearthError) {
-        do { try codec.verify(doc.data) } catch {
-            throw StorageDamage.document(doc.path.description, "its data does not decode: \(error.message)")
-        }
-    }
 
     /// A lone `count` over an exact single-range plan, from index entries alone (cursors and filters are in
     /// the range; offset and limit applied to the count); nil when the query needs its documents.

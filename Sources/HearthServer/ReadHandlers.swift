@@ -83,9 +83,7 @@ enum ReadHandlers {
         var docs = r.cache.documents(paths, at: seq)
         for (i, p) in paths.enumerated() where docs[i] == nil {
             guard let doc = try snapshot.get(p) else { continue }
-            do { try r.codec.verify(doc.data) } catch {
-                throw StorageDamage.document(doc.path.description, "its data does not decode: \(error.message)")
-            }
+            try r.codec.verifyStored(doc)
             r.cache.offer(doc, readAt: seq)
             docs[i] = doc
         }

@@ -318,6 +318,16 @@ public protocol DocumentCodec: Sendable {
 extension DocumentCodec {
     /// By default, verifying is decoding.
     public func verify(_ data: [UInt8]) throws(HearthError) { _ = try decode(data) }
+
+    /// `verify` of a document read from the store: bytes that fail throw DATA_LOSS naming the document.
+    public func verifyStored(_ doc: StoredDocument) throws(HearthError) {
+        do { try verify(doc.data) } catch { throw StorageDamage.undecodable(doc, error) }
+    }
+
+    /// `decode` of a document read from the store: bytes that fail throw DATA_LOSS naming the document.
+    public func decodeStored(_ doc: StoredDocument) throws(HearthError) -> MapValue {
+        do { return try decode(doc.data) } catch { throw StorageDamage.undecodable(doc, error) }
+    }
 }
 
 /// The DATA_LOSS errors every backend and the engine raise for damaged stored data, worded alike so that a
@@ -332,6 +342,11 @@ public enum StorageDamage {
     /// A change-log row (a commit's mutation of `path`) that fails its checksum or does not decode.
     public static func change(seq: UInt64, path: String, _ detail: String) -> HearthError {
         HearthError(.dataLoss, "the change log entry of document \(path) at seq \(seq) is damaged in storage (\(detail))")
+    }
+
+    /// A stored document whose bytes the codec rejects.
+    public static func undecodable(_ doc: StoredDocument, _ error: HearthError) -> HearthError {
+        document(doc.path.description, "its data does not decode: \(error.message)")
     }
 
     /// An index entry whose stored fields do not name a document (`what` says which).

@@ -135,19 +135,26 @@ public final class MemoryStore: StoreAdministration {
     }
 
     private static func scan(_ s: State, from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) -> [IndexHit] {
+        // An entry whose document is missing is skipped and does not count toward the limit (as in SQL, where
+        // the join drops it before LIMIT applies).
+        walk(s, from: lower, to: upper, reverse: reverse, limit: limit) { i in
+            Self.document(at: s.index.paths[i], in: s).map { IndexHit(key: s.index.keys[i], document: $0) }
+        }
+    }
+
+    /// The index positions in `lower ..< upper`, in scan order, each mapped by `take` (nil: skipped, not
+    /// counted), up to `limit` results.
+    private static func walk<T>(_ s: State, from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
+                                _ take: (Int) -> T?) -> [T] {
         guard limit > 0 else { return [] }
         let range = s.index.range(from: lower, to: upper)
-        var hits: [IndexHit] = []
+        var out: [T] = []
         var i = reverse ? range.upperBound - 1 : range.lowerBound
-        while hits.count < limit && range.contains(i) {
-            // An entry whose document is missing is skipped and does not count toward the limit (as in SQL,
-            // where the join drops it before LIMIT applies).
-            if let doc = Self.document(at: s.index.paths[i], in: s) {
-                hits.append(IndexHit(key: s.index.keys[i], document: doc))
-            }
+        while out.count < limit && range.contains(i) {
+            if let t = take(i) { out.append(t) }
             i += reverse ? -1 : 1
         }
-        return hits
+        return out
     }
 
     public func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {
@@ -163,15 +170,7 @@ public final class MemoryStore: StoreAdministration {
     }
 
     private static func entries(_ s: State, from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) -> [IndexEntry] {
-        guard limit > 0 else { return [] }
-        let range = s.index.range(from: lower, to: upper)
-        var out: [IndexEntry] = []
-        var i = reverse ? range.upperBound - 1 : range.lowerBound
-        while out.count < limit && range.contains(i) {
-            out.append(IndexEntry(key: s.index.keys[i], path: s.index.paths[i]))
-            i += reverse ? -1 : 1
-        }
-        return out
+        walk(s, from: lower, to: upper, reverse: reverse, limit: limit) { i in IndexEntry(key: s.index.keys[i], path: s.index.paths[i]) }
     }
 
     public func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {

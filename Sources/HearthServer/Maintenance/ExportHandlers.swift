@@ -63,9 +63,7 @@ enum ExportHandlers {
                 w.beginArray()
                 var last: DocumentPath?
                 for d in docs {
-                    do throws(HearthError) { try codec.verify(d.data) } catch {
-                        throw StorageDamage.document(d.path.description, "its data does not decode: \(error.message)")
-                    }
+                    try codec.verifyStored(d)
                     writeDocument(d, into: &w)
                     last = d.path
                     if w.count > pageBytes { break }
