@@ -10,57 +10,66 @@ enum IndexMaintainer {
     static let maxEntriesPerDocument = 40_000
 
     static func keys(_ path: DocumentPath, _ fields: MapValue, composites: [IndexDefinition]) -> [[UInt8]] {
-        let collection = path.collection
-        var docKey: [UInt8] = []
-        IndexKey.encodeDocumentKey(path, into: &docKey)
+        let context = FieldKeys(path)
         var keys: [[UInt8]] = []
-
         keys.reserveCapacity(fields.count + 2)
-        var k = IndexLayout.collectionPrefix(collection)
-        k.append(contentsOf: docKey)
+        var k = IndexLayout.collectionPrefix(path.collection)
+        k.append(contentsOf: context.docKey)
         keys.append(k)
         k = IndexLayout.groupPrefix(path.collectionID)
-        k.append(contentsOf: docKey)
+        k.append(contentsOf: context.docKey)
         keys.append(k)
-
-        // Every single-field key starts with the kind and the collection: encoded once per document.
-        var encodedCollection: [UInt8] = []
-        IndexKey.encode(.string(collection.description), into: &encodedCollection)
-        func visit(_ map: MapValue, _ prefix: [String]) {
-            for f in map {
-                let segs = prefix + [f.key]
-                let fieldName = Value.string(FieldPath(segs).description)
-                var k: [UInt8] = [IndexLayout.singleField]
-                k.reserveCapacity(encodedCollection.count + 64 + docKey.count)
-                k.append(contentsOf: encodedCollection)
-                IndexKey.encode(fieldName, into: &k)
-                IndexKey.encode(f.value, into: &k)
-                k.append(contentsOf: docKey)
-                keys.append(k)
-                switch f.value {
-                case .array(let elements):
-                    var seen = Set<[UInt8]>()
-                    var base: [UInt8] = [IndexLayout.arrayContains]
-                    base.append(contentsOf: encodedCollection)
-                    IndexKey.encode(fieldName, into: &base)
-                    for e in elements {
-                        let ek = IndexKey.key(e)
-                        if seen.insert(ek).inserted { keys.append(base + ek + docKey) }
-                    }
-                case .map(let inner):
-                    visit(inner, segs)
-                default:
-                    break
-                }
-            }
-        }
-        visit(fields, [])
-
+        for f in fields { context.append([f.key], f.value, into: &keys) }
         for def in composites where def.collectionID == path.collectionID {
             keys.append(contentsOf: compositeKeys(def, path, fields))
         }
         if keys.count > maxEntriesPerDocument { keys.removeLast(keys.count - maxEntriesPerDocument) }
         return keys
+    }
+
+    /// The single-field entries of one document: every key starts with the kind and the collection and
+    /// ends with the document's key, both encoded once per document.
+    struct FieldKeys {
+        let docKey: [UInt8]
+        let encodedCollection: [UInt8]
+
+        init(_ path: DocumentPath) {
+            var d: [UInt8] = []
+            IndexKey.encodeDocumentKey(path, into: &d)
+            docKey = d
+            var c: [UInt8] = []
+            IndexKey.encode(.string(path.collection.description), into: &c)
+            encodedCollection = c
+        }
+
+        /// The entries of the field at `segs` holding `value`: its own, per distinct element of an array
+        /// (array-contains), and those of a map's fields at every depth. They depend on `segs` and `value`
+        /// alone.
+        func append(_ segs: [String], _ value: Value, into keys: inout [[UInt8]]) {
+            let fieldName = Value.string(FieldPath(segs).description)
+            var k: [UInt8] = [IndexLayout.singleField]
+            k.reserveCapacity(encodedCollection.count + 64 + docKey.count)
+            k.append(contentsOf: encodedCollection)
+            IndexKey.encode(fieldName, into: &k)
+            IndexKey.encode(value, into: &k)
+            k.append(contentsOf: docKey)
+            keys.append(k)
+            switch value {
+            case .array(let elements):
+                var seen = Set<[UInt8]>()
+                var base: [UInt8] = [IndexLayout.arrayContains]
+                base.append(contentsOf: encodedCollection)
+                IndexKey.encode(fieldName, into: &base)
+                for e in elements {
+                    let ek = IndexKey.key(e)
+                    if seen.insert(ek).inserted { keys.append(base + ek + docKey) }
+                }
+            case .map(let inner):
+                for f in inner { append(segs + [f.key], f.value, into: &keys) }
+            default:
+                break
+            }
+        }
     }
 
     static func compositeKeys(_ def: IndexDefinition, _ path: DocumentPath, _ fields: MapValue) -> [[UInt8]] {
@@ -87,20 +96,81 @@ enum IndexMaintainer {
         return partials.map { $0 + docKey }
     }
 
-    /// The entries to remove and add when a document changes from `before` to `after` (nil: absent): the
-    /// two key lists sorted and merged, so unchanged entries cost a comparison, not a hash.
+    /// The entries to remove and add when a document changes from `before` to `after` (nil: absent). When
+    /// both exist, only top-level fields whose values differ are keyed (a field's single-field entries
+    /// depend on its name and value alone, and its collection entries on the path), plus every composite
+    /// entry of both; the two key lists are sorted and merged, so unchanged entries cost a comparison.
+    /// Equal to diffing `keys(before)` against `keys(after)` (IndexMaintainerTests checks it).
     static func changes(_ path: DocumentPath, before: MapValue?, after: MapValue?, composites: [IndexDefinition],
                         into changes: inout IndexChanges) {
-        var old = before.map { keys(path, $0, composites: composites) } ?? []
-        var new = after.map { keys(path, $0, composites: composites) } ?? []
-        if old.isEmpty {
-            for k in new { changes.added.append(IndexEntry(key: k, path: path)) }
+        guard let before, let after else {
+            if let after { for k in keys(path, after, composites: composites) { changes.added.append(IndexEntry(key: k, path: path)) } }
+            if let before { for k in keys(path, before, composites: composites) { changes.removed.append(IndexEntry(key: k, path: path)) } }
             return
         }
-        if new.isEmpty {
-            for k in old { changes.removed.append(IndexEntry(key: k, path: path)) }
-            return
+        var old: [[UInt8]] = [], new: [[UInt8]] = []
+        var context: FieldKeys?
+        func keyed(_ segs: String, _ b: Value?, _ a: Value?) {
+            if context == nil { context = FieldKeys(path) }
+            if let b { context!.append([segs], b, into: &old) }
+            if let a { context!.append([segs], a, into: &new) }
         }
+        // Both field lists are sorted by key bytes: walk them together.
+        let bf = before.fields, af = after.fields
+        var i = 0, j = 0
+        while i < bf.count || j < af.count {
+            let c = i == bf.count ? 1 : j == af.count ? -1 : UTF8Order.compare(bf[i].key, af[j].key)
+            if c < 0 {
+                keyed(bf[i].key, bf[i].value, nil)
+                i += 1
+            } else if c > 0 {
+                keyed(af[j].key, nil, af[j].value)
+                j += 1
+            } else {
+                if bf[i].value != af[j].value { keyed(bf[i].key, bf[i].value, af[j].value) }
+                i += 1
+                j += 1
+            }
+        }
+        for def in composites where def.collectionID == path.collectionID {
+            old.append(contentsOf: compositeKeys(def, path, before))
+            new.append(contentsOf: compositeKeys(def, path, after))
+        }
+        // Past Firestore's per-document limit, `keys` keeps a prefix of the full list, which depends on every
+        // field: a document that may come near it is diffed in full.
+        let applying = composites.reduce(0) { $0 + ($1.collectionID == path.collectionID ? 1 : 0) }
+        if entryBound(before, composites: applying) > maxEntriesPerDocument / 2
+            || entryBound(after, composites: applying) > maxEntriesPerDocument / 2 {
+            old = keys(path, before, composites: composites)
+            new = keys(path, after, composites: composites)
+        }
+        merge(old, new, path, into: &changes)
+    }
+
+    /// At least as many entries as `keys` makes for `fields` before its limit: the two collection entries, one
+    /// per field at every depth plus one per array element, and per applying composite one per array
+    /// element plus one (a composite has at most one array-contains field).
+    static func entryBound(_ fields: MapValue, composites: Int) -> Int {
+        var elements = 0
+        func count(_ m: MapValue) -> Int {
+            var n = 0
+            for f in m {
+                n += 1
+                switch f.value {
+                case .array(let a): n += a.count; elements += a.count
+                case .map(let inner): n += count(inner)
+                default: break
+                }
+            }
+            return n
+        }
+        let n = 2 + count(fields)
+        return n + composites * (elements + 1)
+    }
+
+    /// Sorts both key lists and records what only one of them holds.
+    private static func merge(_ old: [[UInt8]], _ new: [[UInt8]], _ path: DocumentPath, into changes: inout IndexChanges) {
+        var old = old, new = new
         func less(_ a: [UInt8], _ b: [UInt8]) -> Bool { QueryPlan.Range.compare(a, b) < 0 }
         old.sort(by: less)
         new.sort(by: less)

@@ -138,7 +138,7 @@ package enum SQLiteSchema {
 
     /// Settings of the writer connection (the reasons are in docs/storage.md).
     static let writerPragmas = """
-        PRAGMA synchronous = FULL;
+        PRAGMA synchronous = NORMAL;
         PRAGMA cache_size = -131072;
         PRAGMA temp_store = MEMORY;
         PRAGMA journal_size_limit = 67108864;

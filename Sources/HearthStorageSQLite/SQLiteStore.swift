@@ -16,10 +16,12 @@ import HearthStorage
 /// read statement a snapshot of the last committed state, so a read never sees part of a group. A second thread
 /// calling the same side just waits for the lock (correct, but it serializes).
 ///
-/// Durability: the writer runs with `synchronous=FULL`, so `apply` returns only after the group's WAL frames
-/// are fsynced; a committed group survives a process crash or power loss. WAL frames are copied into
-/// hearth.db by `SQLiteCheckpointer` on a third connection and thread, never inside a commit. Readers see a group only after that
-/// point. The reasons behind each setting are in docs/storage.md.
+/// Durability: `apply` appends the group to `<directory>/commit.log` and fdatasyncs it (`CommitLog`), then
+/// commits it to SQLite without syncing (`synchronous = NORMAL`); a group `apply` returned for survives a
+/// process crash or power loss, and the next open applies again whatever SQLite lost. SQLite's files are
+/// synced and the log emptied every `defaultLogResetBytes` of log and at close. WAL frames are copied into
+/// hearth.db by `SQLiteCheckpointer` on a third connection and thread, never inside a commit. Readers see a
+/// group once SQLite has committed it. The reasons behind each setting are in docs/storage.md.
 ///
 /// Errors: every SQLite failure becomes a `HearthError` (UNAVAILABLE for busy/I/O/full-disk trouble, INTERNAL
 /// otherwise) naming the operation and SQLite's message; a failed `apply` is rolled back and the store stays
@@ -58,7 +60,8 @@ public final class SQLiteStore: DocumentStore {
 
     /// `lockingDirectory: false` opens without the lock, as a second connection set on the same files (for the
     /// storage tests that check what another process would see; never for serving).
-    package init(directory: String, retention: RetentionPolicy = .default, lockingDirectory: Bool) throws(HearthError) {
+    package init(directory: String, retention: RetentionPolicy = .default, lockingDirectory: Bool,
+                 logResetBytes: Int = SQLiteStore.defaultLogResetBytes) throws(HearthError) {
         try DataDirectory.create(directory)
         let lock = lockingDirectory ? try DataDirectoryLock(directory: directory) : nil
         let path = DataDirectory.file(Self.fileName, in: directory)
@@ -69,7 +72,9 @@ public final class SQLiteStore: DocumentStore {
             throw HearthError(.unavailable, "storage: \(path) is read-only (permission denied for writing)")
         }
         try SQLiteSchema.prepare(writer: connection, path: path)
-        let w = try SQLiteWriter(connection: connection, retention: retention)
+        let log = lockingDirectory ? try CommitLog(directory: directory) : nil
+        let w = try SQLiteWriter(connection: connection, retention: retention, log: log, logResetBytes: logResetBytes)
+        recovery = try w.recover()
         let r = try SQLiteReader(path: path)
         checkpointer = try SQLiteCheckpointer(path: path)
         checkpointer.attach(to: connection)
@@ -79,6 +84,14 @@ public final class SQLiteStore: DocumentStore {
         reader = Locked(r)
         writer = Locked(w)
     }
+
+    /// The commit log is emptied, after syncing SQLite's files, once it holds this many bytes: the most a
+    /// start after a power loss applies again.
+    package static let defaultLogResetBytes = 8 << 20
+
+    /// What the open found in the commit log (`CommitLogRecovery.summary` is the line to log); nil for a store
+    /// opened without the directory's lock, which leaves the log alone.
+    public let recovery: CommitLogRecovery?
 
     /// The directory's lock, released by `close()`.
     private let lock: DataDirectoryLock?
@@ -193,7 +206,13 @@ public final class SQLiteStore: DocumentStore {
     /// Closes the connections (waiting for a running `apply` and checkpoint to finish). The writer closes last
     /// so that it checkpoints the WAL into hearth.db and removes the -wal and -shm files. Idempotent.
     public func close() {
-        writer.withLock { w in if let w { SQLiteCheckpointer.detach(from: w.connection) } }
+        writer.withLock { w in
+            guard let w else { return }
+            SQLiteCheckpointer.detach(from: w.connection)
+            // Everything committed is then durable in SQLite's files; the log has nothing left to give, and a
+            // cleanly closed data directory holds only the database (and LOCK).
+            if (try? w.syncAndEmptyLog()) != nil, let log = w.log { _ = unlink(log.path) }
+        }
         checkpointer.close()
         reader.withLock { r in
             r?.close()

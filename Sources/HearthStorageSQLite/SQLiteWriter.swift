@@ -2,11 +2,21 @@ import CSQLite
 import HearthModel
 import HearthStorage
 
-/// The writer connection and its statements: `apply` (documents, change log, index entries through
-/// `SQLiteIndexWriter`) and retention pruning. Used only by the store's writer lock holder (the writer thread).
+/// The writer connection and its statements: `apply` (the commit log first, then documents, change log, index
+/// entries through `SQLiteIndexWriter`) and retention pruning. Used only by the store's writer lock holder (the
+/// writer thread).
 final class SQLiteWriter {
     let connection: SQLiteConnection
     private let retention: RetentionPolicy
+    /// Where a group becomes durable before SQLite commits it without syncing; nil for a store opened without
+    /// the directory's lock (tests only), whose commits SQLite syncs itself (`synchronous = FULL`).
+    let log: CommitLog?
+    /// The log is emptied (after syncing SQLite's files) once it holds this many bytes.
+    private let logResetBytes: Int
+    /// The store's history ID, stamped on every log frame.
+    private let history: UInt64
+    /// The last seq committed to SQLite through this writer.
+    private(set) var appliedSeq: UInt64
     private let begin: SQLiteStatement
     private let commit: SQLiteStatement
     private let rollback: SQLiteStatement
@@ -20,6 +30,7 @@ final class SQLiteWriter {
     private let pruneChanges: SQLiteStatement
     private let pruneCommits: SQLiteStatement
     private let putCatalog: SQLiteStatement
+    private let currentDocument: SQLiteStatement
     private let index: SQLiteIndexWriter
 
     /// The counters kept in `meta`, read and written inside each `apply` transaction (so they are right even
@@ -30,10 +41,16 @@ final class SQLiteWriter {
         var logBytes: Int64 = 0
     }
 
-    /// Takes over `connection`, already set up by `SQLiteSchema.prepare(writer:path:)`.
-    init(connection c: SQLiteConnection, retention: RetentionPolicy) throws(HearthError) {
+    /// Takes over `connection`, already set up by `SQLiteSchema.prepare(writer:path:)`, and `log` (call
+    /// `recover()` before the first `apply`).
+    init(connection c: SQLiteConnection, retention: RetentionPolicy, log: CommitLog?, logResetBytes: Int) throws(HearthError) {
         connection = c
         self.retention = retention
+        self.log = log
+        self.logResetBytes = logResetBytes
+        history = UInt64(bitPattern: try c.queryInt("SELECT value FROM meta WHERE key = 'history_id'"))
+        appliedSeq = UInt64(bitPattern: try c.queryInt("SELECT value FROM meta WHERE key = 'last_seq'"))
+        if log == nil { try c.exec("PRAGMA synchronous = FULL", "setting pragmas") }
         begin = try c.prepare("BEGIN IMMEDIATE", name: "begin apply")
         commit = try c.prepare("COMMIT", name: "commit apply")
         rollback = try c.prepare("ROLLBACK", name: "roll back apply")
@@ -57,20 +74,95 @@ final class SQLiteWriter {
         pruneCommits = try c.prepare("DELETE FROM commits WHERE seq <= ?1", name: "prune commits")
         putCatalog = try c.prepare("INSERT OR REPLACE INTO index_catalog (id, data, seq, checksum) VALUES (1, ?1, ?2, ?3)",
                                    name: "put index catalog")
+        currentDocument = try c.prepare("SELECT data, create_us, update_us, seq, checksum FROM documents WHERE collection = ?1 AND id = ?2",
+                                        name: "read the document a logged commit replaced")
         index = try SQLiteIndexWriter(connection: c)
     }
 
-    func close() { connection.close() }
+    func close() {
+        log?.close()
+        connection.close()
+    }
 
-    /// One BEGIN IMMEDIATE … COMMIT for the whole group; with synchronous=FULL the COMMIT returns once the WAL
-    /// is fsynced. On any failure the transaction is rolled back and the connection stays usable.
+    /// Makes the group durable in the commit log (one frame, fdatasynced), then commits it to SQLite in one
+    /// transaction that does not sync (`synchronous = NORMAL`). Every `logResetBytes` of log, SQLite's files
+    /// are synced and the log emptied. A group SQLite refuses is cut from the log again, so it is never
+    /// applied at a later start; on any failure the connection stays usable.
     func apply(_ commits: [CommitRecord]) throws(HearthError) {
+        guard let newest = commits.last else { return }
+        guard let log else { return try commitToSQLite(commits) }
+        try CommitValidation.check(commits, after: appliedSeq)
+        let start = log.size
+        let frame = CommitLog.frame(commits, history: history)
+        do { try log.append(frame) } catch {
+            releaseLogSpaceIfFull(error)
+            throw error
+        }
+        do { try commitToSQLite(commits) } catch {
+            log.rollBack(to: start, length: frame.count)
+            releaseLogSpaceIfFull(error)
+            throw error
+        }
+        appliedSeq = newest.seq
+        if log.size >= logResetBytes { try? syncAndEmptyLog() }
+    }
+
+    /// On a full disk, every frame the log holds is in SQLite (the failed one was taken back): syncing SQLite
+    /// and emptying the log gives its blocks back, so the deletes the server still lets through find room.
+    private func releaseLogSpaceIfFull(_ error: HearthError) {
+        if error.isDiskFull, log?.failure == nil { try? syncAndEmptyLog() }
+    }
+
+    /// Syncs SQLite's files, then empties the log: every frame it held is durable in SQLite by then. A failure
+    /// leaves the log as it was (its frames are skipped at the next start, SQLite having them).
+    func syncAndEmptyLog() throws(HearthError) {
+        guard let log else { return }
+        try connection.syncFiles()
+        try log.reset()
+    }
+
+    /// Run once at open, before any `apply`: applies to SQLite every group of the log past SQLite's last seq
+    /// (SQLite lost its unsynced tail in a power loss, or the process died between the two), in order, then
+    /// syncs SQLite and empties the log. A torn last frame (a crash during its append; never acknowledged) is
+    /// dropped. Throws DATA_LOSS when the log is damaged before its end or skips commits SQLite lacks, and
+    /// INTERNAL when it belongs to another store.
+    func recover() throws(HearthError) -> CommitLogRecovery? {
+        guard let log else { return nil }
+        let (frames, tear) = try CommitLog.parse(log.readAll(), path: log.path)
+        var recovery = CommitLogRecovery(path: log.path, storeSeq: appliedSeq, tear: tear)
+        for f in frames {
+            guard f.history == history else {
+                throw HearthError(.internal, "storage: \(log.path) belongs to another store (history \(f.history), this store's is \(history)); move it away if this store is the one to keep")
+            }
+            guard f.lastSeq > appliedSeq else { continue }
+            guard f.firstSeq == appliedSeq + 1 else {
+                throw HearthError(.dataLoss, "storage: \(log.path) continues at seq \(f.firstSeq) but the store ends at seq \(appliedSeq): the commits in between are lost")
+            }
+            let (commits, includingBefore) = try CommitRecordCodec.decode(f.payload)
+            guard commits.first?.seq == f.firstSeq, commits.last?.seq == f.lastSeq else {
+                throw HearthError(.dataLoss, "storage: \(log.path): the group at offset \(f.offset) holds seqs other than its header's \(f.firstSeq)...\(f.lastSeq)")
+            }
+            try commitToSQLite(commits, readingBefore: !includingBefore)
+            appliedSeq = f.lastSeq
+            recovery.groups += 1
+            recovery.commits += commits.count
+        }
+        recovery.recoveredSeq = appliedSeq
+        if !frames.isEmpty || tear != nil { try syncAndEmptyLog() }
+        return recovery
+    }
+
+    /// One BEGIN IMMEDIATE … COMMIT for the whole group, not synced (the log made it durable). With
+    /// `readingBefore`, each mutation's before image is the document as the transaction holds it when the
+    /// mutation is written (a group from the log, whose frames leave before images out). On any failure the
+    /// transaction is rolled back and the connection stays usable.
+    private func commitToSQLite(_ commits: [CommitRecord], readingBefore: Bool = false) throws(HearthError) {
         guard let newest = commits.last else { return }
         try begin.run()
         do {
             var meta = try loadMeta()
             try CommitValidation.check(commits, after: meta.lastSeq)
-            for c in commits { meta.logBytes += try insert(c) }
+            for c in commits { meta.logBytes += try insert(readingBefore ? withStoredBefore(c) : c) }
             meta.lastSeq = newest.seq
             let prunedBefore = meta.prunedThrough
             try prune(&meta, cutoff: retention.ageCutoff(newest: newest.commitTime))
@@ -85,6 +177,29 @@ final class SQLiteWriter {
     }
 
     // MARK: - Steps of apply
+
+    /// `c` with each mutation's before image read from the documents table (inside the transaction, so an
+    /// earlier mutation of the same document in the group is seen), checked against its row checksum.
+    private func withStoredBefore(_ c: CommitRecord) throws(HearthError) -> CommitRecord {
+        var c = c
+        for i in c.mutations.indices {
+            let m = c.mutations[i]
+            let s = currentDocument
+            defer { s.reset() }
+            let collection = m.path.collection.description
+            try s.bind(1, collection)
+            try s.bind(2, m.path.id)
+            guard try s.step() else { c.mutations[i].before = nil; continue }
+            var sum = RowChecksum()
+            sum.text(collection)
+            sum.text(m.path.id)
+            sum.columns(s, 0..<4)
+            guard sum.value == s.int64(4) else { throw StorageDamage.document(m.path.description, "checksum mismatch") }
+            c.mutations[i].before = StoredDocument(path: m.path, data: s.bytes(0), createTime: Timestamp(micros: s.int64(1)),
+                                                   updateTime: Timestamp(micros: s.int64(2)), seq: s.uint64(3))
+        }
+        return c
+    }
 
     private func loadMeta() throws(HearthError) -> Meta {
         defer { readMeta.reset() }
@@ -214,5 +329,43 @@ final class SQLiteWriter {
             Result { () throws(HearthError) -> R in try body(bytes) }
         }
         return try result.get()
+    }
+}
+
+/// What `SQLiteWriter.recover()` found in the commit log at open, for the daemon's log.
+public struct CommitLogRecovery: Sendable, Equatable {
+    public var path: String
+    /// SQLite's last seq before recovery.
+    public var storeSeq: UInt64
+    /// Groups and commits applied from the log.
+    public var groups = 0
+    public var commits = 0
+    /// The last seq after recovery.
+    public var recoveredSeq: UInt64 = 0
+    /// The bytes at the end of the log that were not a whole frame (dropped).
+    public var tearDescription: String?
+    public var tearOffset: Int?
+
+    init(path: String, storeSeq: UInt64, tear: CommitLog.Tear?) {
+        self.path = path
+        self.storeSeq = storeSeq
+        self.recoveredSeq = storeSeq
+        tearDescription = tear?.description
+        tearOffset = tear?.offset
+    }
+
+    /// One line for the daemon's log; nil when there was nothing to recover.
+    public var summary: String? {
+        guard groups > 0 || tearDescription != nil else { return nil }
+        var s = "commit log \(path): "
+        if groups > 0 {
+            s += "applied \(groups) group\(groups == 1 ? "" : "s") (\(commits) commit\(commits == 1 ? "" : "s")) the store lacked, seq \(storeSeq + 1)...\(recoveredSeq)"
+        } else {
+            s += "the store already held every group (through seq \(recoveredSeq))"
+        }
+        if let tearDescription {
+            s += "; dropped a torn last frame, \(tearDescription): it was never acknowledged"
+        }
+        return s
     }
 }

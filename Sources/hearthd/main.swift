@@ -232,6 +232,9 @@ do {
     let socket = try ServerSocket(addresses: config.listenAddresses, metrics: config.metricsAddress)
     // Then the store, which creates the directory if needed and locks it (a second daemon stops here).
     let store = try SQLiteStore(directory: config.dataDir, retention: retention)
+    if let recovery = store.recovery, let line = recovery.summary {
+        if recovery.tearDescription != nil { logger.warn(line) } else { logger.info(line) }
+    }
     if checkFirst, !(try StoreCheck(store: store, dataDir: config.dataDir).beforeServing(log: { logger.info($0) }, report: report)) {
         store.close()
         exit(1)

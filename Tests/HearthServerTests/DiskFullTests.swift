@@ -26,24 +26,32 @@ import Testing
         #expect(first.isOK)
         #expect(try watcher.readObject()["type"] as? String == "snapshot")
 
-        // Fill the disk with 100 KB documents until a write fails.
+        // Fill the disk with 100 KB documents until a write fails and the next one is refused at once. (On
+        // the first failure the store syncs and empties its commit log, whose blocks may make room again: then
+        // writes are accepted and the filling goes on.)
         let pad = String(repeating: "x", count: 100_000)
         var failure: [String: Any]?
+        var refused: [String: Any] = [:]
         var written = 0
-        while written < 1000 {
+        var failures = 0
+        while written < 1000 && failures < 10 {
             let r = try w.request(#"{"op":"set","path":"c/d\#(written)","data":{"pad":"\#(pad)"}}"#)
-            if !r.isOK { failure = r; break }
-            written += 1
+            if r.isOK { written += 1; continue }
+            failures += 1
+            #expect(daemon.waitForLog("disk full: commit of seq", occurrences: failures))
+            refused = try w.request(#"{"op":"set","path":"c/new\#(failures)","data":{"n":1}}"#)
+            if !refused.isOK { failure = r; break }
+            #expect(daemon.waitForLog("disk space available again", occurrences: failures))
         }
         let full = try #require(failure, "24 MiB never filled")
         #expect(written > 10)
         #expect(full.errorCode == "RESOURCE_EXHAUSTED", "\(full)")
         #expect(full.errorMessage?.contains("disk full") == true, "\(full)")
-        #expect(daemon.waitForLog("disk full: commit of seq"))
         #expect(!FileManager.default.fileExists(atPath: mount.path + "/data/RESERVE"), "the reserve was released")
+        let fullLogged = daemon.logCount(" hearthd error: disk full")
+        let availableLogged = daemon.logCount("disk space available again")
 
         // Other writes are refused at once, with the same clear error.
-        let refused = try w.request(#"{"op":"set","path":"c/new","data":{"n":1}}"#)
         #expect(refused.errorCode == "RESOURCE_EXHAUSTED", "\(refused)")
         #expect(refused.errorMessage?.contains("disk full") == true, "\(refused)")
         #expect(try w.request(#"{"op":"ping"}"#)["diskFull"] as? Bool == true)
@@ -58,7 +66,7 @@ import Testing
             #expect(r.isOK, "delete \(i) while the disk is full: \(r)")
         }
         #expect(try w.request(#"{"op":"get","path":"c/d0"}"#)["doc"] is NSNull)
-        #expect(daemon.logCount(" hearthd error: disk full") == 1, "logged once: \(daemon.log)")
+        #expect(daemon.logCount(" hearthd error: disk full") == fullLogged, "logged once: \(daemon.log)")
 
         // Space comes back outside the daemon: the next write finds it and goes through.
         try FileManager.default.removeItem(atPath: ballast)
@@ -66,7 +74,7 @@ import Testing
         #expect(again.isOK, "\(again)")
         #expect(try w.request(#"{"op":"ping"}"#)["diskFull"] as? Bool == false)
         #expect(daemon.waitForLog("disk space available again"))
-        #expect(daemon.logCount("disk space available again") == 1)
+        #expect(daemon.logCount("disk space available again") == availableLogged + 1)
         #expect(FileManager.default.fileExists(atPath: mount.path + "/data/RESERVE"), "the reserve was re-created")
         #expect(daemon.stop() == 0)
     }

@@ -68,6 +68,22 @@ final class StoreFixture {
         }
     }
 
+    /// `SQLiteStore(directory:)`, tried again while the directory's lock is still held by this process (see
+    /// `reopen`: a child being spawned by another test may hold the descriptor of a store just closed).
+    static func openSQLite(_ directory: String, logResetBytes: Int = SQLiteStore.defaultLogResetBytes) throws -> SQLiteStore {
+        for _ in 0..<500 {
+            let opened = Result { () throws(HearthError) in
+                try SQLiteStore(directory: directory, lockingDirectory: true, logResetBytes: logResetBytes)
+            }
+            if case .failure(let e) = opened, e.message.contains("(this process)") {
+                usleep(10_000)
+                continue
+            }
+            return try opened.get()
+        }
+        return try SQLiteStore(directory: directory, lockingDirectory: true, logResetBytes: logResetBytes)
+    }
+
     /// A path under the temp dir that does not exist yet (the store must create it): `hearth-storage-<UUID>/data`.
     static func makeTemporaryDirectory() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("hearth-storage-\(UUID().uuidString)/data").path

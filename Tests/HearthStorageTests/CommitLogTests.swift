@@ -1,0 +1,296 @@
+import Foundation
+import HearthModel
+import HearthStorage
+import HearthStorageSQLite
+import Testing
+
+/// The commit log: where a group becomes durable before SQLite commits it without syncing
+/// (docs/storage.md, "Commit log"). These tests build the files a power loss leaves (SQLite behind the log,
+/// the log's last frame torn at every byte) and check what an open recovers.
+@Suite struct CommitLogTests {
+    // MARK: The codec
+
+    /// Groups as the engine makes them: creates, updates, deletes, index-only commits, a catalog, and paths
+    /// whose bytes are not ASCII.
+    static func sampleGroups() -> [[CommitRecord]] {
+        var h = History()
+        let catalog = bytes("{\"indexes\":[]}")
+        var withCatalog = h.commit([("users/é/feed/p1", bytes("{\"a\":1}"))],
+                                   index: IndexChanges(added: [entry([1, 0, 0xFF], "users/é/feed/p1")]))
+        withCatalog.indexCatalog = catalog
+        return [
+            [h.put("c/a", bytes("{\"n\":1}")), h.put("c/b", Array(repeating: 7, count: 300))],
+            [h.commit([("c/a", bytes("{\"n\":2}")), ("c/b", nil)],
+                      index: IndexChanges(removed: [entry([2], "c/b")], added: [entry([3, 4], "c/a"), entry([], "c/a")]))],
+            [withCatalog, h.index(adding: [entry([9, 9], "c/a")])],
+            [h.commit([])],
+        ]
+    }
+
+    @Test func groupsRoundTripExactly() throws {
+        for group in Self.sampleGroups() {
+            var out: [UInt8] = []
+            CommitRecordCodec.encode(group, into: &out)
+            let back = try CommitRecordCodec.decode(out)
+            #expect(back.commits == group && back.includingBefore)
+            // Without before images, as the commit log writes them: everything else is the same.
+            var short: [UInt8] = []
+            CommitRecordCodec.encode(group, includingBefore: false, into: &short)
+            let shortBack = try CommitRecordCodec.decode(short)
+            var withoutBefore = group
+            for c in withoutBefore.indices { for m in withoutBefore[c].mutations.indices { withoutBefore[c].mutations[m].before = nil } }
+            #expect(shortBack.commits == withoutBefore && !shortBack.includingBefore)
+        }
+    }
+
+    /// Bytes that are not an encoding throw DATA_LOSS; they never read out of bounds or trap. Every
+    /// truncation, and every single-byte change of a group (each either decodes to something or throws).
+    @Test func everyTruncationThrowsAndNoChangedByteTraps() throws {
+        var out: [UInt8] = []
+        CommitRecordCodec.encode(Self.sampleGroups()[2], into: &out)
+        for n in 0..<out.count {
+            let error = thrownError { () throws(HearthError) in _ = try CommitRecordCodec.decode(out[0..<n]) }
+            #expect(error?.code == .dataLoss, "a truncation to \(n) of \(out.count) bytes")
+        }
+        for i in out.indices {
+            for v: UInt8 in [0, 1, 0x7F, 0xFF] where out[i] != v {
+                var changed = out
+                changed[i] = v
+                _ = try? CommitRecordCodec.decode(changed)
+            }
+        }
+    }
+
+    // MARK: Recovery
+
+    /// The files a power loss leaves: hearth.db holding the first `durable` groups (SQLite lost the rest of its
+    /// unsynced tail) and commit.log holding every later group, each as one `apply`.
+    struct Crash {
+        var database: [UInt8]
+        var log: [UInt8]
+        /// The groups, and the documents after each (index 0: before any).
+        var groups: [[CommitRecord]]
+        var states: [[DocumentPath: StoredDocument]]
+        var durable: Int
+
+        init(durable: Int = 2) throws {
+            self.durable = durable
+            let f = try StoreFixture(.sqlite)
+            defer { f.finish() }
+            var h = History()
+            groups = (0..<5).map { g in
+                (0..<3).map { i in h.commit([("c/d\(g * 3 + i)", bytes("{\"g\":\(g),\"i\":\(i)}")), ("c/shared", bytes("{\"g\":\(g)}"))]) }
+            }
+            var replay = History()
+            states = [replay.documents]
+            for group in groups {
+                for c in group { _ = replay.commit(c.mutations.map { ($0.path.description, $0.after?.data) }) }
+                states.append(replay.documents)
+            }
+            for group in groups[..<durable] { try f.store.apply(group) }
+            f.store.close()
+            database = try Array(Data(contentsOf: URL(fileURLWithPath: f.directory + "/hearth.db")))
+            try f.reopen()
+            for group in groups[durable...] { try f.store.apply(group) }
+            log = try Array(Data(contentsOf: URL(fileURLWithPath: f.directory + "/" + CommitLog.fileName)))
+        }
+
+        /// A fresh data directory holding the database and `log`.
+        func directory(log: [UInt8]) throws -> String {
+            let dir = StoreFixture.makeTemporaryDirectory()
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            try Data(database).write(to: URL(fileURLWithPath: dir + "/hearth.db"))
+            try Data(log).write(to: URL(fileURLWithPath: dir + "/" + CommitLog.fileName))
+            return dir
+        }
+
+        /// The frames of the log.
+        var frames: [CommitLog.Frame] { get throws { try CommitLog.parse(log, path: "log").frames } }
+    }
+
+    /// Checks that `store` holds exactly the documents after `groups` groups.
+    static func expectState(_ store: SQLiteStore, _ crash: Crash, groups n: Int, _ what: String) throws {
+        let seq = UInt64(n * 3)
+        #expect(try store.lastSeq() == seq, "\(what): last seq")
+        let docs = try store.list(collection: collection("c"), afterID: nil, limit: 1000)
+        #expect(Dictionary(uniqueKeysWithValues: docs.map { ($0.path, $0) }) == crash.states[n], "\(what): documents")
+        // The change log has every commit with both images: the before images the log leaves out were read
+        // back from the store as recovery applied the commits in order.
+        #expect(try store.changes(after: 0, limit: 1000) == crash.groups.prefix(n).flatMap { $0 }.map(\.logged), "\(what): change log")
+    }
+
+    /// The last group's frame torn at every byte offset, as a crash during its write leaves it: the open
+    /// recovers exactly the whole groups before it (the acknowledged ones), says so in its recovery line, and
+    /// the store goes on from there.
+    @Test func aTornLastGroupRecoversExactlyTheGroupsBeforeIt() throws {
+        let crash = try Crash()
+        let frames = try crash.frames
+        #expect(frames.count == 3)
+        #expect(frames.map(\.firstSeq) == [7, 10, 13])
+        let last = try #require(frames.last)
+        // The file is preallocated: zeros follow the last frame.
+        #expect(crash.log.count > last.end && crash.log[last.end...].allSatisfy { $0 == 0 })
+        for cut in last.offset...last.end {
+            // Cut, and cut with the preallocated zeros still after it (a crash leaves either).
+            let zeros = cut % 2 == 0 ? 0 : crash.log.count - cut
+            let dir = try crash.directory(log: Array(crash.log[0..<cut]) + [UInt8](repeating: 0, count: zeros))
+            defer { StoreFixture.removeTemporaryDirectory(dir) }
+            let store = try StoreFixture.openSQLite(dir)
+            // Whole also when the bytes cut off were zeros and zeros were put back: the frame then reads
+            // complete (it is: its checksum holds), and applying a group whose acknowledgement was never
+            // sent is what a crash right after its fsync does too.
+            let whole = cut == last.end || (zeros > 0 && crash.log[cut..<last.end].allSatisfy { $0 == 0 })
+            try Self.expectState(store, crash, groups: whole ? 5 : 4, "log cut at \(cut)")
+            let recovery = try #require(store.recovery)
+            #expect(recovery.storeSeq == 6)
+            #expect(recovery.groups == (whole ? 3 : 2))
+            #expect(recovery.recoveredSeq == (whole ? 15 : 12))
+            let torn = cut != last.offset && !whole
+            #expect(recovery.tearOffset == (torn ? last.offset : nil), "log cut at \(cut)")
+            let line = try #require(recovery.summary)
+            #expect(line.contains("applied \(whole ? 3 : 2) groups (\(whole ? 9 : 6) commits) the store lacked, seq 7...\(whole ? 15 : 12)"))
+            // The torn frame's bytes up to its last non-zero one (zeros after it read as the preallocated end).
+            let tornLength = (crash.log[last.offset..<cut].lastIndex(where: { $0 != 0 }) ?? last.offset - 1) + 1 - last.offset
+            #expect(line.contains("dropped a torn last frame, \(tornLength) bytes at offset \(last.offset)") == torn, "\(line)")
+            // Recovered, synced and emptied: a commit goes on from the recovered seq, and a reopen finds
+            // nothing more to do.
+            var h = History(startingAfter: whole ? 15 : 12)
+            try store.apply([h.put("c/after", bytes("{}"))])
+            store.close()
+            let again = try StoreFixture.openSQLite(dir)
+            #expect(again.recovery?.summary == nil)
+            #expect(try again.lastSeq() == (whole ? 16 : 13))
+            again.close()
+        }
+    }
+
+    /// A power loss after SQLite synced nothing at all: every group comes back from the log.
+    @Test func everyGroupComesBackWhenTheStoreHasNone() throws {
+        let crash = try Crash(durable: 0)
+        let dir = try crash.directory(log: crash.log)
+        defer { StoreFixture.removeTemporaryDirectory(dir) }
+        let store = try StoreFixture.openSQLite(dir)
+        defer { store.close() }
+        try Self.expectState(store, crash, groups: 5, "all from the log")
+        #expect(store.recovery?.groups == 5)
+    }
+
+    /// Frames SQLite already holds (the process died after SQLite's commit) are skipped, not applied twice.
+    @Test func groupsTheStoreHoldsAreSkipped() throws {
+        let crash = try Crash()
+        // The crash left hearth.db with every group: take it from a store that holds them all.
+        let full = try crash.directory(log: crash.log)
+        defer { StoreFixture.removeTemporaryDirectory(full) }
+        var store = try StoreFixture.openSQLite(full)
+        store.close()
+        let complete = try Array(Data(contentsOf: URL(fileURLWithPath: full + "/hearth.db")))
+        var later = crash
+        later.database = complete
+        let dir = try later.directory(log: crash.log)
+        defer { StoreFixture.removeTemporaryDirectory(dir) }
+        store = try StoreFixture.openSQLite(dir)
+        defer { store.close() }
+        try Self.expectState(store, crash, groups: 5, "nothing to apply")
+        #expect(store.recovery?.groups == 0)
+        #expect(store.recovery?.summary == nil)
+    }
+
+    /// A changed byte before the end, with a whole group after it, is damage and not a torn write: the open
+    /// refuses (the groups in between would be lost silently) and names the offset.
+    @Test func damageBeforeTheEndIsRefused() throws {
+        let crash = try Crash()
+        let frames = try crash.frames
+        var damaged = crash.log
+        damaged[frames[0].offset + CommitLog.headerSize + 5] ^= 0x40
+        let dir = try crash.directory(log: damaged)
+        defer { StoreFixture.removeTemporaryDirectory(dir) }
+        let error = thrownError { () throws(HearthError) in _ = try SQLiteStore(directory: dir) }
+        #expect(error?.code == .dataLoss)
+        #expect(error?.message.contains("commit.log is damaged at offset 0 (checksum mismatch)") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("seq 10...12 follows at offset \(frames[1].offset)") == true)
+        // The refusal changed nothing: the same files open once the damaged log is moved away.
+        try FileManager.default.removeItem(atPath: dir + "/" + CommitLog.fileName)
+        let store = try StoreFixture.openSQLite(dir)
+        defer { store.close() }
+        try Self.expectState(store, crash, groups: 2, "log moved away")
+    }
+
+    /// A log whose first group is not the store's next seq (commits in between are lost), and a log from
+    /// another store's history, are refused.
+    @Test func aGapOrAnotherStoresLogIsRefused() throws {
+        let crash = try Crash()
+        let frames = try crash.frames
+        let gap = try crash.directory(log: Array(crash.log[frames[1].offset...]))
+        defer { StoreFixture.removeTemporaryDirectory(gap) }
+        let error = thrownError { () throws(HearthError) in _ = try SQLiteStore(directory: gap) }
+        #expect(error?.code == .dataLoss)
+        #expect(error?.message.contains("continues at seq 10 but the store ends at seq 6") == true, "\(error?.message ?? "")")
+
+        let other = try Crash()
+        var mixed = crash
+        mixed.database = other.database
+        let dir = try mixed.directory(log: crash.log)
+        defer { StoreFixture.removeTemporaryDirectory(dir) }
+        let foreign = thrownError { () throws(HearthError) in _ = try SQLiteStore(directory: dir) }
+        #expect(foreign?.code == .internal)
+        #expect(foreign?.message.contains("belongs to another store") == true, "\(foreign?.message ?? "")")
+    }
+
+    /// A group SQLite refuses after the log took it is cut from the log again: a later start does not apply
+    /// a group whose commit failed.
+    @Test func aGroupTheStoreRefusesIsCutFromTheLog() throws {
+        let f = try StoreFixture(.sqlite)
+        defer { f.finish() }
+        f.store.close()
+        let db = try SQLiteConnection(path: f.directory + "/hearth.db", role: "test", create: false)
+        try db.exec("CREATE TRIGGER boom AFTER INSERT ON documents WHEN NEW.id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END",
+                    "creating a failing trigger")
+        db.close()
+        try f.reopen()
+        var h = History()
+        try f.store.apply([h.put("c/a", bytes("a"))])
+        let logPath = f.directory + "/" + CommitLog.fileName
+        let before = try Data(contentsOf: URL(fileURLWithPath: logPath))
+        let error = thrownError { () throws(HearthError) in try f.store.apply([h.put("c/boom", bytes("x"))]) }
+        #expect(error?.message.contains("boom refused") == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: logPath)) == before)
+        // The files as a kill leaves them: the refused group is not in the log, so it never comes back.
+        let copy = StoreFixture.makeTemporaryDirectory()
+        defer { StoreFixture.removeTemporaryDirectory(copy) }
+        try FileManager.default.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        for name in ["hearth.db", "hearth.db-wal", CommitLog.fileName] {
+            try FileManager.default.copyItem(atPath: f.directory + "/" + name, toPath: copy + "/" + name)
+        }
+        let store = try SQLiteStore(directory: copy)
+        defer { store.close() }
+        #expect(try store.lastSeq() == 1)
+        #expect(try store.get(path("c/boom")) == nil)
+    }
+
+    /// Once the log outgrows its limit, SQLite's files are synced and the log starts over: it stays bounded,
+    /// and nothing is lost across a reopen. A clean close leaves no log behind.
+    @Test func theLogStartsOverOnceItOutgrowsItsLimit() throws {
+        let dir = StoreFixture.makeTemporaryDirectory()
+        defer { StoreFixture.removeTemporaryDirectory(dir) }
+        var store = try StoreFixture.openSQLite(dir, logResetBytes: 4096)
+        var h = History()
+        let logPath = dir + "/" + CommitLog.fileName
+        // The bytes up to the last frame's end (the file is preallocated with zeros after it).
+        func logSize() -> Int {
+            guard let data = FileManager.default.contents(atPath: logPath) else { return -1 }
+            return (data.lastIndex(where: { $0 != 0 }) ?? -1) + 1
+        }
+        var largest = 0
+        for i in 0..<200 {
+            try store.apply([h.put("c/d\(i % 20)", Array(repeating: UInt8(i % 251), count: 500))])
+            largest = max(largest, logSize())
+        }
+        #expect(largest > 0 && largest < 4096 + 1024, "the log peaked at \(largest) bytes")
+        store.close()
+        #expect(!FileManager.default.fileExists(atPath: logPath))
+        store = try StoreFixture.openSQLite(dir)
+        defer { store.close() }
+        #expect(try store.lastSeq() == 200)
+        #expect(try store.get(path("c/d19"))?.data == Array(repeating: UInt8(199 % 251), count: 500))
+    }
+}
