@@ -2,7 +2,7 @@ import HearthModel
 
 /// A compact binary form of a group of `CommitRecord`s, exactly as given (both images, index changes, the
 /// catalog), for a commit log that must give back what `apply` was handed. Pure; every integer is
-/// little-endian. docs/storage.md, "Commit log", has the layout:
+/// little-endian (docs/storage.md, "Durability", has the frame around it):
 ///
 ///     group     := befores:u8 count:u32 record*           (befores: 0x01 when before images are included)
 ///     record    := seq:u64 commitMicros:i64 mutationCount:u32 mutation* removed:entries added:entries catalog

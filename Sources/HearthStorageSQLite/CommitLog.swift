@@ -12,13 +12,14 @@ import HearthStorage
 /// as one frame and fdatasyncs it (a few KiB, where SQLite's WAL would sync every page the group touched),
 /// then commits the group to SQLite without syncing. At open, frames SQLite lacks (a power loss took its
 /// unsynced tail) are applied again; once SQLite's files are synced (`SQLiteConnection.syncFiles`) the log is
-/// emptied. docs/storage.md, "Commit log", has the long form.
+/// emptied. docs/storage.md, "Durability", has the long form and the layout.
 ///
-/// A frame: a 40-byte header (magic `HCL1`, payload length u32, the store's history ID u64, first and last seq
-/// u64, checksum u64), then the payload (`CommitRecordCodec`, without before images: recovery reads each
-/// from SQLite as it applies the commits in order). The checksum is XXH3-64 (`RowChecksum`) over the
-/// header's other fields and the payload, so a frame torn by a crash in the middle of its write, or the zeros a
-/// file system leaves in an extended but unwritten tail, never reads as a group.
+/// A frame: a 56-byte header (magic `HCL1`, payload length u32, the store's history ID u64, the store's last
+/// seq when it was appended u64, first and last seq u64, the payload's checksum u64, the header's own checksum
+/// u64), then the payload (`CommitRecordCodec`, without before images: recovery reads each
+/// from SQLite as it applies the commits in order). Both checksums are XXH3-64 (`RowChecksum`), so a frame
+/// torn by a crash in the middle of its write, or zeros where it should be, never reads as a group, and a
+/// header that holds gives the length to skip when its payload does not.
 ///
 /// The file is preallocated in `chunkBytes` steps and zero beyond its last frame (as etcd preallocates its WAL
 /// segments): an append overwrites zeros in allocated blocks, so its `fdatasync` need not update the file's
@@ -29,7 +30,7 @@ import HearthStorage
 /// state on disk is unknown: `failure` is set and every later append throws it, until a restart recovers.
 package final class CommitLog {
     package static let fileName = "commit.log"
-    package static let headerSize = 40
+    package static let headerSize = 56
     /// "HCL1" as it reads in the file.
     static let magic: UInt32 = 0x314C_4348
 
@@ -48,6 +49,8 @@ package final class CommitLog {
     package struct Frame: Equatable {
         package var offset: Int
         package var history: UInt64
+        /// The store's last seq when the frame was appended.
+        package var prevSeq: UInt64
         package var firstSeq: UInt64
         package var lastSeq: UInt64
         package var payload: ArraySlice<UInt8>
@@ -73,10 +76,9 @@ package final class CommitLog {
         var opened = stat()
         if fstat(fd, &opened) == 0 { allocated = Int(opened.st_size) }
         if !existed {
-            let dir = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            if dir >= 0 {
-                defer { _ = Glibc.close(dir) }
-                guard fsync(dir) == 0 else { let e = errno; _ = Glibc.close(fd); throw Self.failure("syncing the directory of", path, e) }
+            do { try DataDirectory.sync(directory) } catch {
+                _ = Glibc.close(fd)
+                throw error
             }
         }
     }
@@ -100,8 +102,18 @@ package final class CommitLog {
             if n <= 0 { code = n < 0 ? errno : ENOSPC; break }
             allocated += n
         }
-        if code == 0 && fdatasync(fd) != 0 { code = errno }
+        if code == 0 && fdatasync(fd) != 0 {
+            let e = Self.failure("syncing", path, errno)
+            poison(e)
+            throw e
+        }
         guard want <= allocated else { throw Self.failure("growing", path, code) }
+    }
+
+    /// Refuses every later append with `error`'s reason: what the file holds on disk is no longer known.
+    func poison(_ error: HearthError) {
+        guard failure == nil else { return }
+        failure = HearthError(.unavailable, "\(error.message); commits are refused until hearthd restarts and recovers")
     }
 
     func close() {
@@ -111,79 +123,112 @@ package final class CommitLog {
 
     // MARK: Frames
 
-    /// The frame holding `commits` (ascending, non-empty) of the store with history `history`.
-    package static func frame(_ commits: [CommitRecord], history: UInt64) -> [UInt8] {
+    /// The frame holding `commits` (ascending, non-empty) of the store with history `history`, appended when
+    /// the store's last seq was `prevSeq` (seqs of failed groups are not reused, so a frame's first seq may be
+    /// above `prevSeq + 1`; recovery checks continuity with `prevSeq`).
+    package static func frame(_ commits: [CommitRecord], history: UInt64, prevSeq: UInt64) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: headerSize)
         out.reserveCapacity(headerSize + commits.reduce(64) { $0 + 64 + $1.estimatedLogBytes })
         CommitRecordCodec.encode(commits, includingBefore: false, into: &out)
         let payloadCount = out.count - headerSize
         let first = commits.first?.seq ?? 0, last = commits.last?.seq ?? 0
-        let sum = out[headerSize...].withUnsafeBytes { checksum(history: history, first: first, last: last, payload: $0) }
+        let payloadSum = out[headerSize...].withUnsafeBytes { b in
+            var c = RowChecksum()
+            c.bytes(b)
+            return UInt64(bitPattern: c.value)
+        }
         out.withUnsafeMutableBytes { h in
             h.storeBytes(of: magic.littleEndian, toByteOffset: 0, as: UInt32.self)
             h.storeBytes(of: UInt32(truncatingIfNeeded: payloadCount).littleEndian, toByteOffset: 4, as: UInt32.self)
             h.storeBytes(of: history.littleEndian, toByteOffset: 8, as: UInt64.self)
-            h.storeBytes(of: first.littleEndian, toByteOffset: 16, as: UInt64.self)
-            h.storeBytes(of: last.littleEndian, toByteOffset: 24, as: UInt64.self)
-            h.storeBytes(of: sum.littleEndian, toByteOffset: 32, as: UInt64.self)
+            h.storeBytes(of: prevSeq.littleEndian, toByteOffset: 16, as: UInt64.self)
+            h.storeBytes(of: first.littleEndian, toByteOffset: 24, as: UInt64.self)
+            h.storeBytes(of: last.littleEndian, toByteOffset: 32, as: UInt64.self)
+            h.storeBytes(of: payloadSum.littleEndian, toByteOffset: 40, as: UInt64.self)
+            h.storeBytes(of: headerChecksum(UnsafeRawBufferPointer(rebasing: h[0..<48])).littleEndian, toByteOffset: 48, as: UInt64.self)
         }
         return out
     }
 
-    private static func checksum(history: UInt64, first: UInt64, last: UInt64, payload: UnsafeRawBufferPointer) -> UInt64 {
+    /// The largest payload a frame's length field holds.
+    static let maxPayload = Int(UInt32.max)
+
+    private static func headerChecksum(_ header: UnsafeRawBufferPointer) -> UInt64 {
         var c = RowChecksum()
-        c.int(history)
-        c.int(first)
-        c.int(last)
-        c.bytes(payload)
+        c.bytes(header)
         return UInt64(bitPattern: c.value)
     }
 
-    /// The whole frame at `offset` of `bytes`, or why there is none.
-    static func frame(at offset: Int, in bytes: [UInt8]) -> Result<Frame, Tear> {
-        let left = bytes.count - offset
-        func tear(_ reason: String) -> Result<Frame, Tear> { .failure(Tear(offset: offset, length: left, reason: reason)) }
-        guard left >= headerSize else { return tear("a frame header needs \(headerSize) bytes") }
-        let (magicFound, length, history, first, last, sum) = bytes.withUnsafeBytes { b in
-            (b.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian,
-             Int(b.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian),
-             b.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self).littleEndian,
-             b.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self).littleEndian,
-             b.loadUnaligned(fromByteOffset: offset + 24, as: UInt64.self).littleEndian,
-             b.loadUnaligned(fromByteOffset: offset + 32, as: UInt64.self).littleEndian)
-        }
-        guard magicFound == magic else { return tear("no frame header") }
-        guard length <= left - headerSize else { return tear("the frame needs \(headerSize + length) bytes") }
-        let payload = bytes[(offset + headerSize)..<(offset + headerSize + length)]
-        let computed = payload.withUnsafeBytes { checksum(history: history, first: first, last: last, payload: $0) }
-        guard computed == sum, first <= last else { return tear("checksum mismatch") }
-        return .success(Frame(offset: offset, history: history, firstSeq: first, lastSeq: last, payload: payload))
+    /// A frame's header, when its own checksum holds (its length can then be trusted).
+    private struct Header {
+        var length: Int
+        var history: UInt64
+        var prevSeq: UInt64
+        var firstSeq: UInt64
+        var lastSeq: UInt64
+        var payloadSum: UInt64
     }
 
-    /// Splits `bytes` into whole frames and the torn end, if any. DATA_LOSS when a whole frame follows bytes
-    /// that are not one: that is damage inside the log (the groups in between are lost), not a crash during
-    /// the last append, and recovery must not silently skip it.
-    package static func parse(_ bytes: [UInt8], path: String) throws(HearthError) -> (frames: [Frame], tear: Tear?) {
+    private static func header(at offset: Int, in bytes: [UInt8]) -> Header? {
+        guard bytes.count - offset >= headerSize else { return nil }
+        return bytes.withUnsafeBytes { b -> Header? in
+            func u64(_ at: Int) -> UInt64 { b.loadUnaligned(fromByteOffset: offset + at, as: UInt64.self).littleEndian }
+            guard b.loadUnaligned(fromByteOffset: offset, as: UInt32.self).littleEndian == magic,
+                  headerChecksum(UnsafeRawBufferPointer(rebasing: b[offset..<(offset + 48)])) == u64(48) else { return nil }
+            let h = Header(length: Int(b.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self).littleEndian),
+                           history: u64(8), prevSeq: u64(16), firstSeq: u64(24), lastSeq: u64(32), payloadSum: u64(40))
+            return h.firstSeq <= h.lastSeq && h.prevSeq < h.firstSeq ? h : nil
+        }
+    }
+
+    /// The whole frame at `offset` of `bytes`; nil, with its header when that holds, when there is none.
+    private static func frame(at offset: Int, in bytes: [UInt8]) -> (frame: Frame?, header: Header?) {
+        guard let h = header(at: offset, in: bytes) else { return (nil, nil) }
+        guard h.length <= bytes.count - offset - headerSize else { return (nil, h) }
+        let payload = bytes[(offset + headerSize)..<(offset + headerSize + h.length)]
+        let sum = payload.withUnsafeBytes { b in
+            var c = RowChecksum()
+            c.bytes(b)
+            return UInt64(bitPattern: c.value)
+        }
+        guard sum == h.payloadSum else { return (nil, h) }
+        return (Frame(offset: offset, history: h.history, prevSeq: h.prevSeq, firstSeq: h.firstSeq, lastSeq: h.lastSeq,
+                      payload: payload), h)
+    }
+
+    /// Splits `bytes` into whole frames and the torn end, if any. Zeros after the last whole frame are the
+    /// preallocated rest of the file. Bytes that are not a whole frame are a torn last append, unless a whole
+    /// frame of `history` with later seqs follows them: that is damage inside the log (the groups in between
+    /// are lost), which recovery must not skip silently (DATA_LOSS). A frame whose header holds but whose
+    /// payload does not is torn at its payload; the search for a later frame starts after its declared end.
+    package static func parse(_ bytes: [UInt8], path: String, history: UInt64) throws(HearthError) -> (frames: [Frame], tear: Tear?) {
         var frames: [Frame] = []
         var offset = 0
         while offset < bytes.count {
-            switch frame(at: offset, in: bytes) {
-            case .success(let f):
+            let (found, header) = frame(at: offset, in: bytes)
+            if let f = found {
                 frames.append(f)
                 offset = f.end
-            case .failure(var tear):
-                // Zeros to the end: the preallocated rest of the file.
-                guard let lastByte = bytes[offset...].lastIndex(where: { $0 != 0 }) else { return (frames, nil) }
-                tear.length = lastByte + 1 - offset
-                var later = offset + 1
-                while later + headerSize <= lastByte + 1 {
-                    if case .success(let f) = frame(at: later, in: bytes) {
-                        throw HearthError(.dataLoss, "storage: \(path) is damaged at offset \(offset) (\(tear.reason)): the commits before seq \(f.firstSeq) cannot be recovered, while a whole group of seq \(f.firstSeq)...\(f.lastSeq) follows at offset \(later); move the file away to start without them")
-                    }
-                    later += 1
-                }
-                return (frames, tear)
+                continue
             }
+            guard let lastByte = bytes[offset...].lastIndex(where: { $0 != 0 }) else { return (frames, nil) }
+            let reason: String
+            if let header {
+                reason = header.length > bytes.count - offset - headerSize
+                    ? "its group needs \(header.length) bytes after the header" : "its group's checksum does not match"
+            } else {
+                reason = bytes.count - offset < headerSize ? "a frame header needs \(headerSize) bytes" : "no whole frame header"
+            }
+            let tear = Tear(offset: offset, length: lastByte + 1 - offset, reason: reason)
+            let lastGood = frames.last?.lastSeq ?? 0
+            var later = header.map { offset + headerSize + min($0.length, bytes.count - offset - headerSize) } ?? offset + 1
+            while later + headerSize <= lastByte + 1 {
+                if let f = frame(at: later, in: bytes).frame, f.history == history, f.firstSeq > lastGood {
+                    throw HearthError(.dataLoss, "storage: \(path) is damaged at offset \(offset) (\(tear.reason)): a whole group of seq \(f.firstSeq)...\(f.lastSeq) follows at offset \(later), so the commits before it cannot be recovered; move the file away to start without them")
+                }
+                later += 1
+            }
+            return (frames, tear)
         }
         return (frames, nil)
     }
@@ -215,9 +260,9 @@ package final class CommitLog {
         var written = 0
         while written < frame.count {
             let n = frame.withUnsafeBytes { b in pwrite(fd, b.baseAddress! + written, b.count - written, off_t(size + written)) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                let e = Self.failure("writing", path, errno)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 {
+                let e = Self.failure("writing", path, n < 0 ? errno : ENOSPC)
                 rollBack(to: size, length: written)
                 throw e
             }
@@ -226,7 +271,7 @@ package final class CommitLog {
         guard fdatasync(fd) == 0 else {
             // After a failed fsync the kernel may have dropped the dirty pages: what the file holds is unknown.
             let e = Self.failure("syncing", path, errno)
-            failure = HearthError(.unavailable, "\(e.message); commits are refused until hearthd restarts and recovers")
+            poison(e)
             throw e
         }
         size += frame.count
@@ -254,11 +299,21 @@ package final class CommitLog {
 
     /// Empties the log once SQLite's own files hold every frame durably, keeping one chunk allocated.
     func reset() throws(HearthError) {
-        guard ftruncate(fd, 0) == 0 else { throw Self.failure("emptying", path, errno) }
+        guard ftruncate(fd, 0) == 0 else {
+            let e = Self.failure("emptying", path, errno)
+            poison(e)
+            throw e
+        }
         size = 0
         allocated = 0
-        try? makeRoom(0)
-        guard fdatasync(fd) == 0 else { throw Self.failure("emptying", path, errno) }
+        do { try makeRoom(0) } catch where error.isDiskFull {
+            // No room to preallocate: the file grows as frames come.
+        }
+        guard fdatasync(fd) == 0 else {
+            let e = Self.failure("emptying", path, errno)
+            poison(e)
+            throw e
+        }
     }
 
     private static func failure(_ what: String, _ path: String, _ code: Int32) -> HearthError {

@@ -51,6 +51,14 @@ enum DataDirectory {
         return nil
     }
 
+    /// fsyncs the directory itself, so that the files created in it (their names) survive a power loss.
+    static func sync(_ directory: String) throws(HearthError) {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw HearthError(.unavailable, "storage: opening the data directory \(directory) to sync it: \(describe(errno))") }
+        defer { _ = close(fd) }
+        guard fsync(fd) == 0 else { throw HearthError(.unavailable, "storage: syncing the data directory \(directory): \(describe(errno))") }
+    }
+
     /// `directory/name`, without doubling a trailing slash.
     static func file(_ name: String, in directory: String) -> String {
         directory.hasSuffix("/") ? directory + name : directory + "/" + name

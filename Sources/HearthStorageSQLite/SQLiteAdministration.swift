@@ -69,9 +69,10 @@ extension SQLiteStore: StoreAdministration {
 
     public func bytesOnDisk() -> Int64 {
         var total: Int64 = 0
-        for suffix in ["", "-wal", "-shm"] {
+        let log = String(databasePath.dropLast(Self.fileName.count)) + CommitLog.fileName
+        for file in ["", "-wal", "-shm"].map({ databasePath + $0 }) + [log] {
             var st = stat()
-            if stat(databasePath + suffix, &st) == 0 { total += Int64(st.st_blocks) * 512 }
+            if stat(file, &st) == 0 { total += Int64(st.st_blocks) * 512 }
         }
         return total
     }

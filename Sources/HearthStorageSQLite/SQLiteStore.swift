@@ -74,7 +74,7 @@ public final class SQLiteStore: DocumentStore {
         try SQLiteSchema.prepare(writer: connection, path: path)
         let log = lockingDirectory ? try CommitLog(directory: directory) : nil
         let w = try SQLiteWriter(connection: connection, retention: retention, log: log, logResetBytes: logResetBytes)
-        recovery = try w.recover()
+        recovery = try w.recover(directory: directory)
         let r = try SQLiteReader(path: path)
         checkpointer = try SQLiteCheckpointer(path: path)
         checkpointer.attach(to: connection)

@@ -86,14 +86,19 @@ final class SQLiteWriter {
 
     /// Makes the group durable in the commit log (one frame, fdatasynced), then commits it to SQLite in one
     /// transaction that does not sync (`synchronous = NORMAL`). Every `logResetBytes` of log, SQLite's files
-    /// are synced and the log emptied. A group SQLite refuses is cut from the log again, so it is never
-    /// applied at a later start; on any failure the connection stays usable.
+    /// are synced and the log emptied. A group SQLite refuses is zeroed in the log again, so a later start
+    /// does not apply it (unless SQLite's own WAL kept a commit whose COMMIT reported an error, or the log
+    /// could not be zeroed: a failed commit's outcome is not known, as with any database after a failed
+    /// fsync); on any failure the connection stays usable.
     func apply(_ commits: [CommitRecord]) throws(HearthError) {
         guard let newest = commits.last else { return }
         guard let log else { return try commitToSQLite(commits) }
         try CommitValidation.check(commits, after: appliedSeq)
         let start = log.size
-        let frame = CommitLog.frame(commits, history: history)
+        let frame = CommitLog.frame(commits, history: history, prevSeq: appliedSeq)
+        guard frame.count - CommitLog.headerSize <= CommitLog.maxPayload else {
+            throw HearthError(.resourceExhausted, "storage: a group of \(frame.count) bytes is larger than a commit log frame holds (4 GiB)")
+        }
         do { try log.append(frame) } catch {
             releaseLogSpaceIfFull(error)
             throw error
@@ -113,30 +118,38 @@ final class SQLiteWriter {
         if error.isDiskFull, log?.failure == nil { try? syncAndEmptyLog() }
     }
 
-    /// Syncs SQLite's files, then empties the log: every frame it held is durable in SQLite by then. A failure
-    /// leaves the log as it was (its frames are skipped at the next start, SQLite having them).
+    /// Syncs SQLite's files, then empties the log: every frame it held is durable in SQLite by then. When the
+    /// sync fails, the kernel may have dropped the pages it could not write, and a second sync could succeed
+    /// without them: the log is kept and refuses every later group (`CommitLog.poison`) until a restart
+    /// recovers from it.
     func syncAndEmptyLog() throws(HearthError) {
         guard let log else { return }
-        try connection.syncFiles()
+        if let failure = log.failure { throw failure }
+        do { try connection.syncFiles() } catch {
+            log.poison(error)
+            throw error
+        }
         try log.reset()
     }
 
     /// Run once at open, before any `apply`: applies to SQLite every group of the log past SQLite's last seq
     /// (SQLite lost its unsynced tail in a power loss, or the process died between the two), in order, then
-    /// syncs SQLite and empties the log. A torn last frame (a crash during its append; never acknowledged) is
-    /// dropped. Throws DATA_LOSS when the log is damaged before its end or skips commits SQLite lacks, and
-    /// INTERNAL when it belongs to another store.
-    func recover() throws(HearthError) -> CommitLogRecovery? {
+    /// syncs SQLite's files and the data directory (so a new store's schema and history ID, written without
+    /// syncing, are durable before any frame names that history) and empties the log. A torn last frame (a
+    /// crash during its append, so its group was never acknowledged) is dropped. Throws DATA_LOSS when the log
+    /// is damaged before its end or does not continue from SQLite's last seq, and INTERNAL when it belongs to
+    /// another store.
+    func recover(directory: String) throws(HearthError) -> CommitLogRecovery? {
         guard let log else { return nil }
-        let (frames, tear) = try CommitLog.parse(log.readAll(), path: log.path)
+        let (frames, tear) = try CommitLog.parse(log.readAll(), path: log.path, history: history)
         var recovery = CommitLogRecovery(path: log.path, storeSeq: appliedSeq, tear: tear)
         for f in frames {
             guard f.history == history else {
                 throw HearthError(.internal, "storage: \(log.path) belongs to another store (history \(f.history), this store's is \(history)); move it away if this store is the one to keep")
             }
             guard f.lastSeq > appliedSeq else { continue }
-            guard f.firstSeq == appliedSeq + 1 else {
-                throw HearthError(.dataLoss, "storage: \(log.path) continues at seq \(f.firstSeq) but the store ends at seq \(appliedSeq): the commits in between are lost")
+            guard f.prevSeq == appliedSeq else {
+                throw HearthError(.dataLoss, "storage: \(log.path): the group of seq \(f.firstSeq)...\(f.lastSeq) was appended after seq \(f.prevSeq) but the store ends at seq \(appliedSeq): the commits in between are lost")
             }
             let (commits, includingBefore) = try CommitRecordCodec.decode(f.payload)
             guard commits.first?.seq == f.firstSeq, commits.last?.seq == f.lastSeq else {
@@ -148,7 +161,9 @@ final class SQLiteWriter {
             recovery.commits += commits.count
         }
         recovery.recoveredSeq = appliedSeq
-        if !frames.isEmpty || tear != nil { try syncAndEmptyLog() }
+        try connection.syncFiles()
+        try DataDirectory.sync(directory)
+        if log.size > 0 || !frames.isEmpty || tear != nil { try log.reset() }
         return recovery
     }
 
@@ -162,7 +177,7 @@ final class SQLiteWriter {
         do {
             var meta = try loadMeta()
             try CommitValidation.check(commits, after: meta.lastSeq)
-            for c in commits { meta.logBytes += try insert(readingBefore ? withStoredBefore(c) : c) }
+            for c in commits { meta.logBytes += try insert(c, readingBefore: readingBefore) }
             meta.lastSeq = newest.seq
             let prunedBefore = meta.prunedThrough
             try prune(&meta, cutoff: retention.ageCutoff(newest: newest.commitTime))
@@ -178,27 +193,22 @@ final class SQLiteWriter {
 
     // MARK: - Steps of apply
 
-    /// `c` with each mutation's before image read from the documents table (inside the transaction, so an
-    /// earlier mutation of the same document in the group is seen), checked against its row checksum.
-    private func withStoredBefore(_ c: CommitRecord) throws(HearthError) -> CommitRecord {
-        var c = c
-        for i in c.mutations.indices {
-            let m = c.mutations[i]
-            let s = currentDocument
-            defer { s.reset() }
-            let collection = m.path.collection.description
-            try s.bind(1, collection)
-            try s.bind(2, m.path.id)
-            guard try s.step() else { c.mutations[i].before = nil; continue }
-            var sum = RowChecksum()
-            sum.text(collection)
-            sum.text(m.path.id)
-            sum.columns(s, 0..<4)
-            guard sum.value == s.int64(4) else { throw StorageDamage.document(m.path.description, "checksum mismatch") }
-            c.mutations[i].before = StoredDocument(path: m.path, data: s.bytes(0), createTime: Timestamp(micros: s.int64(1)),
-                                                   updateTime: Timestamp(micros: s.int64(2)), seq: s.uint64(3))
-        }
-        return c
+    /// The document at `path` as this transaction holds it (an earlier mutation of it in the same group or
+    /// commit included), checked against its row checksum: the before image of a commit from the log.
+    private func storedVersion(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
+        let s = currentDocument
+        defer { s.reset() }
+        let collection = path.collection.description
+        try s.bind(1, collection)
+        try s.bind(2, path.id)
+        guard try s.step() else { return nil }
+        var sum = RowChecksum()
+        sum.text(collection)
+        sum.text(path.id)
+        sum.columns(s, 0..<4)
+        guard sum.value == s.int64(4) else { throw StorageDamage.document(path.description, "checksum mismatch") }
+        return StoredDocument(path: path, data: s.bytes(0), createTime: Timestamp(micros: s.int64(1)),
+                              updateTime: Timestamp(micros: s.int64(2)), seq: s.uint64(3))
     }
 
     private func loadMeta() throws(HearthError) -> Meta {
@@ -226,16 +236,21 @@ final class SQLiteWriter {
     /// Writes one commit (log rows, documents, index entries, the index catalog when it carries one); returns
     /// its image bytes. Index changes and the catalog are not logged: `changes(after:)` rebuilds records
     /// without them. Every document and change row is written with its checksum (`RowChecksum`).
-    private func insert(_ c: CommitRecord) throws(HearthError) -> Int64 {
-        let bytes = c.imageBytes
+    /// With `readingBefore`, each mutation's before image is read from the documents table right before the
+    /// mutation is written (a commit from the log).
+    private func insert(_ c: CommitRecord, readingBefore: Bool) throws(HearthError) -> Int64 {
+        var bytes: Int64 = 0
+        for var m in c.mutations {
+            if readingBefore { m.before = try storedVersion(m.path) }
+            bytes += Int64(m.before?.data.count ?? 0) + Int64(m.after?.data.count ?? 0)
+            try log(m, seq: c.seq)
+            if let doc = m.after { try put(doc) } else { try delete(m.path) }
+        }
+        // `bytes` is `c.imageBytes` with the before images as written.
         try insertCommit.bind(1, c.seq)
         try insertCommit.bind(2, c.commitTime.micros)
         try insertCommit.bind(3, bytes)
         try insertCommit.run()
-        for m in c.mutations {
-            try log(m, seq: c.seq)
-            if let doc = m.after { try put(doc) } else { try delete(m.path) }
-        }
         try index.apply(c.indexChanges)
         if let catalog = c.indexCatalog {
             let s = putCatalog
@@ -364,7 +379,7 @@ public struct CommitLogRecovery: Sendable, Equatable {
             s += "the store already held every group (through seq \(recoveredSeq))"
         }
         if let tearDescription {
-            s += "; dropped a torn last frame, \(tearDescription): it was never acknowledged"
+            s += "; dropped a torn last frame, \(tearDescription): a crash during an append leaves one, and its commits were not acknowledged"
         }
         return s
     }

@@ -49,6 +49,7 @@ import Testing
         #expect(full.errorMessage?.contains("disk full") == true, "\(full)")
         #expect(!FileManager.default.fileExists(atPath: mount.path + "/data/RESERVE"), "the reserve was released")
         let fullLogged = daemon.logCount(" hearthd error: disk full")
+        #expect(fullLogged == failures, "each entry into the disk-full state is logged once: \(daemon.log)")
         let availableLogged = daemon.logCount("disk space available again")
 
         // Other writes are refused at once, with the same clear error.

@@ -5,7 +5,7 @@ import HearthStorageSQLite
 import Testing
 
 /// The commit log: where a group becomes durable before SQLite commits it without syncing
-/// (docs/storage.md, "Commit log"). These tests build the files a power loss leaves (SQLite behind the log,
+/// (docs/storage.md, "Durability"). These tests build the files a power loss leaves (SQLite behind the log,
 /// the log's last frame torn at every byte) and check what an open recovers.
 @Suite struct CommitLogTests {
     // MARK: The codec
@@ -72,6 +72,7 @@ import Testing
         var groups: [[CommitRecord]]
         var states: [[DocumentPath: StoredDocument]]
         var durable: Int
+        var history: UInt64
 
         init(durable: Int = 2) throws {
             self.durable = durable
@@ -87,6 +88,7 @@ import Testing
                 for c in group { _ = replay.commit(c.mutations.map { ($0.path.description, $0.after?.data) }) }
                 states.append(replay.documents)
             }
+            history = try f.store.historyID()
             for group in groups[..<durable] { try f.store.apply(group) }
             f.store.close()
             database = try Array(Data(contentsOf: URL(fileURLWithPath: f.directory + "/hearth.db")))
@@ -105,7 +107,7 @@ import Testing
         }
 
         /// The frames of the log.
-        var frames: [CommitLog.Frame] { get throws { try CommitLog.parse(log, path: "log").frames } }
+        var frames: [CommitLog.Frame] { get throws { try CommitLog.parse(log, path: "log", history: history).frames } }
     }
 
     /// Checks that `store` holds exactly the documents after `groups` groups.
@@ -206,8 +208,8 @@ import Testing
         defer { StoreFixture.removeTemporaryDirectory(dir) }
         let error = thrownError { () throws(HearthError) in _ = try SQLiteStore(directory: dir) }
         #expect(error?.code == .dataLoss)
-        #expect(error?.message.contains("commit.log is damaged at offset 0 (checksum mismatch)") == true, "\(error?.message ?? "")")
-        #expect(error?.message.contains("seq 10...12 follows at offset \(frames[1].offset)") == true)
+        #expect(error?.message.contains("commit.log is damaged at offset 0 (its group's checksum does not match)") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("a whole group of seq 10...12 follows at offset \(frames[1].offset)") == true)
         // The refusal changed nothing: the same files open once the damaged log is moved away.
         try FileManager.default.removeItem(atPath: dir + "/" + CommitLog.fileName)
         let store = try StoreFixture.openSQLite(dir)
@@ -224,7 +226,7 @@ import Testing
         defer { StoreFixture.removeTemporaryDirectory(gap) }
         let error = thrownError { () throws(HearthError) in _ = try SQLiteStore(directory: gap) }
         #expect(error?.code == .dataLoss)
-        #expect(error?.message.contains("continues at seq 10 but the store ends at seq 6") == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("the group of seq 10...12 was appended after seq 9 but the store ends at seq 6") == true, "\(error?.message ?? "")")
 
         let other = try Crash()
         var mixed = crash
@@ -234,6 +236,40 @@ import Testing
         let foreign = thrownError { () throws(HearthError) in _ = try SQLiteStore(directory: dir) }
         #expect(foreign?.code == .internal)
         #expect(foreign?.message.contains("belongs to another store") == true, "\(foreign?.message ?? "")")
+    }
+
+    /// The seqs of a failed group are not reused, so the next frame starts above the store's last seq + 1:
+    /// recovery follows the frames' own record of the seq they were appended after, not seq arithmetic.
+    @Test func aFailedGroupsSeqsAreAGapRecoveryAccepts() throws {
+        let f = try StoreFixture(.sqlite)
+        defer { f.finish() }
+        f.store.close()
+        let db = try SQLiteConnection(path: f.directory + "/hearth.db", role: "test", create: false)
+        try db.exec("CREATE TRIGGER boom AFTER INSERT ON documents WHEN NEW.id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END",
+                    "creating a failing trigger")
+        db.close()
+        try f.reopen()
+        var h = History()
+        try f.store.apply([h.put("c/a", bytes("a")), h.put("c/b", bytes("b"))])
+        f.store.close()
+        let database = try Array(Data(contentsOf: URL(fileURLWithPath: f.directory + "/hearth.db")))
+        try f.reopen()
+        #expect(thrownError { () throws(HearthError) in try f.store.apply([h.put("c/boom", bytes("x"))]) } != nil)
+        let after = h.put("c/c", bytes("c"))   // seq 4: seq 3 failed and is not reused
+        try f.store.apply([after])
+        let log = try Array(Data(contentsOf: URL(fileURLWithPath: f.directory + "/" + CommitLog.fileName)))
+        let dir = StoreFixture.makeTemporaryDirectory()
+        defer { StoreFixture.removeTemporaryDirectory(dir) }
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try Data(database).write(to: URL(fileURLWithPath: dir + "/hearth.db"))
+        try Data(log).write(to: URL(fileURLWithPath: dir + "/" + CommitLog.fileName))
+        let store = try StoreFixture.openSQLite(dir)
+        defer { store.close() }
+        #expect(try store.lastSeq() == 4)
+        #expect(try store.get(path("c/c"))?.data == bytes("c"))
+        #expect(try store.get(path("c/boom")) == nil)
+        #expect(store.recovery?.groups == 1)
+        #expect(try store.changes(after: 0, limit: 10)?.map(\.seq) == [1, 2, 4])
     }
 
     /// A group SQLite refuses after the log took it is cut from the log again: a later start does not apply

@@ -40,6 +40,8 @@ enum CheckCommand {
             return ExitCode.connection
         }
         defer { store.close() }
+        // Opening applied whatever the commit log held that hearth.db lacked, as a start of the daemon would.
+        if let line = store.recovery?.summary { Console.error(line) }
         let showProgress = !a.flag("quiet") && Console.isTerminal(2)
         var lastPhase: StoreCheck.Phase?
         let progress: StoreCheck.Progress? = showProgress ? { phase, done, total in
