@@ -15,6 +15,11 @@ struct OutputBuffer {
     private(set) var capacity = 0
     private var head = 0
     private var tail = 0
+    /// The capacity last given back (`deallocate`): a buffer that empties and refills every loop turn (a
+    /// subscriber sent a batch of events each turn) grows from `minimumCapacity` straight to it, in one
+    /// reallocation instead of doubling step by step and copying at each; a buffer that stays small stays at
+    /// `minimumCapacity`.
+    private var lastCapacity = 0
 
     /// Smallest allocation made on first use.
     static let minimumCapacity = 1024
@@ -66,6 +71,7 @@ struct OutputBuffer {
 
     /// Frees the storage. The buffer is empty and usable again afterwards.
     mutating func deallocate() {
+        if capacity > 0 { lastCapacity = capacity }
         free(storage)
         storage = nil
         capacity = 0
@@ -84,7 +90,7 @@ struct OutputBuffer {
             tail = live
             return
         }
-        var newCapacity = max(capacity * 2, Self.minimumCapacity)
+        var newCapacity = max(capacity * 2, Self.minimumCapacity, capacity > 0 ? lastCapacity : 0)
         while newCapacity - live < extra { newCapacity *= 2 }
         if head > 0, live > 0 { storage!.copyMemory(from: storage! + head, byteCount: live) }
         head = 0

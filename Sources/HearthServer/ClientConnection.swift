@@ -17,6 +17,9 @@ package protocol ClientConnection: AnyObject {
     func resumeReading()
     func send(_ bytes: UnsafeRawBufferPointer)
     func send(_ bytes: [UInt8])
+    /// Sends `first` then `second` as one append (one pending-flush check): a pushed line made of a
+    /// listener's own prefix and a body shared by every listener.
+    func send(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer)
     /// Flushes what is buffered, then closes.
     func close()
     /// Closes at once, dropping unsent output.
@@ -34,3 +37,10 @@ extension ClientConnection {
 }
 
 extension TCPConnection: ClientConnection {}
+
+extension ClientConnection {
+    package func send(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) {
+        send(first)
+        send(second)
+    }
+}

@@ -16,7 +16,7 @@ final class Dispatcher {
     /// Repeated keys are reported rather than thrown, so that the error can echo the request's id.
     let parser = JSONParser(rejectsDuplicateKeys: false)
     var writer = JSONWriter()
-    /// The last shared change set encoded (see `ListenerHub.sharedDeliveryKey`): its key and the bytes after
+    /// The last shared change set encoded (see `ListenerSink.deliver`'s `shareKey`): its key and the bytes after
     /// `{"sub":"…",`.
     var eventCacheKey: UInt64?
     var eventCacheBody: [UInt8] = []

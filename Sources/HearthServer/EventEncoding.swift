@@ -8,15 +8,31 @@ extension Dispatcher {
     func sendEvent(_ event: ListenerEvent, sub: String?, shareKey: UInt64? = nil, on conn: ClientConnection) {
         if let shareKey, shareKey == eventCacheKey, let sub {
             // The same change set for another listener: only the subscription id differs.
-            writer.reset()
-            writer.beginObject()
-            writer.key("sub"); writer.string(sub)
-            writer.withBytes { conn.send($0) }                  // {"sub":"…"
-            eventCacheBody.withUnsafeBytes { conn.send($0) }    // ,"type":…}\n
+            let prefix = subscriptionPrefix(sub)
+            prefix.withUnsafeBytes { p in eventCacheBody.withUnsafeBytes { conn.send(p, $0) } }
             return
         }
         encodeEvent(event, sub: sub, shareKey: shareKey)
         writer.withBytes { conn.send($0) }
+    }
+
+    /// A listener's event: as `sendEvent`, with the start of its lines kept in the listener
+    /// (`Listener.sinkBytes`, made on its first shared delivery), so a change set shared by many listeners
+    /// costs each one two copies.
+    func sendEvent(_ event: ListenerEvent, for listener: Listener, shareKey: UInt64?, on conn: ClientConnection) {
+        guard let shareKey, shareKey == eventCacheKey else {
+            return sendEvent(event, sub: listener.tag, shareKey: shareKey, on: conn)
+        }
+        if listener.sinkBytes.isEmpty { listener.sinkBytes = subscriptionPrefix(listener.tag) }
+        listener.sinkBytes.withUnsafeBytes { p in eventCacheBody.withUnsafeBytes { conn.send(p, $0) } }
+    }
+
+    /// `{"sub":"<tag>"`: what starts every line pushed for the subscription `tag`.
+    private func subscriptionPrefix(_ tag: String) -> [UInt8] {
+        var w = JSONWriter()
+        w.beginObject()
+        w.key("sub"); w.string(tag)
+        return w.bytes
     }
 
     /// A pushed line: `{"sub":S,"type":"snapshot",...}` or `{"sub":S,"type":"error","error":{...}}`.

@@ -10,14 +10,14 @@ import HearthStorage
 extension Session: ListenerSink {
     var canAcceptEvents: Bool { !closed && conn.pendingOutputBytes <= server.config.subscriberBudget }
 
-    func deliver(_ event: ListenerEvent, for listener: Listener) {
+    func deliver(_ event: ListenerEvent, for listener: Listener, shareKey: UInt64?) {
         guard !closed else { return }
         if heldEvents != nil { heldEvents!.append(event); return }
         if case .error = event {
             subscriptions[listener.tag] = nil
             forgetGuard(listener.tag)
         }
-        server.dispatcher.sendEvent(event, sub: listener.tag, shareKey: server.engine.listeners.sharedDeliveryKey, on: conn)
+        server.dispatcher.sendEvent(event, for: listener, shareKey: shareKey, on: conn)
         sentSinceTick = true
         if !canAcceptEvents { startSlowDeadline() }
     }

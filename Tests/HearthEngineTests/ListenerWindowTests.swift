@@ -11,7 +11,7 @@ import Testing
     final class Sink: ListenerSink {
         var canAcceptEvents: Bool { true }
         var events: [(tag: String, event: ListenerEvent)] = []
-        func deliver(_ event: ListenerEvent, for listener: Listener) { events.append((listener.tag, event)) }
+        func deliver(_ event: ListenerEvent, for listener: Listener, shareKey: UInt64?) { events.append((listener.tag, event)) }
         func coalescing() {}
     }
 

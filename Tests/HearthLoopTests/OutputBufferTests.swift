@@ -46,6 +46,23 @@ struct OutputBufferTests {
         #expect(buffer.capacity == OutputBuffer.minimumCapacity, "small capacity is reused")
     }
 
+    @Test("a buffer that refills after being freed grows straight back to its last capacity")
+    func regrowsToItsLastCapacity() {
+        var buffer = OutputBuffer()
+        defer { buffer.deallocate() }
+        pattern(20_000).withUnsafeBytes { buffer.append($0) }
+        #expect(buffer.capacity == 32 * 1024)
+        buffer.clear(retaining: 16 * 1024)
+        #expect(buffer.capacity == 0)
+        // Small again: the minimum, as for a new buffer.
+        pattern(300).withUnsafeBytes { buffer.append($0) }
+        #expect(buffer.capacity == OutputBuffer.minimumCapacity)
+        // Growing: one step to the capacity it had, not 2, 4, 8, 16 and 32 KiB.
+        pattern(800).withUnsafeBytes { buffer.append($0) }
+        #expect(buffer.capacity == 32 * 1024)
+        #expect(Array(buffer.readable) == Array(pattern(300)) + Array(pattern(800)))
+    }
+
     @Test("append(reserving:) commits only what the writer reports")
     func reserving() {
         var buffer = OutputBuffer()

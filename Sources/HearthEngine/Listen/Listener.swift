@@ -6,10 +6,16 @@ public protocol ListenerSink: AnyObject {
     /// False while the subscriber is over its output budget: the hub then coalesces instead of sending,
     /// until the sink calls `ListenerHub.drained(_:)`.
     var canAcceptEvents: Bool { get }
-    func deliver(_ event: ListenerEvent, for listener: Listener)
+    /// `shareKey`: while a change set shared by several listeners (one view, one commit) is being delivered,
+    /// a key unique to it, so the sink may encode it once and reuse the bytes for every listener; nil otherwise.
+    func deliver(_ event: ListenerEvent, for listener: Listener, shareKey: UInt64?)
     /// A listener's changes are being held back (the subscriber is over budget): the sink starts its
     /// drain deadline if it has none running.
     func coalescing()
+}
+
+extension ListenerSink {
+    public func deliver(_ event: ListenerEvent, for listener: Listener) { deliver(event, for: listener, shareKey: nil) }
 }
 
 /// What a listener sends.
@@ -50,6 +56,9 @@ public final class Listener {
     var dirty = false
     /// Where the listener is indexed for matching.
     var indexKey: ListenerIndexKey?
+    /// Bytes the sink keeps for this listener, opaque to the engine (the server: the start of every line
+    /// pushed for it, `{"sub":"<tag>",`, so a change set shared by many listeners costs a copy each).
+    public var sinkBytes: [UInt8] = []
 
     init(id: Int, tag: String, target: Target, sink: ListenerSink, seq: UInt64) {
         self.id = id
@@ -72,6 +81,10 @@ final class SharedView {
     var rows: [ResultDocument]
     var seq: UInt64
     var members: [Listener] = []
+    /// The changes the commit at `seq` made to `rows`, and the key sinks may share their encoding under (nil
+    /// when only one member gets them), for the members after the first during a publication.
+    var lastChanges: [ViewChange] = []
+    var shareKey: UInt64?
 
     init(query: ValidQuery, rows: [ResultDocument], seq: UInt64) {
         self.query = query

@@ -11,17 +11,14 @@ public final class ListenerHub {
     unowned(unsafe) let engine: Engine
     private var nextID = 1
     private(set) var listeners: [Int: Listener] = [:]
-    private var index: [ListenerIndexKey: Set<Int>] = [:]
+    /// Listener IDs per index key, ascending (publication walks them in ID order without hashing or sorting).
+    private var index: [ListenerIndexKey: [Int]] = [:]
     /// For each collection path, the fields some equality-indexed listener filters on.
     private var equalityFields: [String: [FieldPath: Int]] = [:]
     /// Shared query results, by query.
     private var views: [ValidQuery: SharedView] = [:]
 
-    /// While a change set shared by several listeners (one view, one commit) is being delivered, a key
-    /// unique to it: sinks may encode it once and reuse the bytes for every listener. Nil otherwise.
-    public private(set) var sharedDeliveryKey: UInt64?
     private var shareCounter: UInt64 = 0
-    private var shareKeys: [ObjectIdentifier: UInt64] = [:]
     /// Listeners holding back changes, per sink: draining costs what is pending, not every listener.
     private var dirtyBySink: [ObjectIdentifier: [Listener]] = [:]
 
@@ -148,8 +145,12 @@ public final class ListenerHub {
             l.view = nil
         }
         guard let key = l.indexKey else { return }
-        index[key]?.remove(l.id)
-        if index[key]?.isEmpty == true { index[key] = nil }
+        if var ids = index[key] {
+            index[key] = nil   // the array is uniquely referenced while it changes
+            let at = Self.insertionPoint(of: l.id, in: ids)
+            if at < ids.count && ids[at] == l.id { ids.remove(at: at) }
+            if !ids.isEmpty { index[key] = ids }
+        }
         if case .equality(let c, let f, _) = key {
             equalityFields[c]?[f, default: 1] -= 1
             if equalityFields[c]?[f] == 0 { equalityFields[c]?[f] = nil }
@@ -175,7 +176,20 @@ public final class ListenerHub {
             }
         }
         l.indexKey = key
-        index[key, default: []].insert(l.id)
+        var ids = index.removeValue(forKey: key) ?? []
+        let at = Self.insertionPoint(of: l.id, in: ids)
+        if at == ids.count || ids[at] != l.id { ids.insert(l.id, at: at) }
+        index[key] = ids
+    }
+
+    /// The first position in ascending `ids` whose value is not below `id`.
+    private static func insertionPoint(of id: Int, in ids: [Int]) -> Int {
+        var lo = 0, hi = ids.count
+        while lo < hi {
+            let mid = (lo + hi) >> 1
+            if ids[mid] < id { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
     }
 
     // MARK: Publication
@@ -186,18 +200,17 @@ public final class ListenerHub {
         engine.thread.check("ListenerHub.publish")
         if let last = records.last { publishedSeq = last.seq }
         guard !listeners.isEmpty else { return }
-        defer { shareKeys.removeAll(keepingCapacity: true) }
         for (i, record) in records.enumerated() where !record.mutations.isEmpty {
             let affected = self.affected(by: record)
             guard !affected.isEmpty else { continue }
             var rollback: [DocumentPath: StoredDocument?]?
             var decoded: DecodedCommit?
-            var applied: [ObjectIdentifier: [ViewChange]] = [:]
-            for id in affected.sorted() {
+            for id in affected {
                 guard let l = listeners[id], l.seq < record.seq else { continue }
-                if let v = l.view, let changes = applied[ObjectIdentifier(v)] {
+                if let v = l.view, v.seq == record.seq {
+                    // Applied for an earlier member in this commit.
                     l.seq = record.seq
-                    if !changes.isEmpty { emit(l, changes: changes, shareKey: shareKeys[ObjectIdentifier(v)]) }
+                    if !v.lastChanges.isEmpty { emit(l, changes: v.lastChanges, shareKey: v.shareKey) }
                     continue
                 }
                 do {
@@ -211,12 +224,12 @@ public final class ListenerHub {
                             changes = try refill(v, rollback: rollback!)
                         }
                         v.seq = record.seq
-                        applied[ObjectIdentifier(v)] = changes!
-                        shareCounter += 1
-                        shareKeys[ObjectIdentifier(v)] = shareCounter
-                        l.seq = record.seq
+                        v.lastChanges = changes!
                         // A key only when other listeners will get the same changes: sinks then keep the encoding.
-                        if !changes!.isEmpty { emit(l, changes: changes!, shareKey: v.members.count > 1 ? shareCounter : nil) }
+                        shareCounter += 1
+                        v.shareKey = v.members.count > 1 ? shareCounter : nil
+                        l.seq = record.seq
+                        if !changes!.isEmpty { emit(l, changes: changes!, shareKey: v.shareKey) }
                     } else {
                         try apply(record, to: l)
                     }
@@ -234,24 +247,49 @@ public final class ListenerHub {
         return r
     }
 
-    private func affected(by record: CommitRecord) -> Set<Int> {
-        var out = Set<Int>()
+    /// The IDs of the listeners `record` may affect, ascending, each once. One index entry (the usual case:
+    /// one document changed, listened to through one key) is returned as it is; several are merged.
+    private func affected(by record: CommitRecord) -> [Int] {
+        var sources: [[Int]] = []
         for m in record.mutations {
-            if let s = index[.document(m.path)] { out.formUnion(s) }
+            if let s = index[.document(m.path)] { sources.append(s) }
             let coll = m.path.collection.description
-            if let s = index[.collection(coll)] { out.formUnion(s) }
-            if let s = index[.group(m.path.collectionID)] { out.formUnion(s) }
+            if let s = index[.collection(coll)] { sources.append(s) }
+            if let s = index[.group(m.path.collectionID)] { sources.append(s) }
             if let fields = equalityFields[coll], !fields.isEmpty {
                 for version in [m.before, m.after] {
                     guard let doc = version, let decoded = try? engine.codec.decode(doc.data) else { continue }
                     for field in fields.keys {
                         guard let v = decoded.value(at: field) else { continue }
-                        if let s = index[.equality(collection: coll, field: field, value: IndexKey.key(v))] { out.formUnion(s) }
+                        if let s = index[.equality(collection: coll, field: field, value: IndexKey.key(v))] { sources.append(s) }
                     }
                 }
             }
         }
-        return out
+        return Self.union(sources)
+    }
+
+    /// The ascending, duplicate-free union of ascending, duplicate-free lists.
+    static func union(_ sources: [[Int]]) -> [Int] {
+        if sources.count <= 1 { return sources.first ?? [] }
+        var merged = sources[0]
+        for s in sources.dropFirst() {
+            if s == merged { continue }   // the same listeners again (a second mutation of the same collection)
+            var out: [Int] = []
+            out.reserveCapacity(merged.count + s.count)
+            var i = 0, j = 0
+            while i < merged.count || j < s.count {
+                if j == s.count || (i < merged.count && merged[i] < s[j]) {
+                    out.append(merged[i]); i += 1
+                } else if i == merged.count || s[j] < merged[i] {
+                    out.append(s[j]); j += 1
+                } else {
+                    out.append(merged[i]); i += 1; j += 1
+                }
+            }
+            merged = out
+        }
+        return merged
     }
 
     /// A document listener.
@@ -291,9 +329,8 @@ public final class ListenerHub {
             return
         }
         if let changes {
-            sharedDeliveryKey = shareKey
-            sink.deliver(.query(seq: l.seq, initial: false, reset: false, size: l.current.count, changes: changes), for: l)
-            sharedDeliveryKey = nil
+            sink.deliver(.query(seq: l.seq, initial: false, reset: false, size: l.current.count, changes: changes), for: l,
+                         shareKey: shareKey)
         } else {
             send(l, to: sink)
         }
