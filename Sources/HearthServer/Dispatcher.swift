@@ -18,8 +18,9 @@ final class Dispatcher {
     var writer = JSONWriter()
     /// The last shared change set encoded (see `ListenerSink.deliver`'s `shareKey`): its key and the bytes after
     /// `{"sub":"…",`.
-    var eventCacheKey: UInt64?
-    var eventCacheBody: [UInt8] = []
+    // @exclusivity(unchecked): loop-thread state read on every delivered event; dynamic exclusivity checks off (docs/architecture.md, "Decisions").
+    @exclusivity(unchecked) var eventCacheKey: UInt64?
+    @exclusivity(unchecked) var eventCacheBody: [UInt8] = []
     let commands: [String: Command]
     /// While a read runs that the gate has not confirmed yet: its ok reply stays in `writer` (`heldReply`).
     fileprivate var holdingReply = false

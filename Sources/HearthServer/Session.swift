@@ -35,7 +35,8 @@ final class Session: SnapshotWaiter {
     /// Its response, read at a seq not yet published: it goes out once that seq is.
     private var heldRead: (slot: ResponseQueue.Slot, line: [UInt8], seq: UInt64)?
     private var readingPaused = false
-    private(set) var closed = false
+    // @exclusivity(unchecked) here and below: loop-thread state read on every delivered event; dynamic exclusivity checks off (docs/architecture.md, "Decisions").
+    @exclusivity(unchecked) private(set) var closed = false
     /// Some input has arrived (the first bytes are checked for a TLS handshake sent to a plain-text port).
     private var sawInput = false
     /// Bytes of the unfinished line this connection holds, as last counted in the server's budget.
@@ -51,11 +52,11 @@ final class Session: SnapshotWaiter {
     var subscriptions: [String: Listener] = [:]
     var nextSubscription = 1
     /// Events of a listener being registered, held until its `listen` response has gone out.
-    var heldEvents: [ListenerEvent]?
+    @exclusivity(unchecked) var heldEvents: [ListenerEvent]?
     var heartbeatTimer: LoopTimer?
     var heartbeatMs: UInt64 = 0
     /// Output sent since the last heartbeat tick.
-    var sentSinceTick = false
+    @exclusivity(unchecked) var sentSinceTick = false
     /// Set while listeners are coalescing because the subscriber is over its output budget.
     var slowDeadline: LoopTimer?
     /// The subscriber missed its drain deadline: its final error line is queued and the connection closing.

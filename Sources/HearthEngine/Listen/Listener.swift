@@ -43,22 +43,23 @@ public final class Listener {
     /// Strong, and cleared when the listener is removed from the hub (which every sink does before it goes
     /// away): a weak reference would give each sink (a `Session`) a side table, making every retain and
     /// release of it take the slow path during fan-out.
-    var sink: ListenerSink?
+    // @exclusivity(unchecked) below: loop-thread state read on every delivered event; dynamic exclusivity checks off (docs/architecture.md, "Decisions").
+    @exclusivity(unchecked) var sink: ListenerSink?
     /// The commit the current result reflects.
-    public internal(set) var seq: UInt64
+    @exclusivity(unchecked) public internal(set) var seq: UInt64
     /// The query result, shared by every listener with an equal query (computed once per commit).
-    var view: SharedView?
+    @exclusivity(unchecked) var view: SharedView?
     var current: [ResultDocument] { view?.rows ?? [] }
     var sent: [ResultDocument] = []
     var currentDocument: StoredDocument?
     var sentDocument: StoredDocument?
     /// Current differs from sent and is waiting for the subscriber to drain.
-    var dirty = false
+    @exclusivity(unchecked) var dirty = false
     /// Where the listener is indexed for matching.
     var indexKey: ListenerIndexKey?
     /// Bytes the sink keeps for this listener, opaque to the engine (the server: the start of every line
     /// pushed for it, `{"sub":"<tag>",`, so a change set shared by many listeners costs a copy each).
-    public var sinkBytes: [UInt8] = []
+    @exclusivity(unchecked) public var sinkBytes: [UInt8] = []
 
     init(id: Int, tag: String, target: Target, sink: ListenerSink, seq: UInt64) {
         self.id = id
@@ -79,12 +80,13 @@ public final class Listener {
 final class SharedView {
     let query: ValidQuery
     var rows: [ResultDocument]
-    var seq: UInt64
+    // @exclusivity(unchecked): loop-thread state read on every delivered event; dynamic exclusivity checks off (docs/architecture.md, "Decisions").
+    @exclusivity(unchecked) var seq: UInt64
     var members: [Listener] = []
     /// The changes the commit at `seq` made to `rows`, and the key sinks may share their encoding under (nil
     /// when only one member gets them), for the members after the first during a publication.
-    var lastChanges: [ViewChange] = []
-    var shareKey: UInt64?
+    @exclusivity(unchecked) var lastChanges: [ViewChange] = []
+    @exclusivity(unchecked) var shareKey: UInt64?
 
     init(query: ValidQuery, rows: [ResultDocument], seq: UInt64) {
         self.query = query

@@ -10,7 +10,8 @@ public final class ListenerHub {
     /// The engine owns the hub (unowned(unsafe): no reference counting per access on the publication path).
     unowned(unsafe) let engine: Engine
     private var nextID = 1
-    private(set) var listeners: [Int: Listener] = [:]
+    // @exclusivity(unchecked): loop-thread state read on every delivered event; dynamic exclusivity checks off (docs/architecture.md, "Decisions").
+    @exclusivity(unchecked) private(set) var listeners: [Int: Listener] = [:]
     /// Listener IDs per index key, ascending (publication walks them in ID order without hashing or sorting).
     private var index: [ListenerIndexKey: [Int]] = [:]
     /// For each collection path, the fields some equality-indexed listener filters on.
