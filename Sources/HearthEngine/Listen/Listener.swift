@@ -55,6 +55,9 @@ public final class Listener {
     var sentDocument: StoredDocument?
     /// Current differs from sent and is waiting for the subscriber to drain.
     @exclusivity(unchecked) var dirty = false
+    /// True from `ListenerHub.add` until `remove`: a publication walking an index list it was taken out of
+    /// meanwhile skips it.
+    @exclusivity(unchecked) var isRegistered = false
     /// Where the listener is indexed for matching.
     var indexKey: ListenerIndexKey?
     /// Bytes the sink keeps for this listener, opaque to the engine (the server: the start of every line

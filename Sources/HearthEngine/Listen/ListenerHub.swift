@@ -12,8 +12,9 @@ public final class ListenerHub {
     private var nextID = 1
     // @exclusivity(unchecked): loop-thread state read on every delivered event; dynamic exclusivity checks off (docs/architecture.md, "Decisions").
     @exclusivity(unchecked) private(set) var listeners: [Int: Listener] = [:]
-    /// Listener IDs per index key, ascending (publication walks them in ID order without hashing or sorting).
-    private var index: [ListenerIndexKey: [Int]] = [:]
+    /// Listeners per index key, by ascending ID (publication walks them in ID order without hashing, sorting
+    /// or looking them up).
+    private var index: [ListenerIndexKey: [Listener]] = [:]
     /// For each collection path, the fields some equality-indexed listener filters on.
     private var equalityFields: [String: [FieldPath: Int]] = [:]
     /// Shared query results, by query.
@@ -107,6 +108,7 @@ public final class ListenerHub {
         sink.deliver(first, for: l)
         nextID += 1
         listeners[l.id] = l
+        l.isRegistered = true
         register(l)
         return l
     }
@@ -139,6 +141,7 @@ public final class ListenerHub {
     public func remove(_ l: Listener) {
         engine.thread.check("ListenerHub.remove")
         guard listeners.removeValue(forKey: l.id) != nil else { return }
+        l.isRegistered = false
         l.sink = nil
         if let v = l.view {
             v.members.removeAll { $0 === l }
@@ -146,11 +149,10 @@ public final class ListenerHub {
             l.view = nil
         }
         guard let key = l.indexKey else { return }
-        if var ids = index[key] {
-            index[key] = nil   // the array is uniquely referenced while it changes
-            let at = Self.insertionPoint(of: l.id, in: ids)
-            if at < ids.count && ids[at] == l.id { ids.remove(at: at) }
-            if !ids.isEmpty { index[key] = ids }
+        if var list = index.removeValue(forKey: key) {
+            let at = Self.insertionPoint(of: l.id, in: list)
+            if at < list.count && list[at] === l { list.remove(at: at) }
+            if !list.isEmpty { index[key] = list }
         }
         if case .equality(let c, let f, _) = key {
             equalityFields[c]?[f, default: 1] -= 1
@@ -177,18 +179,18 @@ public final class ListenerHub {
             }
         }
         l.indexKey = key
-        var ids = index.removeValue(forKey: key) ?? []
-        let at = Self.insertionPoint(of: l.id, in: ids)
-        if at == ids.count || ids[at] != l.id { ids.insert(l.id, at: at) }
-        index[key] = ids
+        var list = index.removeValue(forKey: key) ?? []
+        let at = Self.insertionPoint(of: l.id, in: list)
+        if at == list.count || list[at] !== l { list.insert(l, at: at) }
+        index[key] = list
     }
 
-    /// The first position in ascending `ids` whose value is not below `id`.
-    private static func insertionPoint(of id: Int, in ids: [Int]) -> Int {
-        var lo = 0, hi = ids.count
+    /// The first position in `list` (by ascending ID) whose ID is not below `id`.
+    private static func insertionPoint(of id: Int, in list: [Listener]) -> Int {
+        var lo = 0, hi = list.count
         while lo < hi {
             let mid = (lo + hi) >> 1
-            if ids[mid] < id { lo = mid + 1 } else { hi = mid }
+            if list[mid].id < id { lo = mid + 1 } else { hi = mid }
         }
         return lo
     }
@@ -206,8 +208,7 @@ public final class ListenerHub {
             guard !affected.isEmpty else { continue }
             var rollback: [DocumentPath: StoredDocument?]?
             var decoded: DecodedCommit?
-            for id in affected {
-                guard let l = listeners[id], l.seq < record.seq else { continue }
+            for l in affected where l.isRegistered && l.seq < record.seq {
                 if let v = l.view, v.seq == record.seq {
                     // Applied for an earlier member in this commit.
                     l.seq = record.seq
@@ -248,10 +249,11 @@ public final class ListenerHub {
         return r
     }
 
-    /// The IDs of the listeners `record` may affect, ascending, each once. One index entry (the usual case:
-    /// one document changed, listened to through one key) is returned as it is; several are merged.
-    private func affected(by record: CommitRecord) -> [Int] {
-        var sources: [[Int]] = []
+    /// The listeners `record` may affect, by ascending ID, each once. One index entry (the usual case: one
+    /// document changed, listened to through one key) is returned as it is; several are merged. A listener
+    /// removed while the commit is published stays in the list with `isRegistered` false.
+    private func affected(by record: CommitRecord) -> [Listener] {
+        var sources: [[Listener]] = []
         for m in record.mutations {
             if let s = index[.document(m.path)] { sources.append(s) }
             let coll = m.path.collection.description
@@ -270,19 +272,20 @@ public final class ListenerHub {
         return Self.union(sources)
     }
 
-    /// The ascending, duplicate-free union of ascending, duplicate-free lists.
-    static func union(_ sources: [[Int]]) -> [Int] {
+    /// The duplicate-free union of lists sorted by ascending ID without duplicates, sorted the same way.
+    static func union(_ sources: [[Listener]]) -> [Listener] {
         if sources.count <= 1 { return sources.first ?? [] }
         var merged = sources[0]
         for s in sources.dropFirst() {
-            if s == merged { continue }   // the same listeners again (a second mutation of the same collection)
-            var out: [Int] = []
+            // The same listeners again (a second mutation of the same collection).
+            if s.count == merged.count && zip(s, merged).allSatisfy({ $0 === $1 }) { continue }
+            var out: [Listener] = []
             out.reserveCapacity(merged.count + s.count)
             var i = 0, j = 0
             while i < merged.count || j < s.count {
-                if j == s.count || (i < merged.count && merged[i] < s[j]) {
+                if j == s.count || (i < merged.count && merged[i].id < s[j].id) {
                     out.append(merged[i]); i += 1
-                } else if i == merged.count || s[j] < merged[i] {
+                } else if i == merged.count || s[j].id < merged[i].id {
                     out.append(s[j]); j += 1
                 } else {
                     out.append(merged[i]); i += 1; j += 1
