@@ -82,7 +82,7 @@ public final class Listener {
 /// changes are sent to each of them ("identical queries share work").
 final class SharedView {
     let query: ValidQuery
-    var rows: [ResultDocument]
+    @exclusivity(unchecked) var rows: [ResultDocument]
     // @exclusivity(unchecked): loop-thread state read on every delivered event; dynamic exclusivity checks off (docs/architecture.md, "Decisions").
     @exclusivity(unchecked) var seq: UInt64
     var members: [Listener] = []
