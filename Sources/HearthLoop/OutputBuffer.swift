@@ -20,6 +20,14 @@ struct OutputBuffer {
     /// reallocation instead of doubling step by step and copying at each; a buffer that stays small stays at
     /// `minimumCapacity`.
     private var lastCapacity = 0
+    /// The most `lastCapacity` remembers: a connection that once held a large response or backlog does not
+    /// regrow to it every turn.
+    static let maximumRememberedCapacity = 256 << 10
+    #if DEBUG
+    /// Set while `append(reserving:)`'s writer runs: the buffer must not be touched meanwhile (its owner
+    /// skips the runtime's exclusivity checks, so this is the check).
+    private var appending = false
+    #endif
 
     /// Smallest allocation made on first use.
     static let minimumCapacity = 1024
@@ -35,6 +43,9 @@ struct OutputBuffer {
 
     /// Appends a copy of `bytes`.
     mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        #if DEBUG
+        precondition(!appending, "OutputBuffer: appended to from inside append(reserving:)'s writer")
+        #endif
         let n = bytes.count
         guard n > 0, let src = bytes.baseAddress else { return }
         reserve(n)
@@ -45,6 +56,11 @@ struct OutputBuffer {
     /// Lets `write` fill up to `maxBytes` directly at the tail; `write` returns how many it wrote.
     mutating func append(reserving maxBytes: Int, _ write: (UnsafeMutableRawBufferPointer) -> Int) {
         guard maxBytes > 0 else { return }
+        #if DEBUG
+        precondition(!appending, "OutputBuffer: appended to from inside append(reserving:)'s writer")
+        appending = true
+        defer { appending = false }
+        #endif
         reserve(maxBytes)
         let written = write(UnsafeMutableRawBufferPointer(start: storage! + tail, count: maxBytes))
         precondition(written >= 0 && written <= maxBytes, "OutputBuffer: writer reported \(written) of \(maxBytes) bytes")
@@ -71,7 +87,7 @@ struct OutputBuffer {
 
     /// Frees the storage. The buffer is empty and usable again afterwards.
     mutating func deallocate() {
-        if capacity > 0 { lastCapacity = capacity }
+        if capacity > 0 { lastCapacity = min(capacity, Self.maximumRememberedCapacity) }
         free(storage)
         storage = nil
         capacity = 0

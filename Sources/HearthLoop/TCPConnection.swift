@@ -173,7 +173,9 @@ public final class TCPConnection: LoopHandleOwner {
     }
 
     /// Serialises straight into the output buffer, avoiding an intermediate copy: `write` receives at
-    /// least `maxBytes` writable bytes and returns how many it filled (0...maxBytes).
+    /// least `maxBytes` writable bytes and returns how many it filled (0...maxBytes). `write` must not touch
+    /// this connection (send, close, read its pending bytes): it runs inside the buffer's append (checked in
+    /// debug builds).
     public func send(reserving maxBytes: Int, _ write: (UnsafeMutableRawBufferPointer) -> Int) {
         guard handle != nil, !closeRequested else { return }
         if tls == nil {

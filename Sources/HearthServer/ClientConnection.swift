@@ -4,7 +4,9 @@ import HearthLoop
 /// pausing. `TCPConnection` is the real one; tests drive sessions through a fake one, without sockets.
 ///
 /// Contract (as `TCPConnection`'s): callbacks run on the loop thread; `send` copies the bytes and never calls
-/// back synchronously; after `close()` or `abort()` sends are ignored and `onClose` runs exactly once.
+/// back synchronously (memory safety rests on it: the dispatcher lends its shared event bytes to `send`
+/// while a callback could replace them); after `close()` or `abort()` sends are ignored and `onClose` runs
+/// exactly once.
 package protocol ClientConnection: AnyObject {
     var peer: String { get }
     var onRead: ((UnsafeRawBufferPointer) -> Void)? { get set }

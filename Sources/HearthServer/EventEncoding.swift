@@ -6,12 +6,6 @@ import HearthProtocol
 extension Dispatcher {
     /// Sends a pushed line on `conn`, encoded straight into its output buffer (no per-line array).
     func sendEvent(_ event: ListenerEvent, sub: String?, shareKey: UInt64? = nil, on conn: ClientConnection) {
-        if let shareKey, shareKey == eventCacheKey, let sub {
-            // The same change set for another listener: only the subscription id differs.
-            let prefix = subscriptionPrefix(sub)
-            prefix.withUnsafeBytes { p in eventCacheBody.withUnsafeBytes { conn.send(p, $0) } }
-            return
-        }
         encodeEvent(event, sub: sub, shareKey: shareKey)
         writer.withBytes { conn.send($0) }
     }

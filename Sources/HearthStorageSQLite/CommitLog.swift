@@ -95,6 +95,7 @@ package final class CommitLog {
         guard allocated - want < Self.chunkBytes / 4 else { return }
         let target = (want + Self.chunkBytes) / Self.chunkBytes * Self.chunkBytes
         let zeros = [UInt8](repeating: 0, count: 64 << 10)
+        let before = allocated
         var code: Int32 = 0
         while allocated < target {
             let n = zeros.withUnsafeBytes { pwrite(fd, $0.baseAddress, min($0.count, target - allocated), off_t(allocated)) }
@@ -102,10 +103,11 @@ package final class CommitLog {
             if n <= 0 { code = n < 0 ? errno : ENOSPC; break }
             allocated += n
         }
+        // The zeros are past every frame: losing them loses nothing (the file reads as zeros or ends there),
+        // so a failed sync of them only means the log did not grow.
         if code == 0 && fdatasync(fd) != 0 {
-            let e = Self.failure("syncing", path, errno)
-            poison(e)
-            throw e
+            code = errno
+            allocated = before
         }
         guard want <= allocated else { throw Self.failure("growing", path, code) }
     }
@@ -201,7 +203,10 @@ package final class CommitLog {
     /// frame of `history` with later seqs follows them: that is damage inside the log (the groups in between
     /// are lost), which recovery must not skip silently (DATA_LOSS). A frame whose header holds but whose
     /// payload does not is torn at its payload; the search for a later frame starts after its declared end.
-    package static func parse(_ bytes: [UInt8], path: String, history: UInt64) throws(HearthError) -> (frames: [Frame], tear: Tear?) {
+    /// `storeSeq`: the store's last seq; bytes that are not a frame before frames the store already holds
+    /// are not worth refusing to start for. A whole frame of another history after them is another store's
+    /// log (INTERNAL).
+    package static func parse(_ bytes: [UInt8], path: String, history: UInt64, storeSeq: UInt64 = 0) throws(HearthError) -> (frames: [Frame], tear: Tear?) {
         var frames: [Frame] = []
         var offset = 0
         while offset < bytes.count {
@@ -220,10 +225,13 @@ package final class CommitLog {
                 reason = bytes.count - offset < headerSize ? "a frame header needs \(headerSize) bytes" : "no whole frame header"
             }
             let tear = Tear(offset: offset, length: lastByte + 1 - offset, reason: reason)
-            let lastGood = frames.last?.lastSeq ?? 0
+            let lastGood = max(frames.last?.lastSeq ?? 0, storeSeq)
             var later = header.map { offset + headerSize + min($0.length, bytes.count - offset - headerSize) } ?? offset + 1
             while later + headerSize <= lastByte + 1 {
-                if let f = frame(at: later, in: bytes).frame, f.history == history, f.firstSeq > lastGood {
+                if let f = frame(at: later, in: bytes).frame, f.history != history {
+                    throw HearthError(.internal, "storage: \(path) belongs to another store (a group of history \(f.history) at offset \(later); this store's is \(history)); move it away if this store is the one to keep")
+                }
+                if let f = frame(at: later, in: bytes).frame, f.lastSeq > lastGood {
                     throw HearthError(.dataLoss, "storage: \(path) is damaged at offset \(offset) (\(tear.reason)): a whole group of seq \(f.firstSeq)...\(f.lastSeq) follows at offset \(later), so the commits before it cannot be recovered; move the file away to start without them")
                 }
                 later += 1
@@ -290,8 +298,7 @@ package final class CommitLog {
             if n <= 0 { ok = false } else { done += n }
         }
         guard ok, fdatasync(fd) == 0 else {
-            let e = Self.failure("zeroing a refused group in", path, errno)
-            failure = HearthError(.unavailable, "\(e.message); commits are refused until hearthd restarts (the next start may apply the refused group)")
+            poison(Self.failure("zeroing a refused group in", path, errno))
             return
         }
         size = offset

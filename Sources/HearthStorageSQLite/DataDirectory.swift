@@ -28,15 +28,24 @@ enum DataDirectory {
         for (i, part) in parts.enumerated() {
             prefix += part
             let mode: mode_t = i == parts.count - 1 ? 0o700 : 0o755
-            if mkdir(prefix, mode) != 0 && errno != EEXIST {
+            let made = mkdir(prefix, mode) == 0
+            if !made && errno != EEXIST {
                 let failure = errno
                 if failure == ENOTDIR, let file = firstNonDirectory(on: path) {
                     throw HearthError(.unavailable, "storage: cannot create the data directory \(path): \(file) is not a directory")
                 }
                 throw HearthError(.unavailable, "storage: cannot create the data directory \(path): \(prefix): \(describe(failure))")
             }
+            // A new directory's entry in its parent survives a power loss only once the parent is synced.
+            if made { try sync(parent(of: prefix)) }
             prefix += "/"
         }
+    }
+
+    /// The directory holding `path` ("." for a bare name).
+    private static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
     /// The first prefix of `path` that exists and is not a directory (a file where a directory should be).

@@ -104,6 +104,13 @@ final class SQLiteWriter {
             throw error
         }
         do { try commitToSQLite(commits) } catch {
+            // A COMMIT can report an error and still have committed: then the group stays in the log (it is
+            // in SQLite) and the next frame continues from it.
+            if let stored = try? UInt64(bitPattern: connection.queryInt("SELECT value FROM meta WHERE key = 'last_seq'")),
+               stored == newest.seq {
+                appliedSeq = newest.seq
+                throw error
+            }
             log.rollBack(to: start, length: frame.count)
             releaseLogSpaceIfFull(error)
             throw error
@@ -120,8 +127,9 @@ final class SQLiteWriter {
 
     /// Syncs SQLite's files, then empties the log: every frame it held is durable in SQLite by then. When the
     /// sync fails, the kernel may have dropped the pages it could not write, and a second sync could succeed
-    /// without them: the log is kept and refuses every later group (`CommitLog.poison`) until a restart
-    /// recovers from it.
+    /// without them: the log is kept and refuses every later group (`CommitLog.poison`). A restart applies
+    /// the frames SQLite's files lack by seq, which trusts what those files hold; after an I/O error, check
+    /// the store (`hearth check`) before serving from it (docs/operations.md).
     func syncAndEmptyLog() throws(HearthError) {
         guard let log else { return }
         if let failure = log.failure { throw failure }
@@ -141,7 +149,7 @@ final class SQLiteWriter {
     /// another store.
     func recover(directory: String) throws(HearthError) -> CommitLogRecovery? {
         guard let log else { return nil }
-        let (frames, tear) = try CommitLog.parse(log.readAll(), path: log.path, history: history)
+        let (frames, tear) = try CommitLog.parse(log.readAll(), path: log.path, history: history, storeSeq: appliedSeq)
         var recovery = CommitLogRecovery(path: log.path, storeSeq: appliedSeq, tear: tear)
         for f in frames {
             guard f.history == history else {
@@ -163,7 +171,7 @@ final class SQLiteWriter {
         recovery.recoveredSeq = appliedSeq
         try connection.syncFiles()
         try DataDirectory.sync(directory)
-        if log.size > 0 || !frames.isEmpty || tear != nil { try log.reset() }
+        if !frames.isEmpty || tear != nil { try log.reset() }
         return recovery
     }
 

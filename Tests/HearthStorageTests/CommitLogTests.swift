@@ -217,6 +217,48 @@ import Testing
         try Self.expectState(store, crash, groups: 2, "log moved away")
     }
 
+    /// The byte-by-byte search after a header that does not hold: a changed header byte before whole frames
+    /// is damage; the same before frames the store already holds is not worth refusing to start for.
+    @Test func aDamagedHeaderIsFoundByTheScan() throws {
+        let crash = try Crash()
+        let frames = try crash.frames
+        var damaged = crash.log
+        damaged[frames[0].offset + 20] ^= 0x01   // inside prevSeq: the header checksum fails
+        let dir = try crash.directory(log: damaged)
+        defer { StoreFixture.removeTemporaryDirectory(dir) }
+        let error = thrownError { () throws(HearthError) in _ = try SQLiteStore(directory: dir) }
+        #expect(error?.code == .dataLoss)
+        #expect(error?.message.contains("damaged at offset 0 (no whole frame header): a whole group of seq 10...12 follows at offset \(frames[1].offset)") == true,
+                "\(error?.message ?? "")")
+        #expect(try CommitLog.parse(damaged, path: "log", history: crash.history, storeSeq: 15).frames.isEmpty,
+                "a store that holds every group does not refuse")
+    }
+
+    /// A torn last group whose data holds the bytes of a whole frame of this store is still a tear: the
+    /// search for later frames starts after the group's declared end, and a frame found inside a torn one's
+    /// bytes is not mistaken for a later group.
+    @Test func frameBytesInsideATornGroupAreNotALaterGroup() throws {
+        var crash = try Crash()
+        let frames = try crash.frames
+        let last = try #require(frames.last)
+        // The last frame again, with a document whose data is a whole frame of this store's history.
+        var h = History(startingAfter: last.firstSeq - 1)
+        let inner = CommitLog.frame([commitAt(seq: 99, putting: "c/fake")], history: crash.history, prevSeq: 98)
+        let group = [h.put("c/carrier", inner)]
+        let outer = CommitLog.frame(group, history: crash.history, prevSeq: last.prevSeq)
+        crash.log = Array(crash.log[0..<last.offset]) + outer
+        let torn = Array(crash.log.dropLast(3))   // its own checksum fails; the inner frame is whole inside it
+        let (found, tear) = try CommitLog.parse(torn, path: "log", history: crash.history)
+        #expect(found.count == 2)
+        #expect(tear?.offset == last.offset)
+        // Another store's whole frame after a tear is another store's log.
+        let foreign = CommitLog.frame([commitAt(seq: 99, putting: "c/x")], history: crash.history &+ 1, prevSeq: 98)
+        let mixed = Array(crash.log[0..<last.offset]) + [0x48, 0x43, 0x4C] + foreign
+        let error = thrownError { () throws(HearthError) in _ = try CommitLog.parse(mixed, path: "log", history: crash.history) }
+        #expect(error?.code == .internal)
+        #expect(error?.message.contains("belongs to another store") == true)
+    }
+
     /// A log whose first group is not the store's next seq (commits in between are lost), and a log from
     /// another store's history, are refused.
     @Test func aGapOrAnotherStoresLogIsRefused() throws {

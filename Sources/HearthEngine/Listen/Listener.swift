@@ -61,7 +61,7 @@ public final class Listener {
     /// Where the listener is indexed for matching.
     var indexKey: ListenerIndexKey?
     /// Bytes the sink keeps for this listener, opaque to the engine (the server: the start of every line
-    /// pushed for it, `{"sub":"<tag>",`, so a change set shared by many listeners costs a copy each).
+    /// pushed for it, `{"sub":"<tag>"`, so a change set shared by many listeners costs a copy each).
     @exclusivity(unchecked) public var sinkBytes: [UInt8] = []
 
     init(id: Int, tag: String, target: Target, sink: ListenerSink, seq: UInt64) {

@@ -203,6 +203,9 @@ public final class ListenerHub {
         engine.thread.check("ListenerHub.publish")
         if let last = records.last { publishedSeq = last.seq }
         guard !listeners.isEmpty else { return }
+        // Views applied in this publication: their last changes are let go at its end.
+        var appliedViews: [SharedView] = []
+        defer { for v in appliedViews { v.lastChanges = [] } }
         for (i, record) in records.enumerated() where !record.mutations.isEmpty {
             let affected = self.affected(by: record)
             guard !affected.isEmpty else { continue }
@@ -226,6 +229,7 @@ public final class ListenerHub {
                             changes = try refill(v, rollback: rollback!)
                         }
                         v.seq = record.seq
+                        if v.lastChanges.isEmpty { appliedViews.append(v) }
                         v.lastChanges = changes!
                         // A key only when other listeners will get the same changes: sinks then keep the encoding.
                         shareCounter += 1

@@ -17,8 +17,9 @@ enum CheckCommand {
         entries and documents agree (every entry points at an existing document that produces it, every \
         document has its entries). Prints each problem with the document it concerns, then a summary. \
         Exit code 0 when no damage is found, 1 when some is, 3 when the store cannot be opened. The store is \
-        opened as hearthd opens it (a store of an older schema version is upgraded first); nothing else is \
-        written. See docs/operations.md.
+        opened as hearthd opens it: a store of an older schema version is upgraded first, and commits its \
+        commit log holds that hearth.db lacks (a crash) are applied, as the next start would (a log damaged \
+        before its end makes the open fail: exit 3); nothing else is written. See docs/operations.md.
         """
 
     static let specs: [OptionSpec] = [
