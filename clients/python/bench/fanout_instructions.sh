@@ -26,6 +26,7 @@ for bin in "$@"; do
   out=$("$hearth" bench listen --port "$port" --listeners 1000 --connections 1 --pipeline 64 --duration 20 --server-pid "$pid")
   stop
   n=$(echo "$out" | grep -E '^  deliveries' | awk '{print $2}' | tr -d ,)
-  publish=$(callgrind_annotate --inclusive=yes "$(ls "$dir"/cg.out* | head -1)" 2> /dev/null | grep -m1 'ListenerHubC7publish' | awk '{print $1}' | tr -d ,)
+  callgrind_annotate --inclusive=yes "$(ls "$dir"/cg.out* | head -1)" > "$dir/annotate.txt" 2> /dev/null
+  publish=$(awk '/ListenerHubC7publish/ { gsub(",", "", $1); print $1; exit }' "$dir/annotate.txt")
   echo "$bin: $((publish / n)) instructions per delivery in ListenerHub.publish ($n deliveries)"
 done
