@@ -91,6 +91,19 @@ struct RowChecksum {
         return c.value
     }
 
+    /// The document in `s`'s current row, whose columns are `data, create_us, update_us, seq, checksum` (as
+    /// every statement reading one document selects them), checked against the checksum computed with the
+    /// path asked for (the one served): DATA_LOSS naming the document when they differ.
+    static func verifiedDocument(_ s: SQLiteStatement, path: DocumentPath, collection: String) throws(HearthError) -> StoredDocument {
+        var sum = RowChecksum()
+        sum.text(collection)
+        sum.text(path.id)
+        sum.columns(s, 0..<4)
+        guard sum.value == s.int64(4) else { throw StorageDamage.document(path.description, "checksum mismatch") }
+        return StoredDocument(path: path, data: s.bytes(0), createTime: Timestamp(micros: s.int64(1)),
+                              updateTime: Timestamp(micros: s.int64(2)), seq: s.uint64(3))
+    }
+
     /// A `changes` row: seq, path, then the before and the after image (data, create_us, update_us, seq; all
     /// NULL when the image is absent).
     static func change(seq: UInt64, path: String, before: StoredDocument?, after: StoredDocument?) -> Int64 {

@@ -89,13 +89,7 @@ final class SQLiteReader {
         } catch {
             throw error.code == .dataLoss ? StorageDamage.document(path.description, error.message) : error
         }
-        var sum = RowChecksum()
-        sum.text(collection)
-        sum.text(path.id)
-        sum.columns(s, 0..<4)
-        guard sum.value == s.int64(4) else { throw StorageDamage.document(path.description, "checksum mismatch") }
-        return StoredDocument(path: path, data: s.bytes(0), createTime: Timestamp(micros: s.int64(1)),
-                              updateTime: Timestamp(micros: s.int64(2)), seq: s.uint64(3))
+        return try RowChecksum.verifiedDocument(s, path: path, collection: collection)
     }
 
     func list(collection: CollectionPath, afterID: String?, limit: Int) throws(HearthError) -> [StoredDocument] {

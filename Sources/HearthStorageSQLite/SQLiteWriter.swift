@@ -210,13 +210,7 @@ final class SQLiteWriter {
         try s.bind(1, collection)
         try s.bind(2, path.id)
         guard try s.step() else { return nil }
-        var sum = RowChecksum()
-        sum.text(collection)
-        sum.text(path.id)
-        sum.columns(s, 0..<4)
-        guard sum.value == s.int64(4) else { throw StorageDamage.document(path.description, "checksum mismatch") }
-        return StoredDocument(path: path, data: s.bytes(0), createTime: Timestamp(micros: s.int64(1)),
-                              updateTime: Timestamp(micros: s.int64(2)), seq: s.uint64(3))
+        return try RowChecksum.verifiedDocument(s, path: path, collection: collection)
     }
 
     private func loadMeta() throws(HearthError) -> Meta {

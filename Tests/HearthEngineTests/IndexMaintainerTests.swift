@@ -6,19 +6,13 @@ import Testing
 
 /// `IndexMaintainer.changes` keys only the top-level fields whose values differ; it must give exactly the
 /// difference between every key of the old version and every key of the new one.
+extension QueryOracleTests.RNG {
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
+}
+
 @Suite struct IndexMaintainerTests {
-    /// A small deterministic generator (SplitMix64), so a failure names its seed.
-    struct Random {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
+    /// The oracle tests' deterministic generator, so a failure names its seed.
+    typealias Random = QueryOracleTests.RNG
 
     static let names = ["a", "b", "c", "score", "tags", "m", "é"]
 

@@ -49,6 +49,18 @@ final class StoreFixture {
         }
     }
 
+    /// Closes the store, makes SQLite itself refuse to insert a document with ID `boom` (a trigger raising
+    /// "boom refused", so a storage error can be made to happen in the middle of a group), and reopens.
+    func refuseDocumentsNamedBoom() throws {
+        precondition(backend == .sqlite, "only SQLite has triggers")
+        store.close()
+        let db = try SQLiteConnection(path: directory + "/hearth.db", role: "test", create: false)
+        try db.exec("CREATE TRIGGER boom AFTER INSERT ON documents WHEN NEW.id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END",
+                    "creating a failing trigger")
+        db.close()
+        try reopen()
+    }
+
     /// A second, independent store on the same data, for what another connection set on the same files sees.
     /// Opened without the data directory's lock (which the first store holds: a second daemon is refused).
     func openSecond() throws -> any DocumentStore {

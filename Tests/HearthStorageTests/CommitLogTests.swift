@@ -285,12 +285,7 @@ import Testing
     @Test func aFailedGroupsSeqsAreAGapRecoveryAccepts() throws {
         let f = try StoreFixture(.sqlite)
         defer { f.finish() }
-        f.store.close()
-        let db = try SQLiteConnection(path: f.directory + "/hearth.db", role: "test", create: false)
-        try db.exec("CREATE TRIGGER boom AFTER INSERT ON documents WHEN NEW.id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END",
-                    "creating a failing trigger")
-        db.close()
-        try f.reopen()
+        try f.refuseDocumentsNamedBoom()
         var h = History()
         try f.store.apply([h.put("c/a", bytes("a")), h.put("c/b", bytes("b"))])
         f.store.close()
@@ -319,12 +314,7 @@ import Testing
     @Test func aGroupTheStoreRefusesIsCutFromTheLog() throws {
         let f = try StoreFixture(.sqlite)
         defer { f.finish() }
-        f.store.close()
-        let db = try SQLiteConnection(path: f.directory + "/hearth.db", role: "test", create: false)
-        try db.exec("CREATE TRIGGER boom AFTER INSERT ON documents WHEN NEW.id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END",
-                    "creating a failing trigger")
-        db.close()
-        try f.reopen()
+        try f.refuseDocumentsNamedBoom()
         var h = History()
         try f.store.apply([h.put("c/a", bytes("a"))])
         let logPath = f.directory + "/" + CommitLog.fileName

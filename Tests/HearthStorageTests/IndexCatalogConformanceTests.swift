@@ -74,12 +74,7 @@ import Testing
         #expect(try f.store.indexCatalog() == bytes("one"))
 
         // SQLite itself fails on a later document of the group: its catalog is rolled back with it.
-        f.store.close()
-        let db = try SQLiteIndexTests.connect(f)
-        try db.exec("CREATE TRIGGER boom AFTER INSERT ON documents WHEN NEW.id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END",
-                    "creating a failing trigger")
-        db.close()
-        try f.reopen()
+        try f.refuseDocumentsNamedBoom()
         var declaring = h.index(adding: [entry([4, 2], "c/a")])
         declaring.indexCatalog = bytes("two")
         let failing = h.put("c/boom", bytes("x"))

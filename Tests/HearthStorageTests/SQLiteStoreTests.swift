@@ -100,14 +100,9 @@ import Testing
     @Test func aStorageErrorMidGroupRollsBackAndTheStoreStaysUsable() throws {
         let f = try StoreFixture(.sqlite)
         defer { f.finish() }
-        f.store.close()
         // A trigger makes SQLite itself fail on the second commit's document, after the first commit's rows
         // were written inside the transaction.
-        let db = try SQLiteConnection(path: f.directory + "/hearth.db", role: "test", create: false)
-        try db.exec("CREATE TRIGGER boom AFTER INSERT ON documents WHEN NEW.id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END",
-                    "creating a failing trigger")
-        db.close()
-        try f.reopen()
+        try f.refuseDocumentsNamedBoom()
         var h = History()
         let group = [h.put("c/a", bytes("a")), h.commit([("c/b", bytes("b")), ("c/boom", bytes("x"))])]
         let error = thrownError { () throws(HearthError) in try f.store.apply(group) }

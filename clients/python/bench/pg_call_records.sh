@@ -11,26 +11,10 @@
 # -c clients -j 2, prints its summary, and removes the cluster.
 set -euo pipefail
 records=${1:-100000}; customers=${2:-1000}; clients=${3:-50}; seconds=${4:-10}
-bin=/usr/lib/postgresql/15/bin
 port=${PG_PORT:-25432}   # below the ephemeral range (32768-60999), which client sockets of the benches use
-dir=$(mktemp -d /tmp/hearth-pg-XXXXXX)
-chown postgres "$dir"
-as_pg() { runuser -u postgres -- "$@"; }
-cleanup() { as_pg "$bin/pg_ctl" -D "$dir/data" -m fast stop > /dev/null 2>&1 || true; rm -rf "$dir"; }
-trap cleanup EXIT
-as_pg "$bin/initdb" -D "$dir/data" -A trust -U postgres > /dev/null
-# A cluster stopped a moment ago (the previous run's) can still hold the port: try again, saying why.
-for attempt in 1 2 3 4 5; do
-  if as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w \
-      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c shared_buffers=256MB -c max_connections=200" start > /dev/null; then
-    break
-  fi
-  echo "pg_call_records.sh: PostgreSQL did not start (attempt $attempt); its log says:" >&2
-  tail -n 3 "$dir/log" >&2 || true
-  [ "$attempt" -lt 5 ] || exit 1
-  sleep 2
-done
-psql_() { as_pg psql -q -h 127.0.0.1 -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@"; }
+pg_name=pg_call_records.sh
+# shellcheck source=pg_cluster.sh
+. "$(dirname "$0")/pg_cluster.sh"
 psql_ -c "create table call_records (id text primary key, doc jsonb not null)"
 psql_ -c "insert into call_records
   select 'r' || lpad(i::text, 8, '0'), jsonb_build_object(

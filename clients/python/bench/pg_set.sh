@@ -11,25 +11,11 @@
 # cluster.
 set -euo pipefail
 keys=${1:-10000}; clients=${2:-50}; seconds=${3:-10}
-bin=/usr/lib/postgresql/15/bin
 port=${PG_PORT:-25433}   # below the ephemeral range (32768-60999), which client sockets of the benches use
-dir=$(mktemp -d /tmp/hearth-pg-XXXXXX)
-chown postgres "$dir"
-as_pg() { runuser -u postgres -- "$@"; }
-cleanup() { as_pg "$bin/pg_ctl" -D "$dir/data" -m fast stop > /dev/null 2>&1 || true; rm -rf "$dir"; }
-trap cleanup EXIT
-as_pg "$bin/initdb" -D "$dir/data" -A trust -U postgres > /dev/null
-for attempt in 1 2 3 4 5; do
-  if as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/log" -w \
-      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c shared_buffers=256MB -c max_connections=200 -c synchronous_commit=on" start > /dev/null; then
-    break
-  fi
-  echo "pg_set.sh: PostgreSQL did not start (attempt $attempt); its log says:" >&2
-  tail -n 3 "$dir/log" >&2 || true
-  [ "$attempt" -lt 5 ] || exit 1
-  sleep 2
-done
-psql_() { as_pg psql -q -h 127.0.0.1 -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@"; }
+pg_name=pg_set.sh
+pg_settings="-c synchronous_commit=on"
+# shellcheck source=pg_cluster.sh
+. "$(dirname "$0")/pg_cluster.sh"
 # The document hearth bench set writes: 300 bytes of JSON with the pad filling it up.
 pad=$(printf 'x%.0s' $(seq 1 172))
 psql_ -c "create table bench (id text primary key, doc jsonb not null)"
