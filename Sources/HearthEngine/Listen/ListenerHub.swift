@@ -279,6 +279,18 @@ public final class ListenerHub {
     /// The duplicate-free union of lists sorted by ascending ID without duplicates, sorted the same way.
     static func union(_ sources: [[Listener]]) -> [Listener] {
         if sources.count <= 1 { return sources.first ?? [] }
+        if sources.count > 8 {
+            // Many lists (a commit touching many collections): one sort instead of a merge per list, whose
+            // copies would grow with the square of their number.
+            var all = sources.joined().sorted { $0.id < $1.id }
+            var kept = 0
+            for i in all.indices where i == 0 || all[i].id != all[kept - 1].id {
+                all[kept] = all[i]
+                kept += 1
+            }
+            all.removeLast(all.count - kept)
+            return all
+        }
         var merged = sources[0]
         for s in sources.dropFirst() {
             // The same listeners again (a second mutation of the same collection).
