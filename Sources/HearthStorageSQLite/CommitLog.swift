@@ -204,14 +204,15 @@ package final class CommitLog {
     /// are lost), which recovery must not skip silently (DATA_LOSS). A frame whose header holds but whose
     /// payload does not is torn at its payload; the search for a later frame starts after its declared end.
     /// `storeSeq`: the store's last seq; bytes that are not a frame before frames the store already holds
-    /// are not worth refusing to start for. A whole frame of another history after them is another store's
-    /// log (INTERNAL).
+    /// are not worth refusing to start for. A whole frame of another history, anywhere, makes this another
+    /// store's log (INTERNAL).
     package static func parse(_ bytes: [UInt8], path: String, history: UInt64, storeSeq: UInt64 = 0) throws(HearthError) -> (frames: [Frame], tear: Tear?) {
         var frames: [Frame] = []
         var offset = 0
         while offset < bytes.count {
             let (found, header) = frame(at: offset, in: bytes)
             if let f = found {
+                guard f.history == history else { throw foreignLog(path, f, history) }
                 frames.append(f)
                 offset = f.end
                 continue
@@ -228,17 +229,21 @@ package final class CommitLog {
             let lastGood = max(frames.last?.lastSeq ?? 0, storeSeq)
             var later = header.map { offset + headerSize + min($0.length, bytes.count - offset - headerSize) } ?? offset + 1
             while later + headerSize <= lastByte + 1 {
-                if let f = frame(at: later, in: bytes).frame, f.history != history {
-                    throw HearthError(.internal, "storage: \(path) belongs to another store (a group of history \(f.history) at offset \(later); this store's is \(history)); move it away if this store is the one to keep")
-                }
-                if let f = frame(at: later, in: bytes).frame, f.lastSeq > lastGood {
-                    throw HearthError(.dataLoss, "storage: \(path) is damaged at offset \(offset) (\(tear.reason)): a whole group of seq \(f.firstSeq)...\(f.lastSeq) follows at offset \(later), so the commits before it cannot be recovered; move the file away to start without them")
+                if let f = frame(at: later, in: bytes).frame {
+                    guard f.history == history else { throw foreignLog(path, f, history) }
+                    guard f.lastSeq <= lastGood else {
+                        throw HearthError(.dataLoss, "storage: \(path) is damaged at offset \(offset) (\(tear.reason)): a whole group of seq \(f.firstSeq)...\(f.lastSeq) follows at offset \(later), so the commits before it cannot be recovered; move the file away to start without them")
+                    }
                 }
                 later += 1
             }
             return (frames, tear)
         }
         return (frames, nil)
+    }
+
+    private static func foreignLog(_ path: String, _ f: Frame, _ history: UInt64) -> HearthError {
+        HearthError(.internal, "storage: \(path) belongs to another store (a group of history \(f.history) at offset \(f.offset); this store's is \(history)); move it away if this store is the one to keep")
     }
 
     // MARK: The file

@@ -49,7 +49,7 @@ final class SQLiteWriter {
         self.log = log
         self.logResetBytes = logResetBytes
         history = UInt64(bitPattern: try c.queryInt("SELECT value FROM meta WHERE key = 'history_id'"))
-        appliedSeq = UInt64(bitPattern: try c.queryInt("SELECT value FROM meta WHERE key = 'last_seq'"))
+        appliedSeq = try Self.storedLastSeq(c)
         if log == nil { try c.exec("PRAGMA synchronous = FULL", "setting pragmas") }
         begin = try c.prepare("BEGIN IMMEDIATE", name: "begin apply")
         commit = try c.prepare("COMMIT", name: "commit apply")
@@ -106,8 +106,7 @@ final class SQLiteWriter {
         do { try commitToSQLite(commits) } catch {
             // A COMMIT can report an error and still have committed: then the group stays in the log (it is
             // in SQLite) and the next frame continues from it.
-            if let stored = try? UInt64(bitPattern: connection.queryInt("SELECT value FROM meta WHERE key = 'last_seq'")),
-               stored == newest.seq {
+            if let stored = try? Self.storedLastSeq(connection), stored == newest.seq {
                 appliedSeq = newest.seq
                 throw error
             }
@@ -117,6 +116,11 @@ final class SQLiteWriter {
         }
         appliedSeq = newest.seq
         if log.size >= logResetBytes { try? syncAndEmptyLog() }
+    }
+
+    /// `meta.last_seq` as the database holds it now, outside any transaction of this writer.
+    private static func storedLastSeq(_ c: SQLiteConnection) throws(HearthError) -> UInt64 {
+        UInt64(bitPattern: try c.queryInt("SELECT value FROM meta WHERE key = 'last_seq'"))
     }
 
     /// On a full disk, every frame the log holds is in SQLite (the failed one was taken back): syncing SQLite
@@ -151,10 +155,7 @@ final class SQLiteWriter {
         guard let log else { return nil }
         let (frames, tear) = try CommitLog.parse(log.readAll(), path: log.path, history: history, storeSeq: appliedSeq)
         var recovery = CommitLogRecovery(path: log.path, storeSeq: appliedSeq, tear: tear)
-        for f in frames {
-            guard f.history == history else {
-                throw HearthError(.internal, "storage: \(log.path) belongs to another store (history \(f.history), this store's is \(history)); move it away if this store is the one to keep")
-            }
+        for f in frames {   // all of this store's history (`parse` refuses another's)
             guard f.lastSeq > appliedSeq else { continue }
             guard f.prevSeq == appliedSeq else {
                 throw HearthError(.dataLoss, "storage: \(log.path): the group of seq \(f.firstSeq)...\(f.lastSeq) was appended after seq \(f.prevSeq) but the store ends at seq \(appliedSeq): the commits in between are lost")
