@@ -222,7 +222,8 @@ public protocol StoreSnapshot: StoreReads {
 ///
 /// Threading contract: reads (`get`, `list`, `scanIndex`, `countIndex`, `changes`, `lastSeq`, `oldestResumableSeq`)
 /// are called from one thread (the loop thread); `apply` is called from one writer thread at a time, concurrently
-/// with reads. Reads see only what `apply` has durably committed, never a partial group. `snapshot()` may be called
+/// with reads. Reads see only what `apply` has durably committed, never a partial group, and every group it has
+/// returned for. `snapshot()` may be called
 /// from any thread, and its snapshots are used off the loop thread, concurrently with both. Backends may allow
 /// more (MemoryStore takes any thread) but never less.
 ///
@@ -255,11 +256,16 @@ public protocol DocumentStore: StoreReads, Sendable {
     /// Also appends the commits to the change log exactly as given but without their index changes, then prunes the
     /// log per the backend's `RetentionPolicy`: oldest whole commits first, while the oldest is older than the
     /// group's last commit time minus `maxAgeMicros`, or the log holds more than `maxBytes` of
-    /// `CommitRecord.imageBytes`. Pruning may empty the log; it never touches documents.
+    /// `CommitRecord.imageBytes`. Pruning may empty the log; it never touches documents. A backend that makes
+    /// a group durable first and applies it to its readable structure later (SQLite, after its commit log:
+    /// `PendingCommits`) prunes when it applies: `oldestResumableSeq()` may then trail the group briefly, which
+    /// only keeps more history resumable.
     ///
     /// Throws INTERNAL, changing nothing, when the seqs are not strictly ascending and above `lastSeq()`, a seq
-    /// exceeds `Int64.max`, or an image's path differs from its mutation's. On a storage failure the
-    /// transaction is rolled back and the store stays usable.
+    /// exceeds `Int64.max`, or an image's path differs from its mutation's. On a storage failure before the
+    /// group is durable, nothing of it is kept and the store stays usable. A backend that applies in the
+    /// background and meets a failure there keeps the (acknowledged) group readable and refuses later groups
+    /// with the cause until it can apply it (docs/storage.md, "Durability").
     func apply(_ commits: [CommitRecord]) throws(HearthError)
 
     /// Index entries with `lower <= key < upper` (memcmp order), ascending or, when `reverse`, descending,

@@ -103,7 +103,10 @@ extension SQLiteStore: StoreAdministration {
         return CompactionResult(method: method, bytesBefore: before, bytesAfter: bytesOnDisk())
     }
 
+    /// SQLite's own state on a snapshot connection, once it holds every acknowledged commit (these reads
+    /// walk SQLite's tables directly, without the pending groups).
     private func withSnapshotReader<R>(_ body: (SQLiteReader) throws(HearthError) -> R) throws(HearthError) -> R {
+        try drainApplier()
         let snap = try snapshot()
         defer { snap.close() }
         guard let s = snap as? SQLiteSnapshot else { throw HearthError(.internal, "storage: unexpected snapshot type") }

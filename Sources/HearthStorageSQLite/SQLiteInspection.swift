@@ -14,8 +14,10 @@ public final class SQLiteInspection {
     private let documentByKey: SQLiteStatement
     private let entryByKey: SQLiteStatement
 
-    /// Opens the inspection of `store`'s database.
+    /// Opens the inspection of `store`'s database, once SQLite holds every commit the store acknowledged (it
+    /// walks SQLite's rows, not the groups only the commit log holds yet).
     public init(_ store: SQLiteStore) throws(HearthError) {
+        try store.drainApplier()
         let c = try SQLiteConnection(path: store.databasePath, role: "check", create: false)
         try c.exec("PRAGMA query_only = 1; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -65536;", "setting pragmas")
         documentByKey = try c.prepare(

@@ -171,8 +171,10 @@ final class SQLiteReader {
     }
 
     func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
-        try begin.run()
-        defer { if connection.inTransaction { try? end.run() } }
+        // Its own read transaction, unless it runs inside one already (a snapshot, a merged read).
+        let own = !connection.inTransaction
+        if own { try begin.run() }
+        defer { if own && connection.inTransaction { try? end.run() } }
         guard after >= (try meta("pruned_through")) else { return nil }
         // Stored seqs fit in an Int64 (apply checks), so nothing lies beyond; binding a larger `after` would wrap.
         guard limit > 0, after < UInt64(Int64.max) else { return [] }
@@ -225,5 +227,21 @@ final class SQLiteReader {
         if s.isNull(c + 3) { return nil }
         return StoredDocument(path: path, data: s.bytes(c), createTime: Timestamp(micros: s.int64(c + 1)),
                               updateTime: Timestamp(micros: s.int64(c + 2)), seq: s.uint64(c + 3))
+    }
+}
+
+/// The reader as the base state `PendingCommits` merges with.
+extension SQLiteReader: PendingBase {
+    func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit] {
+        try index.scan(from: lower, to: upper, reverse: reverse, limit: limit)
+    }
+
+    func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {
+        try index.count(from: lower, to: upper)
+    }
+
+    func visitIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
+                           _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
+        try index.visit(from: lower, to: upper, reverse: reverse, limit: limit, visit)
     }
 }

@@ -1,16 +1,22 @@
 import HearthModel
 import HearthStorage
 
-/// A read transaction on a reader connection of its own: every read sees the state after commit `seq`.
-/// Used by one thread at a time; `close()` ends the transaction and gives the connection back to the store.
+/// A read transaction on a connection of the store's snapshot pool, merged with the groups the commit log had
+/// acknowledged and SQLite did not hold yet when it began (`PendingCommits`): every read is exact at `seq`.
 final class SQLiteSnapshot: StoreSnapshot, @unchecked Sendable {
     let seq: UInt64
+    /// SQLite's own seq in this transaction.
+    let baseSeq: UInt64
+    /// The groups past `baseSeq` (empty: SQLite alone is the state at `seq`).
+    let pending: PendingCommits
     private var reader: SQLiteReader?
     private let store: SQLiteStore
 
-    init(reader: SQLiteReader, seq: UInt64, store: SQLiteStore) {
+    init(reader: SQLiteReader, seq: UInt64, baseSeq: UInt64, pending: PendingCommits, store: SQLiteStore) {
         self.reader = reader
         self.seq = seq
+        self.baseSeq = baseSeq
+        self.pending = pending
         self.store = store
     }
 
@@ -21,23 +27,36 @@ final class SQLiteSnapshot: StoreSnapshot, @unchecked Sendable {
         return reader
     }
 
-    func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? { try open().get(path) }
+    func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
+        if let doc = pending.document(path) { return doc }
+        return try open().get(path)
+    }
 
     func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit] {
-        try open().index.scan(from: lower, to: upper, reverse: reverse, limit: limit)
+        let r = try open()
+        if pending.isEmpty { return try r.index.scan(from: lower, to: upper, reverse: reverse, limit: limit) }
+        return try pending.scanIndex(from: lower, to: upper, reverse: reverse, limit: limit, base: r)
     }
 
     func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {
-        try open().index.count(from: lower, to: upper)
+        let r = try open()
+        if pending.isEmpty { return try r.index.count(from: lower, to: upper) }
+        return try pending.countIndex(from: lower, to: upper, base: r)
     }
 
     func visitIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
                            _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
-        try open().index.visit(from: lower, to: upper, reverse: reverse, limit: limit, visit)
+        let r = try open()
+        if pending.isEmpty { return try r.index.visit(from: lower, to: upper, reverse: reverse, limit: limit, visit) }
+        for e in try pending.indexEntries(from: lower, to: upper, reverse: reverse, limit: limit, base: r) {
+            guard try e.withView(visit) else { return }
+        }
     }
 
     func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument] {
-        try open().documents(in: scope, after: after, limit: limit)
+        let r = try open()
+        if pending.isEmpty { return try r.documents(in: scope, after: after, limit: limit) }
+        return try pending.documents(in: scope, after: after, limit: limit, base: r)
     }
 
     func close() {

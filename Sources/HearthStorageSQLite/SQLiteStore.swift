@@ -16,16 +16,19 @@ import HearthStorage
 /// read statement a snapshot of the last committed state, so a read never sees part of a group. A second thread
 /// calling the same side just waits for the lock (correct, but it serializes).
 ///
-/// Durability: `apply` appends the group to `<directory>/commit.log` and fdatasyncs it (`CommitLog`), then
-/// commits it to SQLite without syncing (`synchronous = NORMAL`); a group `apply` returned for survives a
-/// process crash or power loss, and the next open applies again whatever SQLite lost. SQLite's files are
-/// synced and the log emptied every `defaultLogResetBytes` of log and at close. WAL frames are copied into
-/// hearth.db by `SQLiteCheckpointer` on a third connection and thread, never inside a commit. Readers see a
-/// group once SQLite has committed it. The reasons behind each setting are in docs/storage.md.
+/// Durability: `apply` appends the group to `<directory>/commit.log` and fdatasyncs it, makes it readable, and
+/// returns; SQLite gets it later from the applier thread, in transactions as large as the backlog, without
+/// syncing (`CommitPipeline`). Every read merges the groups SQLite does not hold yet (`PendingCommits`), so it
+/// sees every group `apply` returned for. A group `apply` returned for survives a process crash or power loss:
+/// the next open applies again whatever the log holds past SQLite. SQLite's files are synced and the log
+/// emptied every `defaultLogResetBytes` of log and at close. WAL frames are copied into hearth.db by
+/// `SQLiteCheckpointer` on another connection and thread. The reasons behind each setting are in
+/// docs/storage.md.
 ///
 /// Errors: every SQLite failure becomes a `HearthError` (UNAVAILABLE for busy/I/O/full-disk trouble, INTERNAL
-/// otherwise) naming the operation and SQLite's message; a failed `apply` is rolled back and the store stays
-/// usable. Calls after `close()` throw UNAVAILABLE.
+/// otherwise) naming the operation and SQLite's message. A group the log refuses leaves nothing behind; one
+/// SQLite refuses after the log took it stays readable, and later groups are refused with the cause until it
+/// applies (`CommitPipeline`). Calls after `close()` throw UNAVAILABLE.
 ///
 /// One store per data directory: the store holds an exclusive lock on `<directory>/LOCK` from open to `close()`
 /// (`DataDirectoryLock`), so a second store, in this process or another, is refused with the holder's pid.
@@ -73,7 +76,7 @@ public final class SQLiteStore: DocumentStore {
         }
         try SQLiteSchema.prepare(writer: connection, path: path)
         let log = lockingDirectory ? try CommitLog(directory: directory) : nil
-        let w = try SQLiteWriter(connection: connection, retention: retention, log: log, logResetBytes: logResetBytes)
+        let w = try SQLiteWriter(connection: connection, retention: retention, log: log)
         recovery = try w.recover(directory: directory)
         let r = try SQLiteReader(path: path)
         checkpointer = try SQLiteCheckpointer(path: path)
@@ -82,8 +85,19 @@ public final class SQLiteStore: DocumentStore {
         self.retention = retention
         self.lock = lock
         reader = Locked(r)
-        writer = Locked(w)
+        let writer = Locked<SQLiteWriter?>(w)
+        self.writer = writer
+        if let log {
+            pipeline = try CommitPipeline(log: log, writer: writer, history: w.history, loggedSeq: w.appliedSeq,
+                                          resetBytes: logResetBytes)
+        } else {
+            pipeline = nil
+        }
     }
+
+    /// Where groups become durable and readable before SQLite holds them; nil for a store opened without the
+    /// directory's lock (tests only), whose `apply` commits to SQLite with a sync.
+    let pipeline: CommitPipeline?
 
     /// The commit log is emptied, after syncing SQLite's files, once it holds this many bytes: the most a
     /// start after a power loss applies again.
@@ -112,7 +126,8 @@ public final class SQLiteStore: DocumentStore {
     deinit { close() }
 
     public func lastSeq() throws(HearthError) -> UInt64 {
-        try read { r throws(HearthError) in try r.meta("last_seq") }
+        let pending = pipeline?.pending.lastSeq ?? 0
+        return max(pending, try read { r throws(HearthError) in try r.meta("last_seq") })
     }
 
     public func oldestResumableSeq() throws(HearthError) -> UInt64 {
@@ -124,41 +139,51 @@ public final class SQLiteStore: DocumentStore {
     }
 
     public func indexCatalog() throws(HearthError) -> [UInt8]? {
-        try read { r throws(HearthError) in try r.indexCatalog() }
+        if let catalog = pipeline?.pending.indexCatalog { return catalog }
+        return try read { r throws(HearthError) in try r.indexCatalog() }
     }
 
     public func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
-        try read { r throws(HearthError) in try r.get(path) }
+        if let pipeline, let doc = pipeline.pending.document(path) { return doc }
+        return try read { r throws(HearthError) in try r.get(path) }
     }
 
     public func list(collection: CollectionPath, afterID: String?, limit: Int) throws(HearthError) -> [StoredDocument] {
-        try read { r throws(HearthError) in try r.list(collection: collection, afterID: afterID, limit: limit) }
+        try readMerged { (r, p, _) throws(HearthError) in
+            guard let p else { return try r.list(collection: collection, afterID: afterID, limit: limit) }
+            return try p.list(collection: collection, afterID: afterID, limit: limit, base: r)
+        }
     }
 
     public func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit] {
-        try read { r throws(HearthError) in try r.index.scan(from: lower, to: upper, reverse: reverse, limit: limit) }
+        try readMerged { (r, p, _) throws(HearthError) in
+            guard let p else { return try r.index.scan(from: lower, to: upper, reverse: reverse, limit: limit) }
+            return try p.scanIndex(from: lower, to: upper, reverse: reverse, limit: limit, base: r)
+        }
     }
 
     public func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {
-        try read { r throws(HearthError) in try r.index.count(from: lower, to: upper) }
+        try readMerged { (r, p, _) throws(HearthError) in
+            guard let p else { return try r.index.count(from: lower, to: upper) }
+            return try p.countIndex(from: lower, to: upper, base: r)
+        }
     }
 
     public func visitIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
                                   _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
         // Built on the reader connection, visited after it is returned (the visitor may read the store).
-        let entries = try read { r throws(HearthError) in
-            var out: [IndexEntry] = []
-            try r.index.visit(from: lower, to: upper, reverse: reverse, limit: limit) { (e) throws(HearthError) in
-                out.append(try e.entry())
-                return true
-            }
-            return out
+        let entries = try readMerged { (r, p, _) throws(HearthError) in
+            if let p { return try p.indexEntries(from: lower, to: upper, reverse: reverse, limit: limit, base: r) }
+            return try r.scanIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit)
         }
         for e in entries { guard try e.withView(visit) else { return } }
     }
 
     public func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
-        try read { r throws(HearthError) in try r.changes(after: after, limit: limit) }
+        try readMerged { (r, p, baseSeq) throws(HearthError) in
+            guard let p else { return try r.changes(after: after, limit: limit) }
+            return try p.changes(after: after, limit: limit, baseSeq: baseSeq, base: r)
+        }
     }
 
     /// A read transaction on a connection of its own (reused once closed).
@@ -169,9 +194,14 @@ public final class SQLiteStore: DocumentStore {
         }
         let r: SQLiteReader
         if let pooled { r = pooled } else { r = try SQLiteReader(path: databasePath) }
-        let seq: UInt64
-        do throws(HearthError) { seq = try r.beginSnapshot() } catch { r.close(); throw error }
-        return SQLiteSnapshot(reader: r, seq: seq, store: self)
+        // The pending groups first, then SQLite's state: the applier can only have moved SQLite past some of
+        // them meanwhile (`PendingCommits`).
+        let pending = pipeline?.pending ?? PendingCommits()
+        let baseSeq: UInt64
+        do throws(HearthError) { baseSeq = try r.beginSnapshot() } catch { r.close(); throw error }
+        let unapplied = pending.after(baseSeq)
+        return SQLiteSnapshot(reader: r, seq: max(baseSeq, unapplied.lastSeq ?? 0), baseSeq: baseSeq,
+                              pending: unapplied, store: self)
     }
 
     /// Takes back a snapshot's connection, its transaction ended.
@@ -189,15 +219,28 @@ public final class SQLiteStore: DocumentStore {
     public func backup(to directory: String, progress: (BackupProgress) -> Bool) throws(HearthError) -> BackupResult {
         let isClosed = { self.snapshotReaders.withLock { $0.closed } }
         guard !isClosed() else { throw CommitValidation.closed }
+        // The copy is of SQLite's files: every commit acknowledged before the backup goes into them first.
+        try pipeline?.drain()
         return try SQLiteBackup.run(source: databasePath, to: directory) { p in !isClosed() && progress(p) }
     }
 
     public func apply(_ commits: [CommitRecord]) throws(HearthError) {
+        if let pipeline {
+            guard !snapshotReaders.withLock({ $0.closed }) else { throw CommitValidation.closed }
+            return try pipeline.append(commits)
+        }
         try writer.withLock { (w: inout SQLiteWriter?) throws(HearthError) in
             guard let w else { throw CommitValidation.closed }
+            try CommitValidation.check(commits, after: w.appliedSeq)
             try w.apply(commits)
         }
     }
+
+    /// Tests: keeps the newest `groups` acknowledged groups out of SQLite (0: none), so that reads merge them.
+    package func holdApplier(_ groups: Int) { pipeline?.hold(groups) }
+
+    /// Waits until SQLite holds every acknowledged commit.
+    package func drainApplier() throws(HearthError) { try pipeline?.drain() }
 
     /// Checkpoints the background checkpointer has completed since the store opened, and whether it is idle
     /// (none running or asked for).
@@ -206,12 +249,14 @@ public final class SQLiteStore: DocumentStore {
     /// Closes the connections (waiting for a running `apply` and checkpoint to finish). The writer closes last
     /// so that it checkpoints the WAL into hearth.db and removes the -wal and -shm files. Idempotent.
     public func close() {
+        // The backlog goes into SQLite first; one that cannot stays in the log for the next open.
+        let applied = pipeline?.close() ?? true
         writer.withLock { w in
             guard let w else { return }
             SQLiteCheckpointer.detach(from: w.connection)
             // Everything committed is then durable in SQLite's files; the log has nothing left to give, and a
             // cleanly closed data directory holds only the database (and LOCK).
-            if (try? w.syncAndEmptyLog()) != nil, let log = w.log { _ = unlink(log.path) }
+            if applied, (try? w.syncAndEmptyLog()) != nil, let log = w.log { _ = unlink(log.path) }
         }
         checkpointer.close()
         reader.withLock { r in
@@ -229,6 +274,20 @@ public final class SQLiteStore: DocumentStore {
             w = nil
         }
         lock?.release()
+    }
+
+    /// A read on the reader connection merged with the pending groups: `body` gets the groups SQLite does not
+    /// hold yet (nil when there are none: SQLite alone is the latest state) and SQLite's seq, inside one read
+    /// transaction when there are.
+    func readMerged<R>(_ body: (SQLiteReader, PendingCommits?, UInt64) throws(HearthError) -> R) throws(HearthError) -> R {
+        let pending = pipeline?.pending ?? PendingCommits()
+        return try read { (r) throws(HearthError) -> R in
+            if pending.isEmpty { return try body(r, nil, 0) }
+            let baseSeq = try r.beginSnapshot()
+            defer { r.endSnapshot() }
+            let unapplied = pending.after(baseSeq)
+            return try body(r, unapplied.isEmpty ? nil : unapplied, baseSeq)
+        }
     }
 
     func read<R>(_ body: (SQLiteReader) throws(HearthError) -> R) throws(HearthError) -> R {

@@ -2,19 +2,18 @@ import CSQLite
 import HearthModel
 import HearthStorage
 
-/// The writer connection and its statements: `apply` (the commit log first, then documents, change log, index
-/// entries through `SQLiteIndexWriter`) and retention pruning. Used only by the store's writer lock holder (the
-/// writer thread).
+/// The writer connection and its statements: `apply` (documents, change log, index entries through
+/// `SQLiteIndexWriter`), retention pruning, and recovery from the commit log at open. Used only by the
+/// store's writer lock holder (`CommitPipeline`'s applier thread, or the writer thread of a store without a
+/// log).
 final class SQLiteWriter {
     let connection: SQLiteConnection
     private let retention: RetentionPolicy
     /// Where a group becomes durable before SQLite commits it without syncing; nil for a store opened without
     /// the directory's lock (tests only), whose commits SQLite syncs itself (`synchronous = FULL`).
     let log: CommitLog?
-    /// The log is emptied (after syncing SQLite's files) once it holds this many bytes.
-    private let logResetBytes: Int
     /// The store's history ID, stamped on every log frame.
-    private let history: UInt64
+    let history: UInt64
     /// The last seq committed to SQLite through this writer.
     private(set) var appliedSeq: UInt64
     private let begin: SQLiteStatement
@@ -43,11 +42,10 @@ final class SQLiteWriter {
 
     /// Takes over `connection`, already set up by `SQLiteSchema.prepare(writer:path:)`, and `log` (call
     /// `recover()` before the first `apply`).
-    init(connection c: SQLiteConnection, retention: RetentionPolicy, log: CommitLog?, logResetBytes: Int) throws(HearthError) {
+    init(connection c: SQLiteConnection, retention: RetentionPolicy, log: CommitLog?) throws(HearthError) {
         connection = c
         self.retention = retention
         self.log = log
-        self.logResetBytes = logResetBytes
         history = UInt64(bitPattern: try c.queryInt("SELECT value FROM meta WHERE key = 'history_id'"))
         appliedSeq = try Self.storedLastSeq(c)
         if log == nil { try c.exec("PRAGMA synchronous = FULL", "setting pragmas") }
@@ -84,49 +82,26 @@ final class SQLiteWriter {
         connection.close()
     }
 
-    /// Makes the group durable in the commit log (one frame, fdatasynced), then commits it to SQLite in one
-    /// transaction that does not sync (`synchronous = NORMAL`). Every `logResetBytes` of log, SQLite's files
-    /// are synced and the log emptied. A group SQLite refuses is zeroed in the log again, so a later start
-    /// does not apply it (unless SQLite's own WAL kept a commit whose COMMIT reported an error, or the log
-    /// could not be zeroed: a failed commit's outcome is not known, as with any database after a failed
-    /// fsync); on any failure the connection stays usable.
+    /// Commits the group to SQLite in one transaction: synced (`synchronous = FULL`) for a store without a
+    /// commit log, not synced otherwise (`CommitPipeline`'s applier: the log made the group durable). On any
+    /// failure the transaction is rolled back and the connection stays usable, except that a COMMIT that
+    /// reported an error yet committed (SQLite's `last_seq` shows the group) counts as applied when the log
+    /// holds the group.
     func apply(_ commits: [CommitRecord]) throws(HearthError) {
         guard let newest = commits.last else { return }
-        guard let log else { return try commitToSQLite(commits) }
-        try CommitValidation.check(commits, after: appliedSeq)
-        let start = log.size
-        let frame = CommitLog.frame(commits, history: history, prevSeq: appliedSeq)
-        guard frame.count - CommitLog.headerSize <= CommitLog.maxPayload else {
-            throw HearthError(.resourceExhausted, "storage: a group of \(frame.count) bytes is larger than a commit log frame holds (4 GiB)")
-        }
-        do { try log.append(frame) } catch {
-            releaseLogSpaceIfFull(error)
-            throw error
-        }
         do { try commitToSQLite(commits) } catch {
-            // A COMMIT can report an error and still have committed: then the group stays in the log (it is
-            // in SQLite) and the next frame continues from it.
-            if let stored = try? Self.storedLastSeq(connection), stored == newest.seq {
+            if log != nil, let stored = try? Self.storedLastSeq(connection), stored == newest.seq {
                 appliedSeq = newest.seq
-                throw error
+                return
             }
-            log.rollBack(to: start, length: frame.count)
-            releaseLogSpaceIfFull(error)
             throw error
         }
         appliedSeq = newest.seq
-        if log.size >= logResetBytes { try? syncAndEmptyLog() }
     }
 
     /// `meta.last_seq` as the database holds it now, outside any transaction of this writer.
     private static func storedLastSeq(_ c: SQLiteConnection) throws(HearthError) -> UInt64 {
         UInt64(bitPattern: try c.queryInt("SELECT value FROM meta WHERE key = 'last_seq'"))
-    }
-
-    /// On a full disk, every frame the log holds is in SQLite (the failed one was taken back): syncing SQLite
-    /// and emptying the log gives its blocks back, so the deletes the server still lets through find room.
-    private func releaseLogSpaceIfFull(_ error: HearthError) {
-        if error.isDiskFull, log?.failure == nil { try? syncAndEmptyLog() }
     }
 
     /// Syncs SQLite's files, then empties the log: every frame it held is durable in SQLite by then. When the

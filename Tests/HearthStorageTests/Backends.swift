@@ -9,6 +9,9 @@ import Testing
 enum Backend: String, CaseIterable, CustomTestStringConvertible {
     case memory
     case sqlite
+    /// SQLite with its applier holding back the newest acknowledged groups (`SQLiteStore.holdApplier`), so
+    /// every read merges commits the log holds and SQLite does not yet (`PendingCommits`).
+    case sqliteLagging = "sqlite, applier lagging"
 
     var testDescription: String { rawValue }
 }
@@ -52,13 +55,20 @@ final class StoreFixture {
     /// Closes the store, makes SQLite itself refuse to insert a document with ID `boom` (a trigger raising
     /// "boom refused", so a storage error can be made to happen in the middle of a group), and reopens.
     func refuseDocumentsNamedBoom() throws {
-        precondition(backend == .sqlite, "only SQLite has triggers")
+        precondition(backend != .memory, "only SQLite has triggers")
         store.close()
         let db = try SQLiteConnection(path: directory + "/hearth.db", role: "test", create: false)
         try db.exec("CREATE TRIGGER boom AFTER INSERT ON documents WHEN NEW.id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END",
                     "creating a failing trigger")
         db.close()
         try reopen()
+    }
+
+    /// Waits until a backend that applies groups in the background (SQLite, after its commit log) has applied
+    /// every acknowledged one: retention prunes the change log as groups are applied, and other connections on
+    /// the same files see only what was.
+    func settle() throws {
+        try (store as? SQLiteStore)?.drainApplier()
     }
 
     /// A second, independent store on the same data, for what another connection set on the same files sees.
@@ -77,8 +87,15 @@ final class StoreFixture {
         switch backend {
         case .memory: return MemoryStore(retention: retention)
         case .sqlite: return try SQLiteStore(directory: directory, retention: retention, lockingDirectory: lockingDirectory)
+        case .sqliteLagging:
+            let store = try SQLiteStore(directory: directory, retention: retention, lockingDirectory: lockingDirectory)
+            store.holdApplier(lagGroups)
+            return store
         }
     }
+
+    /// The groups the lagging backend keeps out of SQLite.
+    static let lagGroups = 3
 
     /// `SQLiteStore(directory:)`, tried again while the directory's lock is still held by this process (see
     /// `reopen`: a child being spawned by another test may hold the descriptor of a store just closed).

@@ -88,6 +88,7 @@ import Testing
             while logged.map(\.imageBytes).reduce(0, +) > maxBytes {
                 expectedPruned = logged.removeFirst().seq
             }
+            try f.settle()
             #expect(try f.store.oldestResumableSeq() == expectedPruned)
             #expect(try f.store.changes(after: expectedPruned, limit: 100) == logged)
         }
@@ -114,6 +115,7 @@ import Testing
         // (exactly at the cutoff) stays.
         let late = h.put("c/d", [4], at: t0 + 12 * second)
         try f.store.apply([late])
+        try f.settle()
         #expect(try f.store.oldestResumableSeq() == 2)
         #expect(try f.store.changes(after: 0, limit: 10) == nil)
         #expect(try f.store.changes(after: 1, limit: 10) == nil)
@@ -121,6 +123,7 @@ import Testing
         // A much later commit prunes everything before it, not itself.
         let latest = h.put("c/e", [5], at: t0 + 100 * second)
         try f.store.apply([latest])
+        try f.settle()
         #expect(try f.store.oldestResumableSeq() == 4)
         #expect(try f.store.changes(after: 4, limit: 10) == [latest])
     }
@@ -131,6 +134,7 @@ import Testing
         defer { f.finish() }
         var h = History()
         try f.store.apply([h.put("c/a", bytes("a")), h.put("c/b", bytes("b"))])
+        try f.settle()
         #expect(try f.store.lastSeq() == 2)
         #expect(try f.store.oldestResumableSeq() == 2)
         #expect(try f.store.changes(after: 2, limit: 10) == [])

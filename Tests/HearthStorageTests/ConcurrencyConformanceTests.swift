@@ -1,6 +1,7 @@
 import Foundation
 import HearthModel
 import HearthStorage
+import HearthStorageSQLite
 import Testing
 
 /// One writer thread applying groups while a reader thread reads, for every backend.
@@ -44,6 +45,8 @@ enum Race {
         var lastSeqSeen: UInt64 = 0
         while true {
             let finished = done.withLock { $0 != nil }
+            // A reader on other connections sees a group once SQLite holds it: the last read waits for that.
+            if finished, writer !== reader { try (writer as? SQLiteStore)?.drainApplier() }
             let seq = try reader.lastSeq()
             #expect(seq % UInt64(groupSize) == 0, "lastSeq \(seq) is inside a group")
             #expect(seq >= lastSeqSeen)

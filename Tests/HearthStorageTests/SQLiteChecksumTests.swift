@@ -123,6 +123,7 @@ import Testing
         var h = History()
         try f.store.apply([h.commit([("c/a", bytes("a")), ("c/e", []), ("c/a\u{0}b", (0...255).map(UInt8.init))]),
                            h.commit([("c/a", nil), ("c/e", bytes("e"))])])
+        try f.settle()
         let db = try SQLiteIndexTests.connect(f)
         defer { db.close() }
         #expect(try db.queryInt("SELECT count(*) FROM documents") == 2)

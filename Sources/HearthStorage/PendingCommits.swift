@@ -1,0 +1,280 @@
+import HearthModel
+
+/// One group of commits a store has made durable (in its commit log) and not yet applied to the structure it
+/// reads from: the records as given, and their net effect on documents and index entries.
+public final class PendingGroup: Sendable {
+    /// The commits, ascending, as `apply` was given them.
+    public let records: [CommitRecord]
+    public let firstSeq: UInt64
+    public let lastSeq: UInt64
+    /// The newest version of each document the group changed (nil: deleted).
+    let documents: [DocumentPath: StoredDocument?]
+    /// The state of each index key the group changed: the document it points at, or nil when removed.
+    let index: [[UInt8]: DocumentPath]
+    let removedKeys: Set<[UInt8]>
+    /// The keys of `index` and `removedKeys`, ascending (memcmp order).
+    let keys: [[UInt8]]
+    /// The newest index catalog the group carries.
+    let catalog: [UInt8]?
+    /// The images' bytes (`CommitRecord.imageBytes`), for bounding what is kept.
+    public let imageBytes: Int64
+
+    /// `records` must be non-empty and ascending (the store validated them).
+    public init(_ records: [CommitRecord]) {
+        precondition(!records.isEmpty, "a pending group holds at least one commit")
+        self.records = records
+        firstSeq = records.first!.seq
+        lastSeq = records.last!.seq
+        var documents: [DocumentPath: StoredDocument?] = [:]
+        var index: [[UInt8]: DocumentPath] = [:]
+        var removed = Set<[UInt8]>()
+        var catalog: [UInt8]?
+        var bytes: Int64 = 0
+        for r in records {
+            for m in r.mutations { documents[m.path] = .some(m.after) }
+            // Removals first, then additions: a key removed and added by one commit ends up added.
+            for e in r.indexChanges.removed {
+                index[e.key] = nil
+                removed.insert(e.key)
+            }
+            for e in r.indexChanges.added {
+                index[e.key] = e.path
+                removed.remove(e.key)
+            }
+            if let c = r.indexCatalog { catalog = c }
+            bytes += r.imageBytes
+        }
+        self.documents = documents
+        self.index = index
+        removedKeys = removed
+        keys = (Array(index.keys) + Array(removed)).sorted { $0.lexicographicallyPrecedes($1) }
+        self.catalog = catalog
+        imageBytes = bytes
+    }
+
+    /// The keys of this group in `[lower, upper)` (no upper bound when `upper` is empty).
+    fileprivate func keys(from lower: [UInt8], to upper: [UInt8]) -> ArraySlice<[UInt8]> {
+        var lo = 0, hi = keys.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if keys[mid].lexicographicallyPrecedes(lower) { lo = mid + 1 } else { hi = mid }
+        }
+        var end = lo
+        if upper.isEmpty { end = keys.count } else {
+            var l = lo, h = keys.count
+            while l < h {
+                let mid = (l + h) / 2
+                if keys[mid].lexicographicallyPrecedes(upper) { l = mid + 1 } else { h = mid }
+            }
+            end = l
+        }
+        return keys[lo..<end]
+    }
+
+    /// The key's state after this group: `.some(path)` present, `.some(nil)` removed, nil untouched.
+    fileprivate func state(of key: [UInt8]) -> DocumentPath?? {
+        if let p = index[key] { return .some(p) }
+        if removedKeys.contains(key) { return .some(nil) }
+        return nil
+    }
+}
+
+/// The reads of one committed state of a backend that `PendingCommits` merges with.
+public protocol PendingBase: StoreReads {
+    func list(collection: CollectionPath, afterID: String?, limit: Int) throws(HearthError) -> [StoredDocument]
+    func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument]
+    func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]?
+}
+
+/// Commits made durable but not yet applied to a backend's readable state (the SQLite store acknowledges a
+/// group once its commit log holds it and applies it to SQLite in the background), and the one rule that
+/// merges them into every read: the state after the newest pending commit is the base state plus, for each
+/// document and index key the pending groups touch, the newest group's version of it.
+///
+/// That holds for a base at any seq between the oldest group's first seq minus one and the newest group's last
+/// seq, since a key the groups do not touch is the same in every such state, and a key they touch takes the
+/// newest version whatever the base held. So a reader takes the pending groups first (`PendingCommits` is an
+/// immutable value), then opens its base state, which the background applier can only have moved forward
+/// over groups it took (`after(_:)` drops those already in the base). Every read here is exact at `seq`.
+public struct PendingCommits: Sendable {
+    /// Ascending, contiguous in apply order.
+    public private(set) var groups: [PendingGroup] = []
+
+    public init(_ groups: [PendingGroup] = []) { self.groups = groups }
+
+    public var isEmpty: Bool { groups.isEmpty }
+    /// The newest pending seq.
+    public var lastSeq: UInt64? { groups.last?.lastSeq }
+    public var commitCount: Int { groups.reduce(0) { $0 + $1.records.count } }
+    public var imageBytes: Int64 { groups.reduce(0) { $0 + $1.imageBytes } }
+
+    public mutating func append(_ group: PendingGroup) { groups.append(group) }
+
+    /// Drops the groups through `seq` (applied).
+    public mutating func removeThrough(_ seq: UInt64) { groups.removeAll { $0.lastSeq <= seq } }
+
+    /// The groups a base at `baseSeq` does not hold yet; empty when the base is at or past the newest.
+    public func after(_ baseSeq: UInt64) -> PendingCommits {
+        guard let last = groups.last, last.lastSeq > baseSeq else { return PendingCommits() }
+        return PendingCommits(groups.filter { $0.lastSeq > baseSeq })
+    }
+
+    // MARK: Point reads
+
+    /// The newest pending version of `path`: `.some(nil)` deleted, nil untouched by the groups.
+    public func document(_ path: DocumentPath) -> StoredDocument?? {
+        for g in groups.reversed() { if let d = g.documents[path] { return .some(d) } }
+        return nil
+    }
+
+    public func get(_ path: DocumentPath, base: some StoreReads) throws(HearthError) -> StoredDocument? {
+        if let d = document(path) { return d }
+        return try base.get(path)
+    }
+
+    /// The newest index catalog the groups carry, if any.
+    public var indexCatalog: [UInt8]? {
+        for g in groups.reversed() { if let c = g.catalog { return c } }
+        return nil
+    }
+
+    // MARK: Index reads
+
+    /// Every key the groups touch in `[lower, upper)`, with its newest state (nil: removed), ascending.
+    private func touchedKeys(from lower: [UInt8], to upper: [UInt8]) -> [(key: [UInt8], path: DocumentPath?)] {
+        guard upper.isEmpty || lower.lexicographicallyPrecedes(upper) else { return [] }
+        var seen = Set<[UInt8]>()
+        var out: [(key: [UInt8], path: DocumentPath?)] = []
+        for g in groups.reversed() {
+            for k in g.keys(from: lower, to: upper) where seen.insert(k).inserted {
+                out.append((k, g.state(of: k)!))
+            }
+        }
+        out.sort { $0.key.lexicographicallyPrecedes($1.key) }
+        return out
+    }
+
+    /// The merged index entries `visitIndexEntries` visits (same bounds, order and limit), built: the base's
+    /// entries whose keys the groups leave alone, and the keys the groups leave present. The base is read in
+    /// pages, as many as the merge needs.
+    public func indexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
+                             base: some StoreReads) throws(HearthError) -> [IndexEntry] {
+        guard limit > 0 else { return [] }
+        let touched = touchedKeys(from: lower, to: upper)
+        if touched.isEmpty { return try base.scanIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit) }
+        let touchedSet = Set(touched.map(\.key))
+        var fromBase: [IndexEntry] = []
+        var lo = lower, hi = upper
+        // Each touched key hides at most one of the base's entries.
+        let page = Self.saturatingSum(limit, touched.count)
+        while true {
+            var n = 0
+            var lastKey: [UInt8]?
+            try base.visitIndexEntries(from: lo, to: hi, reverse: reverse, limit: page) { (e) throws(HearthError) in
+                n += 1
+                let key = Array(e.key)
+                lastKey = key
+                if !touchedSet.contains(key) { fromBase.append(try e.entry()) }
+                return true
+            }
+            guard n == page, fromBase.count < limit, let last = lastKey else { break }
+            if reverse { hi = last } else { lo = last + [0] }
+        }
+        var merged = fromBase + touched.compactMap { t in t.path.map { IndexEntry(key: t.key, path: $0) } }
+        merged.sort { reverse ? $1.key.lexicographicallyPrecedes($0.key) : $0.key.lexicographicallyPrecedes($1.key) }
+        return Array(merged.prefix(limit))
+    }
+
+    /// `StoreReads.scanIndex` merged: each entry joined with its newest document; entries whose document is
+    /// missing are skipped and do not count toward `limit`.
+    public func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
+                          base: some StoreReads) throws(HearthError) -> [IndexHit] {
+        guard limit > 0 else { return [] }
+        var hits: [IndexHit] = []
+        var lo = lower, hi = upper
+        while true {
+            let want = limit - hits.count
+            let entries = try indexEntries(from: lo, to: hi, reverse: reverse, limit: want, base: base)
+            for e in entries {
+                if let doc = try get(e.path, base: base) { hits.append(IndexHit(key: e.key, document: doc)) }
+            }
+            // A short page means the range is exhausted; entries whose documents are missing leave room for more.
+            guard hits.count < limit, entries.count == want, let last = entries.last else { break }
+            if reverse { hi = last.key } else { lo = last.key + [0] }
+        }
+        return hits
+    }
+
+    /// `StoreReads.countIndex` merged: the base's count, corrected key by key for the keys the groups touch.
+    public func countIndex(from lower: [UInt8], to upper: [UInt8], base: some StoreReads) throws(HearthError) -> Int {
+        var count = try base.countIndex(from: lower, to: upper)
+        for t in touchedKeys(from: lower, to: upper) {
+            let inBase = try base.countIndex(from: t.key, to: t.key + [0]) > 0
+            count += (t.path != nil ? 1 : 0) - (inBase ? 1 : 0)
+        }
+        return count
+    }
+
+    private static func saturatingSum(_ a: Int, _ b: Int) -> Int {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? Int.max : sum
+    }
+
+    // MARK: Document enumeration
+
+    /// Merges the base's documents (in `order`) with the pending versions of the documents in `scope` after
+    /// `after`: pending ones replace or remove the base's. `baseRead(after, limit)` reads a page of the base.
+    private func mergedDocuments(scope: (DocumentPath) -> Bool, after: (DocumentPath) -> Bool, limit: Int,
+                                 order: @escaping (DocumentPath, DocumentPath) -> Bool,
+                                 baseRead: (DocumentPath?, Int) throws(HearthError) -> [StoredDocument]) throws(HearthError) -> [StoredDocument] {
+        guard limit > 0 else { return [] }
+        var touched: [DocumentPath: StoredDocument?] = [:]
+        for g in groups.reversed() {
+            for (p, d) in g.documents where touched.index(forKey: p) == nil && scope(p) && after(p) { touched[p] = .some(d) }
+        }
+        var fromBase: [StoredDocument] = []
+        var cursor: DocumentPath?
+        let page = Self.saturatingSum(limit, touched.count)
+        while true {
+            let docs = try baseRead(cursor, page)
+            for d in docs where touched.index(forKey: d.path) == nil { fromBase.append(d) }
+            guard docs.count == page, fromBase.count < limit, let last = docs.last else { break }
+            cursor = last.path
+        }
+        var merged = fromBase + touched.values.compactMap { $0 }
+        merged.sort { order($0.path, $1.path) }
+        return Array(merged.prefix(limit))
+    }
+
+    public func list(collection: CollectionPath, afterID: String?, limit: Int, base: some PendingBase) throws(HearthError) -> [StoredDocument] {
+        let idAfter: (String) -> Bool = { id in afterID.map { Array($0.utf8).lexicographicallyPrecedes(Array(id.utf8)) } ?? true }
+        return try mergedDocuments(scope: { $0.collection == collection }, after: { idAfter($0.id) }, limit: limit,
+                                   order: { Array($0.id.utf8).lexicographicallyPrecedes(Array($1.id.utf8)) },
+                                   baseRead: { (cursor, n) throws(HearthError) in
+                                       try base.list(collection: collection, afterID: cursor?.id ?? afterID, limit: n)
+                                   })
+    }
+
+    public func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int, base: some PendingBase) throws(HearthError) -> [StoredDocument] {
+        try mergedDocuments(scope: scope.contains, after: { p in after.map { DocumentScope.precedes($0, p) } ?? true }, limit: limit,
+                            order: DocumentScope.precedes,
+                            baseRead: { (cursor, n) throws(HearthError) in try base.documents(in: scope, after: cursor ?? after, limit: n) })
+    }
+
+    // MARK: The change log
+
+    /// `DocumentStore.changes` merged, for a base at `baseSeq` (these groups all past it): the base's commits,
+    /// then the pending ones, without their index changes and catalogs.
+    public func changes(after: UInt64, limit: Int, baseSeq: UInt64, base: some PendingBase) throws(HearthError) -> [CommitRecord]? {
+        guard var out = try base.changes(after: after, limit: limit) else { return nil }
+        guard limit > 0, out.count < limit else { return out }
+        let from = max(after, out.last?.seq ?? baseSeq, baseSeq)
+        for g in groups where g.lastSeq > from {
+            for r in g.records where r.seq > from {
+                guard out.count < limit else { return out }
+                out.append(CommitRecord(seq: r.seq, commitTime: r.commitTime, mutations: r.mutations))
+            }
+        }
+        return out
+    }
+}
