@@ -18,6 +18,10 @@ public protocol StoreAdministration: DocumentStore {
     /// Bytes the store's files take on disk (0 for a store without files).
     func bytesOnDisk() -> Int64
 
+    /// What a store that applies acknowledged groups in the background has done and has yet to do (nil: it
+    /// applies each group before acknowledging it).
+    var applier: ApplierStatus? { get }
+
     /// Gives the space of deleted data back to the filesystem; returns what it did.
     func compact() throws(HearthError) -> CompactionResult
 
@@ -28,6 +32,27 @@ public protocol StoreAdministration: DocumentStore {
     /// by returning false (the copy then throws UNAVAILABLE and leaves no store in `directory`). Returns the
     /// seq the copy holds (types in `StoreMaintenance.swift`).
     func backup(to directory: String, progress: (BackupProgress) -> Bool) throws(HearthError) -> BackupResult
+}
+
+extension StoreAdministration {
+    public var applier: ApplierStatus? { nil }
+}
+
+/// A background applier's counters since the store opened (`StoreAdministration.applier`).
+public struct ApplierStatus: Sendable, Equatable {
+    /// Groups applied, in how many transactions, and the most commits one transaction held.
+    public var groups: Int
+    public var transactions: Int
+    public var largestTransaction: Int
+    /// Commits acknowledged and not yet applied.
+    public var backlogCommits: Int
+
+    public init(groups: Int, transactions: Int, largestTransaction: Int, backlogCommits: Int) {
+        self.groups = groups
+        self.transactions = transactions
+        self.largestTransaction = largestTransaction
+        self.backlogCommits = backlogCommits
+    }
 }
 
 /// What `StoreAdministration.compact` did.

@@ -34,6 +34,11 @@ import HearthStorage
 final class CommitPipeline: @unchecked Sendable {
     static let maxPendingCommits = 20_000
     static let maxPendingBytes: Int64 = 64 << 20
+    /// The applier lets a backlog gather for up to `batchInterval` after its first group, or until it holds
+    /// `batchCommits` commits, so that one transaction writes a hot page once for many commits (etcd's
+    /// backend batches the same way). Measured in docs/benchmarks.md, "The write path".
+    static let batchInterval: Int = 10_000_000   // ns
+    static let batchCommits = 2_000
 
     let log: CommitLog
     private let writer: Locked<SQLiteWriter?>
@@ -53,8 +58,9 @@ final class CommitPipeline: @unchecked Sendable {
     private var draining = 0
     private var stopping = false
     private var thread: pthread_t?
-    /// Groups and commits applied so far, and the largest transaction (for tests and diagnostics).
+    /// Groups applied so far, in how many transactions, and the largest one in commits (diagnostics).
     private(set) var appliedGroups = 0
+    private(set) var transactions = 0
     private(set) var largestTransaction = 0
 
     init(log: CommitLog, writer: Locked<SQLiteWriter?>, history: UInt64, loggedSeq: UInt64, resetBytes: Int) throws(HearthError) {
@@ -253,12 +259,19 @@ final class CommitPipeline: @unchecked Sendable {
         while true {
             pthread_mutex_lock(mutex)
             var work: [PendingGroup] = []
+            var deadline: timespec?
             while true {
                 if stopping { break }
-                if failure == nil {
-                    let keep = draining > 0 ? 0 : heldGroups
-                    if backlog.groups.count > keep { work = Array(backlog.groups.dropLast(keep)); break }
+                let keep = draining > 0 ? 0 : heldGroups
+                if failure == nil, backlog.groups.count > keep {
+                    if draining > 0 || backlog.commitCount >= Self.batchCommits { work = Array(backlog.groups.dropLast(keep)); break }
+                    if let d = deadline, Self.passed(d) { work = Array(backlog.groups.dropLast(keep)); break }
+                    if deadline == nil { deadline = Self.now(plus: Self.batchInterval) }
+                    var d = deadline!
+                    pthread_cond_timedwait(changed, mutex, &d)
+                    continue
                 }
+                deadline = nil
                 pthread_cond_wait(changed, mutex)
             }
             pthread_mutex_unlock(mutex)
@@ -275,6 +288,7 @@ final class CommitPipeline: @unchecked Sendable {
             case .success:
                 backlog.removeThrough(records.last!.seq)
                 appliedGroups += work.count
+                transactions += 1
                 largestTransaction = max(largestTransaction, records.count)
             case .failure(let e):
                 failure = e
@@ -284,8 +298,27 @@ final class CommitPipeline: @unchecked Sendable {
         }
     }
 
-    /// Applied groups, the largest transaction, and whether nothing is pending.
-    var counters: (groups: Int, largestTransaction: Int, idle: Bool) {
-        try! locked { (appliedGroups, largestTransaction, backlog.isEmpty) }
+    private static func now(plus ns: Int) -> timespec {
+        var t = timespec()
+        clock_gettime(CLOCK_REALTIME, &t)
+        let total = Int(t.tv_nsec) + ns
+        t.tv_sec += total / 1_000_000_000
+        t.tv_nsec = total % 1_000_000_000
+        return t
+    }
+
+    private static func passed(_ d: timespec) -> Bool {
+        var t = timespec()
+        clock_gettime(CLOCK_REALTIME, &t)
+        return t.tv_sec > d.tv_sec || (t.tv_sec == d.tv_sec && t.tv_nsec >= d.tv_nsec)
+    }
+
+    /// What the applier has done, and what it has yet to do.
+    var counters: ApplierStatus {
+        try! locked {
+            ApplierStatus(groups: appliedGroups, transactions: transactions, largestTransaction: largestTransaction,
+                            backlogCommits: backlog.commitCount)
+        }
     }
 }
+

@@ -239,6 +239,9 @@ public final class SQLiteStore: DocumentStore {
     /// Tests: keeps the newest `groups` acknowledged groups out of SQLite (0: none), so that reads merge them.
     package func holdApplier(_ groups: Int) { pipeline?.hold(groups) }
 
+    /// The background applier's counters (nil: a store without a commit log).
+    public var applier: ApplierStatus? { pipeline?.counters }
+
     /// Waits until SQLite holds every acknowledged commit.
     package func drainApplier() throws(HearthError) { try pipeline?.drain() }
 

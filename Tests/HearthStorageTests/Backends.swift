@@ -73,8 +73,10 @@ final class StoreFixture {
 
     /// A second, independent store on the same data, for what another connection set on the same files sees.
     /// Opened without the data directory's lock (which the first store holds: a second daemon is refused).
+    /// Waits for the applier first (`settle`): SQLite's files then hold every group acknowledged so far.
     func openSecond() throws -> any DocumentStore {
-        try StoreFixture.open(backend, directory: directory, retention: retention, lockingDirectory: false)
+        try settle()
+        return try StoreFixture.open(backend, directory: directory, retention: retention, lockingDirectory: false)
     }
 
     func finish() {

@@ -18,6 +18,7 @@ import Testing
         let store = try #require(f.store as? SQLiteStore)
         var h = History()
         try store.apply([h.put("c/a", bytes("a"))])
+        try store.drainApplier()
         let refused = h.commit([("c/b", bytes("b")), ("c/boom", bytes("x"))])
         try store.apply([refused])     // durable in the log: acknowledged
         #expect(try store.get(path("c/boom"))?.data == bytes("x"))
@@ -37,7 +38,7 @@ import Testing
         #expect(snap.seq == 2)
         #expect(try snap.get(path("c/boom"))?.data == bytes("x"))
         snap.close()
-        let other = try f.openSecond()
+        let other = try StoreFixture.open(.sqlite, directory: f.directory, retention: .default, lockingDirectory: false)
         #expect(try other.lastSeq() == 1)
         other.close()
 

@@ -47,6 +47,11 @@ enum PrometheusText {
         gauge("hearth_cache_entries", "Documents in the cache.", "\(r.cacheEntries)")
         gauge("hearth_cache_bytes", "Bytes of documents in the cache.", "\(r.cacheBytes)")
         gauge("hearth_store_bytes", "Bytes the store's files take on disk.", "\(r.storeBytes)")
+        if let a = r.applier {
+            gauge("hearth_applier_backlog_commits", "Commits durable in the commit log and not yet applied to the database.", "\(a.backlogCommits)")
+            counter("hearth_applier_groups_total", "Group commits applied to the database by the background applier.", "\(a.groups)")
+            counter("hearth_applier_transactions_total", "Database transactions the background applier ran (each holds one or more groups).", "\(a.transactions)")
+        }
         gauge("hearth_seq", "The last durable and published seq.", "\(r.seq)")
         gauge("hearth_oldest_resumable_seq", "The oldest seq listeners can resume from (the change log's retention window starts after it).", "\(r.oldestResumableSeq)")
         counter("hearth_ttl_deleted_total", "Documents deleted by TTL policies.", "\(r.ttlDeleted)")

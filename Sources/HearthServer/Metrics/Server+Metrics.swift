@@ -62,6 +62,7 @@ extension Server {
         r.cacheEntries = cache.entries
         r.cacheBytes = cache.bytes
         r.storeBytes = (store as? any StoreAdministration)?.bytesOnDisk() ?? 0
+        r.applier = (store as? any StoreAdministration)?.applier
         r.seq = engine.lastDurableSeq
         r.oldestResumableSeq = (try? store.oldestResumableSeq()) ?? 0
         r.retentionSeconds = config.retentionSeconds

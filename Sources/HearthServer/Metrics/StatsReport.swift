@@ -1,4 +1,5 @@
 import HearthProtocol
+import HearthStorage
 
 /// Every figure `stats` answers and `/metrics` exposes, gathered at one moment on the loop thread
 /// (`Server.statsReport()`). The two renderings (`writeJSON`, `PrometheusText`) read only this.
@@ -36,6 +37,7 @@ struct StatsReport {
     var cacheEntries = 0
     var cacheBytes = 0
     var storeBytes: Int64 = 0
+    var applier: ApplierStatus?
     var seq: UInt64 = 0
     var oldestResumableSeq: UInt64 = 0
     var retentionSeconds: Int64 = 0
