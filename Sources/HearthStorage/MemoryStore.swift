@@ -183,7 +183,7 @@ public final class MemoryStore: StoreAdministration {
                 let mid = (lo + hi) / 2
                 if s.log[mid].record.seq <= after { lo = mid + 1 } else { hi = mid }
             }
-            return s.log[lo..<min(s.log.count, lo + limit)].map(\.record)
+            return s.log[lo..<(lo + min(limit, s.log.count - lo))].map(\.record)
         }
     }
 

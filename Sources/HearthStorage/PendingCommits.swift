@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import HearthModel
 
 /// One group of commits a store has made durable (in its commit log) and not yet applied to the structure it
@@ -9,15 +16,20 @@ public final class PendingGroup: Sendable {
     public let lastSeq: UInt64
     /// The newest version of each document the group changed (nil: deleted).
     let documents: [DocumentPath: StoredDocument?]
-    /// The state of each index key the group changed: the document it points at, or nil when removed.
-    let index: [[UInt8]: DocumentPath]
-    let removedKeys: Set<[UInt8]>
-    /// The keys of `index` and `removedKeys`, ascending (memcmp order).
-    let keys: [[UInt8]]
     /// The newest index catalog the group carries.
     let catalog: [UInt8]?
     /// The images' bytes (`CommitRecord.imageBytes`), for bounding what is kept.
     public let imageBytes: Int64
+    /// The group's net index changes, built by the first index read that needs them: most groups are
+    /// applied before any read asks, and a fan-out group holds thousands of keys.
+    private let indexState = Locked<IndexState?>(nil)
+
+    /// The state of each index key the group changed, and those keys in memcmp order.
+    struct IndexState: Sendable {
+        /// The document a key points at after the group; nil: removed.
+        var keys: [[UInt8]: DocumentPath?] = [:]
+        var sorted: [[UInt8]] = []
+    }
 
     /// `records` must be non-empty and ascending (the store validated them).
     public init(_ records: [CommitRecord]) {
@@ -26,56 +38,65 @@ public final class PendingGroup: Sendable {
         firstSeq = records.first!.seq
         lastSeq = records.last!.seq
         var documents: [DocumentPath: StoredDocument?] = [:]
-        var index: [[UInt8]: DocumentPath] = [:]
-        var removed = Set<[UInt8]>()
         var catalog: [UInt8]?
         var bytes: Int64 = 0
         for r in records {
             for m in r.mutations { documents[m.path] = .some(m.after) }
-            // Removals first, then additions: a key removed and added by one commit ends up added.
-            for e in r.indexChanges.removed {
-                index[e.key] = nil
-                removed.insert(e.key)
-            }
-            for e in r.indexChanges.added {
-                index[e.key] = e.path
-                removed.remove(e.key)
-            }
             if let c = r.indexCatalog { catalog = c }
             bytes += r.imageBytes
         }
         self.documents = documents
-        self.index = index
-        removedKeys = removed
-        keys = (Array(index.keys) + Array(removed)).sorted { $0.lexicographicallyPrecedes($1) }
         self.catalog = catalog
         imageBytes = bytes
     }
 
-    /// The keys of this group in `[lower, upper)` (no upper bound when `upper` is empty).
-    fileprivate func keys(from lower: [UInt8], to upper: [UInt8]) -> ArraySlice<[UInt8]> {
+    /// The net index changes: per commit, removals first, then additions, so a key removed and added by one
+    /// commit ends up added, and a later commit's change wins.
+    private var index: IndexState {
+        indexState.withLock { state in
+            if let state { return state }
+            var built = IndexState()
+            for r in records {
+                for e in r.indexChanges.removed { built.keys[e.key] = .some(nil) }
+                for e in r.indexChanges.added { built.keys[e.key] = .some(e.path) }
+            }
+            built.sorted = built.keys.keys.sorted(by: PendingGroup.precedes)
+            state = built
+            return built
+        }
+    }
+
+    /// memcmp order.
+    static func precedes(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        a.withUnsafeBytes { x in
+            b.withUnsafeBytes { y in
+                let n = min(x.count, y.count)
+                let c = n == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, n)
+                return c != 0 ? c < 0 : x.count < y.count
+            }
+        }
+    }
+
+    /// The keys this group changed in `[lower, upper)` (no upper bound when `upper` is empty), ascending,
+    /// each with its state after the group (nil: removed).
+    fileprivate func keys(from lower: [UInt8], to upper: [UInt8]) -> [(key: [UInt8], path: DocumentPath?)] {
+        let state = index
+        let keys = state.sorted
         var lo = 0, hi = keys.count
         while lo < hi {
             let mid = (lo + hi) / 2
-            if keys[mid].lexicographicallyPrecedes(lower) { lo = mid + 1 } else { hi = mid }
+            if Self.precedes(keys[mid], lower) { lo = mid + 1 } else { hi = mid }
         }
-        var end = lo
-        if upper.isEmpty { end = keys.count } else {
+        var end = keys.count
+        if !upper.isEmpty {
             var l = lo, h = keys.count
             while l < h {
                 let mid = (l + h) / 2
-                if keys[mid].lexicographicallyPrecedes(upper) { l = mid + 1 } else { h = mid }
+                if Self.precedes(keys[mid], upper) { l = mid + 1 } else { h = mid }
             }
             end = l
         }
-        return keys[lo..<end]
-    }
-
-    /// The key's state after this group: `.some(path)` present, `.some(nil)` removed, nil untouched.
-    fileprivate func state(of key: [UInt8]) -> DocumentPath?? {
-        if let p = index[key] { return .some(p) }
-        if removedKeys.contains(key) { return .some(nil) }
-        return nil
+        return keys[lo..<end].map { ($0, state.keys[$0]!) }
     }
 }
 
@@ -142,15 +163,14 @@ public struct PendingCommits: Sendable {
 
     /// Every key the groups touch in `[lower, upper)`, with its newest state (nil: removed), ascending.
     private func touchedKeys(from lower: [UInt8], to upper: [UInt8]) -> [(key: [UInt8], path: DocumentPath?)] {
-        guard upper.isEmpty || lower.lexicographicallyPrecedes(upper) else { return [] }
+        guard upper.isEmpty || PendingGroup.precedes(lower, upper) else { return [] }
+        if groups.count == 1 { return groups[0].keys(from: lower, to: upper) }
         var seen = Set<[UInt8]>()
         var out: [(key: [UInt8], path: DocumentPath?)] = []
         for g in groups.reversed() {
-            for k in g.keys(from: lower, to: upper) where seen.insert(k).inserted {
-                out.append((k, g.state(of: k)!))
-            }
+            for t in g.keys(from: lower, to: upper) where seen.insert(t.key).inserted { out.append(t) }
         }
-        out.sort { $0.key.lexicographicallyPrecedes($1.key) }
+        out.sort { PendingGroup.precedes($0.key, $1.key) }
         return out
     }
 
@@ -177,11 +197,11 @@ public struct PendingCommits: Sendable {
                 if !touchedSet.contains(key) { fromBase.append(try e.entry()) }
                 return true
             }
-            guard n == page, fromBase.count < limit, let last = lastKey else { break }
+            guard n == page, fromBase.count < limit, let last = lastKey, !(reverse && last.isEmpty) else { break }
             if reverse { hi = last } else { lo = last + [0] }
         }
         var merged = fromBase + touched.compactMap { t in t.path.map { IndexEntry(key: t.key, path: $0) } }
-        merged.sort { reverse ? $1.key.lexicographicallyPrecedes($0.key) : $0.key.lexicographicallyPrecedes($1.key) }
+        merged.sort { reverse ? PendingGroup.precedes($1.key, $0.key) : PendingGroup.precedes($0.key, $1.key) }
         return Array(merged.prefix(limit))
     }
 
@@ -200,6 +220,8 @@ public struct PendingCommits: Sendable {
             }
             // A short page means the range is exhausted; entries whose documents are missing leave room for more.
             guard hits.count < limit, entries.count == want, let last = entries.last else { break }
+            // Below the empty key there is nothing (and an empty upper bound would mean none at all).
+            if reverse && last.key.isEmpty { break }
             if reverse { hi = last.key } else { lo = last.key + [0] }
         }
         return hits

@@ -46,12 +46,15 @@ public struct ApplierStatus: Sendable, Equatable {
     public var largestTransaction: Int
     /// Commits acknowledged and not yet applied.
     public var backlogCommits: Int
+    /// Why the applier stopped (writes are refused until it can go on), or nil.
+    public var stalled: String?
 
-    public init(groups: Int, transactions: Int, largestTransaction: Int, backlogCommits: Int) {
+    public init(groups: Int, transactions: Int, largestTransaction: Int, backlogCommits: Int, stalled: String? = nil) {
         self.groups = groups
         self.transactions = transactions
         self.largestTransaction = largestTransaction
         self.backlogCommits = backlogCommits
+        self.stalled = stalled
     }
 }
 

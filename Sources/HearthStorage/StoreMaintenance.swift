@@ -14,7 +14,7 @@ public enum DocumentScope: Sendable, Equatable {
         switch self {
         case .all: return true
         case .collection(let c): return path.collection == c
-        case .collectionGroup(let id): return path.collection.id == id
+        case .collectionGroup(let id): return path.collection.id.utf8.elementsEqual(id.utf8)   // bytes, as SQL compares
         }
     }
 

@@ -26,10 +26,16 @@ import HearthStorage
 /// size, and a small frame (a delete) still fits while the disk is full. Zeros after the last frame are the
 /// clean end of the log; anything else there is a torn frame.
 ///
-/// Used only by the writer (under the store's writer lock). Once a sync or a rollback of the file fails, its
-/// state on disk is unknown: `failure` is set and every later append throws it, until a restart recovers.
+/// When the log outgrows its limit, `CommitPipeline` renames it to `retiredName` and starts a new one, and
+/// removes the retired segment once SQLite's synced files hold all of it; recovery reads both, in order.
+///
+/// Used only by the writer thread. Once a sync or a rollback of the file fails, its state on disk is unknown:
+/// `failure` is set and every later append throws it, until a restart recovers.
 package final class CommitLog {
     package static let fileName = "commit.log"
+    /// The segment the log was rotated out of, kept until SQLite's synced files hold every frame it has
+    /// (`CommitPipeline`); recovery reads it before `fileName`.
+    package static let retiredName = "commit.log.1"
     package static let headerSize = 56
     /// "HCL1" as it reads in the file.
     static let magic: UInt32 = 0x314C_4348
@@ -65,10 +71,10 @@ package final class CommitLog {
         package var description: String { "\(length) bytes at offset \(offset) (\(reason))" }
     }
 
-    /// Opens or creates the log in `directory` (a new file's directory entry is synced before any frame
+    /// Opens or creates the log `name` in `directory` (a new file's directory entry is synced before any frame
     /// relies on it).
-    init(directory: String) throws(HearthError) {
-        path = DataDirectory.file(Self.fileName, in: directory)
+    init(directory: String, name: String = CommitLog.fileName) throws(HearthError) {
+        path = DataDirectory.file(name, in: directory)
         var st = stat()
         let existed = stat(path, &st) == 0
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
@@ -86,14 +92,17 @@ package final class CommitLog {
     deinit { close() }
 
     /// Writes zeros (and syncs them) to make room for `needed` more bytes after the last frame, and a chunk
-    /// more when less than a quarter chunk would be left. Zeros written, not `posix_fallocate`d: overwriting
+    /// (or four such frames) more when less than a quarter chunk (or one such frame) would be left. Zeros written, not `posix_fallocate`d: overwriting
     /// written blocks, an append's `fdatasync` flushes its data alone (measured 0.17-0.21 ms for 20 KB here,
     /// against 0.30-0.32 ms appending or writing into allocated-but-unwritten blocks). Throws only when even
     /// `needed` does not fit (disk full).
     private func makeRoom(_ needed: Int) throws(HearthError) {
         let want = size + needed
-        guard allocated - want < Self.chunkBytes / 4 else { return }
-        let target = (want + Self.chunkBytes) / Self.chunkBytes * Self.chunkBytes
+        guard allocated - want < max(Self.chunkBytes / 4, needed) else { return }
+        // Large frames (a fan-out group) grow the file for the next few of their size at once, so their
+        // appends overwrite written zeros as small ones do.
+        let step = max(Self.chunkBytes, needed * 4)
+        let target = (want + step) / Self.chunkBytes * Self.chunkBytes
         let zeros = [UInt8](repeating: 0, count: 64 << 10)
         let before = allocated
         var code: Int32 = 0

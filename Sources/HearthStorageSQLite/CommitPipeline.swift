@@ -20,19 +20,25 @@ import HearthStorage
 ///                                              pending -= those groups
 /// ```
 ///
-/// Reads merge the pending groups with SQLite (`PendingCommits`), so they see every acknowledged commit. The
-/// log is emptied only when nothing is pending and SQLite's files are synced (every `resetBytes`, at close, and
-/// on a full disk). A start after a crash or power loss applies again whatever the log holds past SQLite.
+/// Reads merge the pending groups with SQLite (`PendingCommits`), so they see every acknowledged commit. A start
+/// after a crash or power loss applies again whatever the log holds past SQLite.
+///
+/// The log never waits for SQLite to be emptied: once it holds `resetBytes`, the writer renames it to
+/// `CommitLog.retiredName` and starts a new one, and the applier, once it has applied the retired segment's
+/// last group, syncs SQLite's files and removes the segment. Only when the new log reaches `hardLimitFactor`
+/// times `resetBytes` before that (the applier far behind), and on a full disk, does the writer wait for the
+/// backlog, sync and empty both. At close the backlog is applied, SQLite synced and the log removed.
 ///
 /// Failures: a group SQLite refuses is already acknowledged, so it is never dropped. The applier stops and
 /// keeps the backlog pending (reads still see it); the next `append` asks it to try again and, if that fails
 /// too, is refused with the cause, as is every write until the backlog applies (a full disk: once space
 /// returns). A restart applies the backlog from the log. Backpressure: `append` waits while the backlog holds
-/// more than `maxPendingCommits` commits or `maxPendingBytes` of images.
+/// more than `maxPendingCommits` commits, `maxPendingGroups` groups or `maxPendingBytes` of images.
 ///
 /// Threads: `append` from one writer thread at a time; `pending` from any thread; the applier runs on its own.
 final class CommitPipeline: @unchecked Sendable {
     static let maxPendingCommits = 20_000
+    static let maxPendingGroups = 512
     static let maxPendingBytes: Int64 = 64 << 20
     /// The applier lets a backlog gather for up to `batchInterval` after its first group, or until it holds
     /// `batchCommits` commits, so that one transaction writes a hot page once for many commits (etcd's
@@ -40,10 +46,15 @@ final class CommitPipeline: @unchecked Sendable {
     static let batchInterval: Int = 10_000_000   // ns
     static let batchCommits = 2_000
 
-    let log: CommitLog
+    /// The active log: the writer thread's (under `appending`).
+    private var log: CommitLog
+    private let directory: String
     private let writer: Locked<SQLiteWriter?>
     private let history: UInt64
     private let resetBytes: Int
+    static let hardLimitFactor = 8
+    /// Held by `append` and `close`, so that a close never runs beside an append.
+    private let appending = Locked<Void>(())
 
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
@@ -53,6 +64,11 @@ final class CommitPipeline: @unchecked Sendable {
     private var loggedSeq: UInt64
     /// Why the applier stopped; cleared by `retry`.
     private var failure: HearthError?
+    /// A sync of SQLite's files or of the data directory failed: what they hold is unknown, so nothing may
+    /// rely on them (no log is emptied or removed) and every write is refused until a restart recovers.
+    private var poisoned: HearthError?
+    /// The last seq of the retired log segment, while it exists.
+    private var retiredThrough: UInt64?
     /// Tests: leave the newest `heldGroups` groups pending unless draining.
     private var heldGroups = 0
     private var draining = 0
@@ -63,8 +79,10 @@ final class CommitPipeline: @unchecked Sendable {
     private(set) var transactions = 0
     private(set) var largestTransaction = 0
 
-    init(log: CommitLog, writer: Locked<SQLiteWriter?>, history: UInt64, loggedSeq: UInt64, resetBytes: Int) throws(HearthError) {
+    init(log: CommitLog, directory: String, writer: Locked<SQLiteWriter?>, history: UInt64, loggedSeq: UInt64,
+         resetBytes: Int) throws(HearthError) {
         self.log = log
+        self.directory = directory
         self.writer = writer
         self.history = history
         self.loggedSeq = loggedSeq
@@ -72,7 +90,12 @@ final class CommitPipeline: @unchecked Sendable {
         mutex.initialize(to: pthread_mutex_t())
         changed.initialize(to: pthread_cond_t())
         pthread_mutex_init(mutex, nil)
-        pthread_cond_init(changed, nil)
+        // The applier's timed wait is on the monotonic clock: a wall-clock step must not stretch it.
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(changed, &attributes)
+        pthread_condattr_destroy(&attributes)
         let context = Unmanaged.passRetained(self).toOpaque()
         var t = pthread_t()
         let rc = pthread_create(&t, nil, { raw in
@@ -111,24 +134,58 @@ final class CommitPipeline: @unchecked Sendable {
     /// changed, when they do not continue the log's seqs, the log cannot take them, or the applier is stuck
     /// (the message says on what).
     func append(_ commits: [CommitRecord]) throws(HearthError) {
-        guard let newest = commits.last else { return }
-        if diskIsTight() { return try appendApplying(commits) }
-        let prev = try locked { () throws(HearthError) -> UInt64 in
-            try waitForRoom()
-            return loggedSeq
+        try appending.withLock { (_: inout Void) throws(HearthError) in
+            guard let newest = commits.last else { return }
+            try locked { () throws(HearthError) in if stopping { throw CommitValidation.closed } }
+            if diskIsTight() { return try appendApplying(commits) }
+            let prev = try locked { () throws(HearthError) -> UInt64 in
+                try waitForRoom()
+                return loggedSeq
+            }
+            let frame = try Self.frame(commits, after: prev, history: history)
+            do throws(HearthError) { try log.append(frame) } catch {
+                if error.isDiskFull { try? emptyLog() }
+                throw error
+            }
+            let group = PendingGroup(commits)
+            try! locked {
+                backlog.append(group)
+                loggedSeq = newest.seq
+                pthread_cond_broadcast(changed)
+            }
+            if log.size >= resetBytes { rotateOrEmpty() }
         }
-        let frame = try Self.frame(commits, after: prev, history: history)
-        do { try log.append(frame) } catch {
-            if error.isDiskFull { try? emptyLog() }
-            throw error
+    }
+
+    /// The log has outgrown `resetBytes`: retire it and start a new one, unless the last retired segment is
+    /// still waiting for the applier (then the log grows, up to the hard limit, where everything is applied
+    /// and the log emptied).
+    private func rotateOrEmpty() {
+        guard try! locked({ retiredThrough }) != nil else { return rotate() }
+        if log.size >= resetBytes * Self.hardLimitFactor { try? emptyLog() }
+    }
+
+    private var retiredPath: String { DataDirectory.file(CommitLog.retiredName, in: directory) }
+
+    /// Renames the log to `CommitLog.retiredName` (synced into the directory) and opens a new one. When that
+    /// fails the log keeps its name and takes the next frames.
+    private func rotate() {
+        let active = log.path
+        guard rename(active, retiredPath) == 0 else { return }
+        do {
+            try DataDirectory.sync(directory)
+            let fresh = try CommitLog(directory: directory)
+            log.close()
+            log = fresh
+            try! locked {
+                retiredThrough = loggedSeq
+                pthread_cond_broadcast(changed)
+            }
+        } catch {
+            // Either name holds whole frames in order, and recovery reads both: put the name back so the next
+            // rotation can try again.
+            _ = rename(retiredPath, active)
         }
-        let group = PendingGroup(commits)
-        try! locked {
-            backlog.append(group)
-            loggedSeq = newest.seq
-            pthread_cond_broadcast(changed)
-        }
-        if log.size >= resetBytes { try? emptyLog() }
     }
 
     private static func frame(_ commits: [CommitRecord], after prev: UInt64, history: UInt64) throws(HearthError) -> [UInt8] {
@@ -144,11 +201,14 @@ final class CommitPipeline: @unchecked Sendable {
     /// they are acknowledged (`appendApplying`).
     static let tightDiskBytes: UInt64 = 256 << 20
 
-    /// True when the file system holding the log has less than `tightDiskBytes` free.
+    /// True when the file system holding the log has less than `tightDiskBytes` free, or less than four
+    /// times the backlog's images (what SQLite may need for them: documents, change rows, WAL copies).
     private func diskIsTight() -> Bool {
         var fs = statvfs()
         guard statvfs(log.path, &fs) == 0 else { return false }
-        return UInt64(fs.f_bavail) * UInt64(fs.f_frsize) < Self.tightDiskBytes
+        let free = UInt64(fs.f_bavail) * UInt64(fs.f_frsize)
+        let backlogBytes = UInt64(max(0, try! locked { backlog.imageBytes }))
+        return free < max(Self.tightDiskBytes, 4 * backlogBytes)
     }
 
     /// On a nearly full disk, a group SQLite could not find room for must not be acknowledged first (the
@@ -176,20 +236,23 @@ final class CommitPipeline: @unchecked Sendable {
             throw error
         }
         try! locked { loggedSeq = newest.seq }
-        if log.size >= resetBytes { try? emptyLog() }
+        if log.size >= resetBytes { rotateOrEmpty() }
     }
 
     /// Under `mutex`: waits while the backlog is over its bounds; a stopped applier is asked to try again
     /// first, and its failure thrown if that fails too.
     private func waitForRoom() throws(HearthError) {
+        if let poisoned { throw poisoned }
         if failure != nil { try retryLocked() }
-        while !stopping && failure == nil
-                && (backlog.commitCount > Self.maxPendingCommits || backlog.imageBytes > Self.maxPendingBytes) {
+        while !stopping && failure == nil && poisoned == nil
+                && (backlog.commitCount > Self.maxPendingCommits || backlog.groups.count > Self.maxPendingGroups
+                    || backlog.imageBytes > Self.maxPendingBytes) {
             draining += 1
             pthread_cond_broadcast(changed)
             pthread_cond_wait(changed, mutex)
             draining -= 1
         }
+        if let poisoned { throw poisoned }
         if let failure { throw stuck(failure) }
         if stopping { throw CommitValidation.closed }
     }
@@ -204,31 +267,75 @@ final class CommitPipeline: @unchecked Sendable {
         draining += 1
         defer { draining -= 1 }
         pthread_cond_broadcast(changed)
-        while !backlog.isEmpty && failure == nil && !stopping { pthread_cond_wait(changed, mutex) }
+        while !backlog.isEmpty && failure == nil && poisoned == nil && !stopping { pthread_cond_wait(changed, mutex) }
+        if let poisoned { throw poisoned }
         if let failure { throw stuck(failure) }
+        if !backlog.isEmpty { throw CommitValidation.closed }
     }
 
     /// Waits until SQLite holds every acknowledged commit (for reads of SQLite's files themselves: backups,
     /// path listings). Throws the applier's failure when it cannot.
     func drain() throws(HearthError) {
         try locked { () throws(HearthError) in
+            if let poisoned { throw poisoned }
             if failure != nil { try retryLocked(); return }
             draining += 1
             defer { draining -= 1 }
             pthread_cond_broadcast(changed)
-            while !backlog.isEmpty && failure == nil && !stopping { pthread_cond_wait(changed, mutex) }
+            while !backlog.isEmpty && failure == nil && poisoned == nil && !stopping { pthread_cond_wait(changed, mutex) }
+            if let poisoned { throw poisoned }
             if let failure { throw stuck(failure) }
+            if !backlog.isEmpty { throw CommitValidation.closed }
         }
     }
 
-    /// Once nothing is pending, syncs SQLite's files and empties the log (`SQLiteWriter.syncAndEmptyLog`).
-    /// Called by the writer thread, so no group is appended meanwhile.
+    /// Once nothing is pending, syncs SQLite's files, then empties the log and removes the retired segment.
+    /// Called with `appending` held, so no group is appended meanwhile.
     private func emptyLog() throws(HearthError) {
         try drain()
+        try syncDatabase()
+        try log.reset()
+        try removeRetired()
+    }
+
+    /// Syncs SQLite's files (any thread but the applier's, which holds the writer lock already). When that fails
+    /// the kernel may have dropped the pages it could not write and a second sync could succeed without them:
+    /// the pipeline is poisoned.
+    private func syncDatabase() throws(HearthError) {
         try writer.withLock { (w: inout SQLiteWriter?) throws(HearthError) in
             guard let w else { throw CommitValidation.closed }
-            try w.syncAndEmptyLog()
+            try syncFiles(of: w)
         }
+    }
+
+    private func syncFiles(of w: SQLiteWriter) throws(HearthError) {
+        if let p = try! locked({ poisoned }) { throw p }
+        do { try w.connection.syncFiles() } catch {
+            poison(error)
+            throw error
+        }
+    }
+
+    private func poison(_ error: HearthError) {
+        try! locked {
+            if poisoned == nil {
+                poisoned = HearthError(.unavailable, "\(error.message); commits are refused until hearthd restarts and recovers")
+            }
+            pthread_cond_broadcast(changed)
+        }
+    }
+
+    /// Removes the retired segment (SQLite's synced files hold all of it), synced out of the directory.
+    private func removeRetired() throws(HearthError) {
+        guard try! locked({ retiredThrough }) != nil else { return }
+        guard unlink(retiredPath) == 0 || errno == ENOENT else {
+            throw HearthError(.unavailable, "storage: removing \(retiredPath) failed: \(DataDirectory.describe(errno))")
+        }
+        do { try DataDirectory.sync(directory) } catch {
+            poison(error)
+            throw error
+        }
+        try! locked { retiredThrough = nil }
     }
 
     /// Tests: keeps the newest `groups` groups pending (0: none), so reads exercise the merge.
@@ -239,18 +346,24 @@ final class CommitPipeline: @unchecked Sendable {
         }
     }
 
-    /// Applies the backlog and stops the thread. Returns false when the backlog could not be applied (the
-    /// log keeps it for the next open).
-    func close() -> Bool {
-        let applied = (try? drain()) != nil
-        guard let t = try! locked({ () -> pthread_t? in
-            stopping = true
-            pthread_cond_broadcast(changed)
-            defer { thread = nil }
-            return thread
-        }) else { return applied }
-        pthread_join(t, nil)
-        return applied
+    /// Applies the backlog and stops the thread; then, when SQLite holds everything and its files sync,
+    /// removes the log (a cleanly closed data directory holds the database and LOCK). When the backlog cannot
+    /// be applied, the log keeps it for the next open.
+    func close() {
+        appending.withLock { _ in
+            let applied = (try? drain()) != nil
+            let t = try! locked { () -> pthread_t? in
+                stopping = true
+                pthread_cond_broadcast(changed)
+                defer { thread = nil }
+                return thread
+            }
+            if let t { pthread_join(t, nil) }
+            defer { log.close() }
+            guard applied, (try? syncDatabase()) != nil else { return }
+            _ = unlink(retiredPath)
+            _ = unlink(log.path)
+        }
     }
 
     // MARK: The applier thread
@@ -261,7 +374,7 @@ final class CommitPipeline: @unchecked Sendable {
             var work: [PendingGroup] = []
             var deadline: timespec?
             while true {
-                if stopping { break }
+                if stopping || poisoned != nil { break }
                 let keep = draining > 0 ? 0 : heldGroups
                 if failure == nil, backlog.groups.count > keep {
                     if draining > 0 || backlog.commitCount >= Self.batchCommits { work = Array(backlog.groups.dropLast(keep)); break }
@@ -277,11 +390,18 @@ final class CommitPipeline: @unchecked Sendable {
             pthread_mutex_unlock(mutex)
             if work.isEmpty { return }
             let records = work.flatMap(\.records)
+            let retired = try! locked { retiredThrough }
             let result = Result { () throws(HearthError) in
                 try writer.withLock { (w: inout SQLiteWriter?) throws(HearthError) in
                     guard let w else { throw CommitValidation.closed }
                     try w.apply(records)
+                    // The retired segment's last group is in SQLite: once SQLite's files are synced, the
+                    // segment has nothing left to give.
+                    if let retired, records.last!.seq >= retired { try? syncFiles(of: w) }
                 }
+            }
+            if let retired, records.last!.seq >= retired, case .success = result, try! locked({ poisoned }) == nil {
+                try? removeRetired()
             }
             pthread_mutex_lock(mutex)
             switch result {
@@ -300,7 +420,7 @@ final class CommitPipeline: @unchecked Sendable {
 
     private static func now(plus ns: Int) -> timespec {
         var t = timespec()
-        clock_gettime(CLOCK_REALTIME, &t)
+        clock_gettime(CLOCK_MONOTONIC, &t)
         let total = Int(t.tv_nsec) + ns
         t.tv_sec += total / 1_000_000_000
         t.tv_nsec = total % 1_000_000_000
@@ -309,7 +429,7 @@ final class CommitPipeline: @unchecked Sendable {
 
     private static func passed(_ d: timespec) -> Bool {
         var t = timespec()
-        clock_gettime(CLOCK_REALTIME, &t)
+        clock_gettime(CLOCK_MONOTONIC, &t)
         return t.tv_sec > d.tv_sec || (t.tv_sec == d.tv_sec && t.tv_nsec >= d.tv_nsec)
     }
 
@@ -317,7 +437,7 @@ final class CommitPipeline: @unchecked Sendable {
     var counters: ApplierStatus {
         try! locked {
             ApplierStatus(groups: appliedGroups, transactions: transactions, largestTransaction: largestTransaction,
-                            backlogCommits: backlog.commitCount)
+                          backlogCommits: backlog.commitCount, stalled: (poisoned ?? failure)?.message)
         }
     }
 }

@@ -69,8 +69,9 @@ extension SQLiteStore: StoreAdministration {
 
     public func bytesOnDisk() -> Int64 {
         var total: Int64 = 0
-        let log = String(databasePath.dropLast(Self.fileName.count)) + CommitLog.fileName
-        for file in ["", "-wal", "-shm"].map({ databasePath + $0 }) + [log] {
+        let directory = String(databasePath.dropLast(Self.fileName.count))
+        let logs = [CommitLog.fileName, CommitLog.retiredName].map { directory + $0 }
+        for file in ["", "-wal", "-shm"].map({ databasePath + $0 }) + logs {
             var st = stat()
             if stat(file, &st) == 0 { total += Int64(st.st_blocks) * 512 }
         }

@@ -88,8 +88,8 @@ public final class SQLiteStore: DocumentStore {
         let writer = Locked<SQLiteWriter?>(w)
         self.writer = writer
         if let log {
-            pipeline = try CommitPipeline(log: log, writer: writer, history: w.history, loggedSeq: w.appliedSeq,
-                                          resetBytes: logResetBytes)
+            pipeline = try CommitPipeline(log: log, directory: directory, writer: writer, history: w.history,
+                                          loggedSeq: w.appliedSeq, resetBytes: logResetBytes)
         } else {
             pipeline = nil
         }
@@ -252,14 +252,12 @@ public final class SQLiteStore: DocumentStore {
     /// Closes the connections (waiting for a running `apply` and checkpoint to finish). The writer closes last
     /// so that it checkpoints the WAL into hearth.db and removes the -wal and -shm files. Idempotent.
     public func close() {
-        // The backlog goes into SQLite first; one that cannot stays in the log for the next open.
-        let applied = pipeline?.close() ?? true
+        // The backlog goes into SQLite, whose files are synced, and the log is removed (one that cannot be
+        // applied stays in the log for the next open).
+        pipeline?.close()
         writer.withLock { w in
             guard let w else { return }
             SQLiteCheckpointer.detach(from: w.connection)
-            // Everything committed is then durable in SQLite's files; the log has nothing left to give, and a
-            // cleanly closed data directory holds only the database (and LOCK).
-            if applied, (try? w.syncAndEmptyLog()) != nil, let log = w.log { _ = unlink(log.path) }
         }
         checkpointer.close()
         reader.withLock { r in

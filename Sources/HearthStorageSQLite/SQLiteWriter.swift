@@ -1,3 +1,10 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import CSQLite
 import HearthModel
 import HearthStorage
@@ -88,6 +95,12 @@ final class SQLiteWriter {
     /// reported an error yet committed (SQLite's `last_seq` shows the group) counts as applied when the log
     /// holds the group.
     func apply(_ commits: [CommitRecord]) throws(HearthError) {
+        var commits = commits
+        if log != nil {
+            // A retry after a COMMIT that reported an error yet committed: skip what SQLite holds already.
+            let stored = try Self.storedLastSeq(connection)
+            if let first = commits.first, first.seq <= stored { commits.removeAll { $0.seq <= stored } }
+        }
         guard let newest = commits.last else { return }
         do { try commitToSQLite(commits) } catch {
             if log != nil, let stored = try? Self.storedLastSeq(connection), stored == newest.seq {
@@ -104,21 +117,6 @@ final class SQLiteWriter {
         UInt64(bitPattern: try c.queryInt("SELECT value FROM meta WHERE key = 'last_seq'"))
     }
 
-    /// Syncs SQLite's files, then empties the log: every frame it held is durable in SQLite by then. When the
-    /// sync fails, the kernel may have dropped the pages it could not write, and a second sync could succeed
-    /// without them: the log is kept and refuses every later group (`CommitLog.poison`). A restart applies
-    /// the frames SQLite's files lack by seq, which trusts what those files hold; after an I/O error, check
-    /// the store (`hearth check`) before serving from it (docs/operations.md).
-    func syncAndEmptyLog() throws(HearthError) {
-        guard let log else { return }
-        if let failure = log.failure { throw failure }
-        do { try connection.syncFiles() } catch {
-            log.poison(error)
-            throw error
-        }
-        try log.reset()
-    }
-
     /// Run once at open, before any `apply`: applies to SQLite every group of the log past SQLite's last seq
     /// (SQLite lost its unsynced tail in a power loss, or the process died between the two), in order, then
     /// syncs SQLite's files and the data directory (so a new store's schema and history ID, written without
@@ -128,16 +126,33 @@ final class SQLiteWriter {
     /// another store.
     func recover(directory: String) throws(HearthError) -> CommitLogRecovery? {
         guard let log else { return nil }
-        let (frames, tear) = try CommitLog.parse(log.readAll(), path: log.path, history: history, storeSeq: appliedSeq)
+        // A segment the log was rotated out of comes first (`CommitLog.retiredName`).
+        let retiredPath = DataDirectory.file(CommitLog.retiredName, in: directory)
+        var st = stat()
+        let hasRetired = stat(retiredPath, &st) == 0
+        var segments: [(path: String, bytes: [UInt8])] = []
+        if hasRetired {
+            let retired = try CommitLog(directory: directory, name: CommitLog.retiredName)
+            defer { retired.close() }
+            segments.append((retiredPath, try retired.readAll()))
+        }
+        segments.append((log.path, try log.readAll()))
+        var frames: [(frame: CommitLog.Frame, path: String)] = []
+        var tear: CommitLog.Tear?
+        for segment in segments {
+            let parsed = try CommitLog.parse(segment.bytes, path: segment.path, history: history, storeSeq: appliedSeq)
+            frames += parsed.frames.map { ($0, segment.path) }
+            if let t = parsed.tear { tear = t }
+        }
         var recovery = CommitLogRecovery(path: log.path, storeSeq: appliedSeq, tear: tear)
-        for f in frames {   // all of this store's history (`parse` refuses another's)
+        for (f, path) in frames {   // all of this store's history (`parse` refuses another's)
             guard f.lastSeq > appliedSeq else { continue }
             guard f.prevSeq == appliedSeq else {
-                throw HearthError(.dataLoss, "storage: \(log.path): the group of seq \(f.firstSeq)...\(f.lastSeq) was appended after seq \(f.prevSeq) but the store ends at seq \(appliedSeq): the commits in between are lost")
+                throw HearthError(.dataLoss, "storage: \(path): the group of seq \(f.firstSeq)...\(f.lastSeq) was appended after seq \(f.prevSeq) but the store ends at seq \(appliedSeq): the commits in between are lost")
             }
             let (commits, includingBefore) = try CommitRecordCodec.decode(f.payload)
             guard commits.first?.seq == f.firstSeq, commits.last?.seq == f.lastSeq else {
-                throw HearthError(.dataLoss, "storage: \(log.path): the group at offset \(f.offset) holds seqs other than its header's \(f.firstSeq)...\(f.lastSeq)")
+                throw HearthError(.dataLoss, "storage: \(path): the group at offset \(f.offset) holds seqs other than its header's \(f.firstSeq)...\(f.lastSeq)")
             }
             try commitToSQLite(commits, readingBefore: !includingBefore)
             appliedSeq = f.lastSeq
@@ -148,6 +163,12 @@ final class SQLiteWriter {
         try connection.syncFiles()
         try DataDirectory.sync(directory)
         if !frames.isEmpty || tear != nil { try log.reset() }
+        if hasRetired {
+            guard unlink(retiredPath) == 0 || errno == ENOENT else {
+                throw HearthError(.unavailable, "storage: removing \(retiredPath) failed: \(DataDirectory.describe(errno))")
+            }
+            try DataDirectory.sync(directory)
+        }
         return recovery
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import HearthModel
 import HearthStorage
-import HearthStorageSQLite
+@testable import HearthStorageSQLite
 import Testing
 
 /// The commit log: where a group becomes durable before SQLite commits it without syncing
@@ -309,30 +309,72 @@ import Testing
         #expect(try store.changes(after: 0, limit: 10)?.map(\.seq) == [1, 2, 4])
     }
 
-    /// Once the log outgrows its limit, SQLite's files are synced and the log starts over: it stays bounded,
-    /// and nothing is lost across a reopen. A clean close leaves no log behind.
-    @Test func theLogStartsOverOnceItOutgrowsItsLimit() throws {
+    /// Once the log outgrows its limit it is retired (renamed `commit.log.1`) and a new one started; the
+    /// retired segment goes once SQLite's synced files hold all of it. The two stay bounded, nothing is lost
+    /// across a reopen, and a clean close leaves no log behind.
+    @Test func theLogRotatesOnceItOutgrowsItsLimit() throws {
         let dir = StoreFixture.makeTemporaryDirectory()
         defer { StoreFixture.removeTemporaryDirectory(dir) }
         var store = try StoreFixture.openSQLite(dir, logResetBytes: 4096)
         var h = History()
         let logPath = dir + "/" + CommitLog.fileName
+        let retiredPath = dir + "/" + CommitLog.retiredName
         // The bytes up to the last frame's end (the file is preallocated with zeros after it).
-        func logSize() -> Int {
-            guard let data = FileManager.default.contents(atPath: logPath) else { return -1 }
+        func logSize(_ path: String) -> Int {
+            guard let data = FileManager.default.contents(atPath: path) else { return 0 }
             return (data.lastIndex(where: { $0 != 0 }) ?? -1) + 1
         }
         var largest = 0
+        var rotated = false
         for i in 0..<200 {
             try store.apply([h.put("c/d\(i % 20)", Array(repeating: UInt8(i % 251), count: 500))])
-            largest = max(largest, logSize())
+            largest = max(largest, logSize(logPath) + logSize(retiredPath))
+            rotated = rotated || FileManager.default.fileExists(atPath: retiredPath)
         }
-        #expect(largest > 0 && largest < 4096 + 1024, "the log peaked at \(largest) bytes")
+        #expect(rotated, "the log was never retired")
+        #expect(largest > 0 && largest < 4096 * (CommitPipeline.hardLimitFactor + 1) + 1024, "the log peaked at \(largest) bytes")
+        try store.drainApplier()
         store.close()
         #expect(!FileManager.default.fileExists(atPath: logPath))
+        #expect(!FileManager.default.fileExists(atPath: retiredPath))
         store = try StoreFixture.openSQLite(dir)
         defer { store.close() }
         #expect(try store.lastSeq() == 200)
         #expect(try store.get(path("c/d19"))?.data == Array(repeating: UInt8(199 % 251), count: 500))
+    }
+
+    /// A kill while a retired segment still holds groups SQLite lacks: the next start applies the retired
+    /// segment's groups, then the active log's, and removes the segment.
+    @Test func recoveryReadsTheRetiredSegmentFirst() throws {
+        let dir = StoreFixture.makeTemporaryDirectory()
+        defer { StoreFixture.removeTemporaryDirectory(dir) }
+        let store = try StoreFixture.openSQLite(dir, logResetBytes: 4096)
+        defer { store.close() }
+        store.holdApplier(1_000)   // nothing reaches SQLite
+        var h = History()
+        var commits: [CommitRecord] = []
+        for i in 0..<12 {
+            let c = h.put("c/d\(i % 5)", Array(repeating: UInt8(i), count: 500))
+            commits.append(c)
+            try store.apply([c])
+        }
+        let fm = FileManager.default
+        #expect(fm.fileExists(atPath: dir + "/" + CommitLog.retiredName))
+        let copy = StoreFixture.makeTemporaryDirectory()
+        defer { StoreFixture.removeTemporaryDirectory(copy) }
+        try fm.createDirectory(atPath: copy, withIntermediateDirectories: true)
+        for name in ["hearth.db", "hearth.db-wal", CommitLog.fileName, CommitLog.retiredName] {
+            try fm.copyItem(atPath: dir + "/" + name, toPath: copy + "/" + name)
+        }
+        let recovered = try StoreFixture.openSQLite(copy)
+        defer { recovered.close() }
+        #expect(recovered.recovery?.groups == 12)
+        #expect(try recovered.lastSeq() == 12)
+        #expect(try recovered.changes(after: 0, limit: 100) == commits)
+        #expect(!fm.fileExists(atPath: copy + "/" + CommitLog.retiredName))
+        // The original, once its applier runs, retires the segment itself.
+        store.holdApplier(0)
+        try store.drainApplier()
+        #expect(!fm.fileExists(atPath: dir + "/" + CommitLog.retiredName))
     }
 }

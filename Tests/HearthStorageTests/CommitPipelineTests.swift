@@ -78,6 +78,7 @@ import Testing
         defer { f.finish() }
         let store = try #require(f.store as? SQLiteStore)
         let done = Locked<Result<Int, HearthError>?>(nil)
+        let acknowledged = Locked<UInt64>(0)
         let writer = Thread {
             var h = History()
             var keyOf: [Int: [UInt8]] = [:]
@@ -96,6 +97,8 @@ import Testing
                                             index: IndexChanges(removed: removed, added: [IndexEntry(key: key, path: path("c/d\(d)"))])))
                 }
                 do throws(HearthError) { try store.apply(commits) } catch { outcome = .failure(error); break }
+                let last = h.seq
+                acknowledged.withLock { $0 = last }
                 groups += 1
                 outcome = .success(groups)
                 // Alternate between an applier that keeps up and one that lags by five groups.
@@ -110,7 +113,10 @@ import Testing
         var finished = false
         while !finished || checked < 50 {
             finished = done.withLock { $0 != nil }
+            let floor = acknowledged.withLock { $0 }
             let snap = try store.snapshot()
+            // A snapshot holds at least every group acknowledged before it was taken.
+            #expect(snap.seq >= floor)
             defer { snap.close() }
             let hits = try snap.scanIndex(from: [1], to: [2], reverse: false, limit: 1000)
             // Every entry's key is the seq that wrote its document, and the document carries that seq.
@@ -128,4 +134,99 @@ import Testing
         #expect(groups == 150)
         #expect(try store.lastSeq() == 450)
     }
+
+    /// Random groups (puts, deletes, index entries moving with their documents, entries of documents that do
+    /// not exist) applied to SQLite with an
+    /// applier holding back a random number of groups, and to the in-memory store: every read answers the same
+    /// on both after every group (point reads, index scans both ways with small limits and open bounds,
+    /// counts, entry visits, listings with cursors, the change log cut by limits, and a snapshot's exports).
+    @Test func everyReadMatchesTheInMemoryStoreWhateverTheApplierHoldsBack() throws {
+        let f = try StoreFixture(.sqlite)
+        defer { f.finish() }
+        let store = try #require(f.store as? SQLiteStore)
+        let model = MemoryStore()
+        defer { model.close() }
+        var rng = SplitMix(seed: 0x5EED_0F_A991)
+        var h = History()
+        let paths = (0..<24).map { i in ["c/d\(i)", "c/x/s/e\(i)", "e/d\(i)"][i % 3] }
+        var keyOf: [String: [UInt8]] = [:]
+        var orphans = 0
+        for round in 0..<250 {
+            if round % 10 == 0 { store.holdApplier(Int(rng.next() % 6)) }
+            var group: [CommitRecord] = []
+            for _ in 0..<(1 + Int(rng.next() % 3)) {
+                var writes: [(String, [UInt8]?)] = []
+                var changes = IndexChanges()
+                var touched = Set<String>()
+                for _ in 0..<(1 + Int(rng.next() % 3)) {
+                    let p = paths[Int(rng.next() % UInt64(paths.count))]
+                    guard touched.insert(p).inserted else { continue }
+                    if let old = keyOf[p] { changes.removed.append(entry(old, p)) }
+                    if rng.next() % 4 == 0 {
+                        writes.append((p, nil))
+                        keyOf[p] = nil
+                    } else {
+                        let v = UInt8(rng.next() % 8)
+                        // Keys collide across documents only through their path suffix: unique per document.
+                        let key = [v, UInt8(rng.next() % 3)] + Array(p.utf8)
+                        writes.append((p, [v, UInt8(round & 0xFF)]))
+                        changes.added.append(entry(key, p))
+                        keyOf[p] = key
+                    }
+                }
+                // Now and then an entry whose document never exists: scans skip it, counts count it.
+                if rng.next() % 8 == 0 {
+                    orphans += 1
+                    changes.added.append(entry([UInt8(rng.next() % 9), 5] + Array("z/o\(orphans)".utf8), "z/o\(orphans)"))
+                }
+                group.append(h.commit(writes, index: changes))
+            }
+            try store.apply(group)
+            try model.apply(group)
+            try compare(store, model, &rng, seq: h.seq)
+        }
+        store.holdApplier(0)
+        try store.drainApplier()
+        try compare(store, model, &rng, seq: h.seq)
+    }
+
+    private func compare(_ a: SQLiteStore, _ b: MemoryStore, _ rng: inout SplitMix, seq: UInt64) throws {
+        #expect(try a.lastSeq() == seq)
+        let p = ["c/d\(rng.next() % 24)", "c/x/s/e\(rng.next() % 24)", "e/d\(rng.next() % 24)"][Int(rng.next() % 3)]
+        #expect(try a.get(path(p)) == b.get(path(p)), "get \(p)")
+        func bound() -> [UInt8] {
+            switch rng.next() % 4 {
+            case 0: return []
+            case 1: return [UInt8(rng.next() % 9)]
+            default: return [UInt8(rng.next() % 9), UInt8(rng.next() % 3)]
+            }
+        }
+        for _ in 0..<3 {
+            let lower = bound(), upper = bound()
+            let reverse = rng.next() % 2 == 0
+            let limit = [1, 2, 3, 5, Int.max][Int(rng.next() % 5)]
+            #expect(try a.scanIndex(from: lower, to: upper, reverse: reverse, limit: limit)
+                    == b.scanIndex(from: lower, to: upper, reverse: reverse, limit: limit), "scan \(lower)..<\(upper) \(reverse) \(limit)")
+            #expect(try a.scanIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit)
+                    == b.scanIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit))
+            #expect(try a.countIndex(from: lower, to: upper) == b.countIndex(from: lower, to: upper), "count \(lower)..<\(upper)")
+        }
+        let c = ["c", "c/x/s", "e"][Int(rng.next() % 3)]
+        let after: String? = rng.next() % 2 == 0 ? nil : "d\(rng.next() % 24)"
+        let limit = [1, 2, 4, 100][Int(rng.next() % 4)]
+        #expect(try a.list(collection: collection(c), afterID: after, limit: limit)
+                == b.list(collection: collection(c), afterID: after, limit: limit), "list \(c) after \(after ?? "-")")
+        let from = seq == 0 ? 0 : rng.next() % (seq + 1)
+        let changeLimit = [1, 3, 10, Int.max][Int(rng.next() % 4)]
+        #expect(try a.changes(after: from, limit: changeLimit) == b.changes(after: from, limit: changeLimit), "changes after \(from)")
+        let snapA = try a.snapshot(), snapB = try b.snapshot()
+        defer { snapA.close(); snapB.close() }
+        #expect(snapA.seq == snapB.seq)
+        let scope: DocumentScope = [.all, .collection(collection(c)), .collectionGroup(["c", "s", "e"][Int(rng.next() % 3)])][Int(rng.next() % 3)]
+        let cursor: DocumentPath? = rng.next() % 2 == 0 ? nil : path(p)
+        #expect(try snapA.documents(in: scope, after: cursor, limit: limit) == snapB.documents(in: scope, after: cursor, limit: limit),
+                "documents in \(scope) after \(cursor?.description ?? "-")")
+        #expect(try snapA.scanIndex(from: [], to: [], reverse: true, limit: 7) == snapB.scanIndex(from: [], to: [], reverse: true, limit: 7))
+    }
 }
+

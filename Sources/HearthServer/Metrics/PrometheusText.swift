@@ -51,6 +51,7 @@ enum PrometheusText {
             gauge("hearth_applier_backlog_commits", "Commits durable in the commit log and not yet applied to the database.", "\(a.backlogCommits)")
             counter("hearth_applier_groups_total", "Group commits applied to the database by the background applier.", "\(a.groups)")
             counter("hearth_applier_transactions_total", "Database transactions the background applier ran (each holds one or more groups).", "\(a.transactions)")
+            gauge("hearth_applier_stalled", "1 while the background applier cannot apply the backlog (writes are refused; the log holds it), else 0.", a.stalled == nil ? "0" : "1")
         }
         gauge("hearth_seq", "The last durable and published seq.", "\(r.seq)")
         gauge("hearth_oldest_resumable_seq", "The oldest seq listeners can resume from (the change log's retention window starts after it).", "\(r.oldestResumableSeq)")
