@@ -39,8 +39,11 @@ final class CheckFixture {
         engine = try Engine(store: store, codec: JSONCodec(), indexCatalogCodec: JSONCatalogCodec())
     }
 
+    /// Makes every queued commit durable, and waits until SQLite itself holds them (the tests read and damage
+    /// its tables directly).
     func flush() {
         while let batch = engine.takeBatch() { engine.finish(batch, error: Engine.makeDurable(batch, in: store)) }
+        try! store.drainApplier()
     }
 
     func write(_ writes: [Write]) throws {

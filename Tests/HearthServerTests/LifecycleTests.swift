@@ -28,6 +28,13 @@ import Testing
         let first = try DaemonProcess()
         let c = try first.connect()
         #expect(try c.request(#"{"op":"set","path":"a/1","data":{"n":1}}"#).isOK)
+        // The set is in SQLite once the background applier's backlog is empty: the directory is quiet then.
+        var backlog = -1
+        for _ in 0..<1000 where backlog != 0 {
+            let store = try c.request(#"{"op":"stats"}"#)["store"] as? [String: Any]
+            backlog = (store?["applier"] as? [String: Any])?["backlogCommits"] as? Int ?? -1
+        }
+        #expect(backlog == 0)
         let before = try Self.listing(first.dataDir)
         #expect(before.contains { $0.hasPrefix("LOCK ") })
         let second = try DaemonProcess.runToExit(["--port", "0", "--data-dir", first.dataDir])

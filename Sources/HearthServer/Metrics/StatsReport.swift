@@ -92,6 +92,17 @@ struct StatsReport {
         w.key("oldestResumableSeq"); w.uint(oldestResumableSeq)
         w.key("retentionSeconds"); w.int(retentionSeconds)
         w.key("retentionBytes"); w.int(retentionBytes)
+        if let a = applier {
+            w.key("applier")
+            w.beginObject()
+            w.key("backlogCommits"); w.int(Int64(a.backlogCommits))
+            w.key("groups"); w.int(Int64(a.groups))
+            w.key("transactions"); w.int(Int64(a.transactions))
+            w.key("largestTransaction"); w.int(Int64(a.largestTransaction))
+            w.key("stalled")
+            if let why = a.stalled { w.string(why) } else { w.null() }
+            w.endObject()
+        }
         w.endObject()
         w.key("process")
         w.beginObject()
