@@ -16,6 +16,9 @@ public final class PendingGroup: Sendable {
     public let lastSeq: UInt64
     /// The newest version of each document the group changed (nil: deleted).
     let documents: [DocumentPath: StoredDocument?]
+    /// The `hashValue`s of `documents`' paths: a point read hashes its path once and asks each group this
+    /// set, which rules out almost every group without hashing the path again.
+    let pathHashes: Set<Int>
     /// The newest index catalog the group carries.
     let catalog: [UInt8]?
     /// The images' bytes (`CommitRecord.imageBytes`), for bounding what is kept.
@@ -46,6 +49,7 @@ public final class PendingGroup: Sendable {
             bytes += r.imageBytes
         }
         self.documents = documents
+        pathHashes = Set(documents.keys.map(\.hashValue))
         self.catalog = catalog
         imageBytes = bytes
     }
@@ -144,7 +148,11 @@ public struct PendingCommits: Sendable {
 
     /// The newest pending version of `path`: `.some(nil)` deleted, nil untouched by the groups.
     public func document(_ path: DocumentPath) -> StoredDocument?? {
-        for g in groups.reversed() { if let d = g.documents[path] { return .some(d) } }
+        guard !groups.isEmpty else { return nil }
+        let hash = path.hashValue
+        for g in groups.reversed() where g.pathHashes.contains(hash) {
+            if let d = g.documents[path] { return .some(d) }
+        }
         return nil
     }
 
