@@ -218,6 +218,17 @@ public struct PendingCommits: Sendable {
     public func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
                           base: some StoreReads) throws(HearthError) -> [IndexHit] {
         guard limit > 0 else { return [] }
+        // The common case: the groups touch no key of the range. The base's hits are then the entries; only a
+        // document a group changed (its keys unchanged) is replaced by its newer version.
+        if touchedKeys(from: lower, to: upper).isEmpty {
+            var hits = try base.scanIndex(from: lower, to: upper, reverse: reverse, limit: limit)
+            var deleted = false
+            for i in hits.indices {
+                guard let newer = document(hits[i].document.path) else { continue }
+                if let doc = newer { hits[i].document = doc } else { deleted = true }
+            }
+            if !deleted { return hits }
+        }
         var hits: [IndexHit] = []
         var lo = lower, hi = upper
         while true {
@@ -233,6 +244,18 @@ public struct PendingCommits: Sendable {
             if reverse { hi = last.key } else { lo = last.key + [0] }
         }
         return hits
+    }
+
+    /// `StoreReads.visitIndexEntries` merged; straight through to the base when the groups touch no key of
+    /// the range (the usual case for a narrow query).
+    public func visitIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int, base: some StoreReads,
+                                  _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
+        if touchedKeys(from: lower, to: upper).isEmpty {
+            return try base.visitIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit, visit)
+        }
+        for e in try indexEntries(from: lower, to: upper, reverse: reverse, limit: limit, base: base) {
+            guard try e.withView(visit) else { return }
+        }
     }
 
     /// `StoreReads.countIndex` merged: the base's count, corrected key by key for the keys the groups touch.

@@ -48,9 +48,7 @@ final class SQLiteSnapshot: StoreSnapshot, @unchecked Sendable {
                            _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
         let r = try open()
         if pending.isEmpty { return try r.index.visit(from: lower, to: upper, reverse: reverse, limit: limit, visit) }
-        for e in try pending.indexEntries(from: lower, to: upper, reverse: reverse, limit: limit, base: r) {
-            guard try e.withView(visit) else { return }
-        }
+        try pending.visitIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit, base: r, visit)
     }
 
     func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument] {
