@@ -37,10 +37,10 @@ enum PrometheusText {
         gauge("hearth_pending_commits", "Commits applied in memory and not yet durable (queued or being written).", "\(r.pendingCommits)")
         gauge("hearth_reads_in_flight", "Reads running on reader threads.", "\(r.readsInFlight)")
         counter("hearth_commits_total", "Commits made durable.", "\(r.commits)")
-        counter("hearth_commit_batches_total", "Group commits (batches of commits made durable in one transaction).", "\(r.batches)")
+        counter("hearth_commit_batches_total", "Group commits (batches of commits made durable by one commit-log frame and fsync).", "\(r.batches)")
         histogram("hearth_commit_batch_size", "Commits per group commit.", r.batchSizes, bounds: batchBounds.map { $0 - 1 },
                   le: { "\($0)" }, below: { $0 + 1 }, sum: "\(r.batchSizes.sum)", into: &out)
-        histogram("hearth_commit_duration_seconds", "Time the writer thread took to make a group commit durable (write and fsync).",
+        histogram("hearth_commit_duration_seconds", "Time the writer thread took to make a group commit durable (the commit log's write and fsync).",
                   r.commitLatency, bounds: latencyBoundsMicros, le: seconds, below: { $0 }, sum: seconds(r.commitLatency.sum), into: &out)
         counter("hearth_cache_hits_total", "Document reads answered from the cache.", "\(r.cacheHits)")
         counter("hearth_cache_misses_total", "Document reads that went to the store.", "\(r.cacheMisses)")

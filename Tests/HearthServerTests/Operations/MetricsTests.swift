@@ -87,6 +87,9 @@ import Testing
         #expect(after["hearth_request_duration_seconds_count{op=\"get\"}"]! >= 50)
         #expect(after["hearth_request_duration_seconds_bucket{op=\"get\",le=\"+Inf\"}"] == after["hearth_request_duration_seconds_count{op=\"get\"}"])
         #expect(after["hearth_commits_total"]! - before["hearth_commits_total"]! >= 50)
+        // The applier takes the groups into SQLite behind the commit log, several per transaction.
+        #expect(after["hearth_applier_stalled"] == 0)
+        #expect(after["hearth_applier_transactions_total"]! <= after["hearth_applier_groups_total"]!)
         #expect(after["hearth_commit_duration_seconds_count"]! > before["hearth_commit_duration_seconds_count"]!)
         #expect(after["hearth_seq"]! >= before["hearth_seq"]! + 50)
         #expect(after["hearth_connections"]! >= 2)
