@@ -9,10 +9,11 @@ import HearthModel
 import HearthStorage
 
 /// `<data dir>/commit.log`: where a group of commits becomes durable. `SQLiteStore.apply` appends the group
-/// as one frame and fdatasyncs it (a few KiB, where SQLite's WAL would sync every page the group touched),
-/// then commits the group to SQLite without syncing. At open, frames SQLite lacks (a power loss took its
-/// unsynced tail) are applied again; once SQLite's files are synced (`SQLiteConnection.syncFiles`) the log is
-/// emptied. docs/storage.md, "Durability", has the long form and the layout.
+/// as one frame and fdatasyncs it (a few KiB, where SQLite's WAL would sync every page the group touched);
+/// SQLite gets the group later, without syncing (`CommitPipeline`). At open, frames SQLite lacks (a power loss
+/// took its unsynced tail, or the applier had not reached them) are applied again; a segment is removed or
+/// emptied only once SQLite's files are synced (`SQLiteConnection.syncFiles`). docs/storage.md, "Durability",
+/// has the long form and the layout.
 ///
 /// A frame: a 56-byte header (magic `HCL1`, payload length u32, the store's history ID u64, the store's last
 /// seq when it was appended u64, first and last seq u64, the payload's checksum u64, the header's own checksum

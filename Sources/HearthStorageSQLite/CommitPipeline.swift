@@ -25,9 +25,10 @@ import HearthStorage
 ///
 /// The log never waits for SQLite to be emptied: once it holds `resetBytes`, the writer renames it to
 /// `CommitLog.retiredName` and starts a new one, and the applier, once it has applied the retired segment's
-/// last group, syncs SQLite's files and removes the segment. Only when the new log reaches `hardLimitFactor`
-/// times `resetBytes` before that (the applier far behind), and on a full disk, does the writer wait for the
-/// backlog, sync and empty both. At close the backlog is applied, SQLite synced and the log removed.
+/// last group, syncs SQLite's files and removes the segment. Only when the log reaches `hardLimitFactor`
+/// times `resetBytes` (the applier far behind, or a rotation that failed), on a full disk, and at the limit
+/// while the disk is nearly full, does the writer wait for the backlog, sync and empty both. At close the
+/// backlog is applied, SQLite synced and the log removed.
 ///
 /// Failures: a group SQLite refuses is already acknowledged, so it is never dropped. The applier stops and
 /// keeps the backlog pending (reads still see it); the next `append` asks it to try again and, if that fails
@@ -90,10 +91,13 @@ final class CommitPipeline: @unchecked Sendable {
         mutex.initialize(to: pthread_mutex_t())
         changed.initialize(to: pthread_cond_t())
         pthread_mutex_init(mutex, nil)
-        // The applier's timed wait is on the monotonic clock: a wall-clock step must not stretch it.
+        // The applier's timed wait is on the monotonic clock where the platform allows: a wall-clock step must
+        // not stretch it.
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
+        #if os(Linux)
         pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        #endif
         pthread_cond_init(changed, &attributes)
         pthread_condattr_destroy(&attributes)
         let context = Unmanaged.passRetained(self).toOpaque()
@@ -161,30 +165,41 @@ final class CommitPipeline: @unchecked Sendable {
     /// still waiting for the applier (then the log grows, up to the hard limit, where everything is applied
     /// and the log emptied).
     private func rotateOrEmpty() {
-        guard try! locked({ retiredThrough }) != nil else { return rotate() }
-        if log.size >= resetBytes * Self.hardLimitFactor { try? emptyLog() }
+        if log.size >= resetBytes * Self.hardLimitFactor { try? emptyLog(); return }
+        guard try! locked({ retiredThrough }) == nil, log.size >= nextRotationBytes else { return }
+        rotate()
     }
+
+    /// The size at which the next rotation is tried: `resetBytes`, or another `resetBytes` after one failed.
+    private var nextRotationBytes = 0
 
     private var retiredPath: String { DataDirectory.file(CommitLog.retiredName, in: directory) }
 
-    /// Renames the log to `CommitLog.retiredName` (synced into the directory) and opens a new one. When that
-    /// fails the log keeps its name and takes the next frames.
+    /// Renames the log to `CommitLog.retiredName` (synced into the directory) and opens a new one. When the
+    /// rename fails, the log keeps its name and takes the next frames, and the next rotation is tried after
+    /// another `resetBytes`. Once the rename has happened, any later failure leaves the directory in a state
+    /// that is not known to be durable: the pipeline is poisoned (recovery reads both names).
     private func rotate() {
         let active = log.path
-        guard rename(active, retiredPath) == 0 else { return }
+        guard rename(active, retiredPath) == 0 else {
+            nextRotationBytes = log.size + resetBytes
+            return
+        }
         do {
             try DataDirectory.sync(directory)
             let fresh = try CommitLog(directory: directory)
             log.close()
             log = fresh
+            nextRotationBytes = 0
             try! locked {
                 retiredThrough = loggedSeq
                 pthread_cond_broadcast(changed)
             }
         } catch {
-            // Either name holds whole frames in order, and recovery reads both: put the name back so the next
-            // rotation can try again.
+            // The frames are whole and in order under whichever name the file has; refuse further groups
+            // rather than append to a log whose name is not known to be durable.
             _ = rename(retiredPath, active)
+            poison(error)
         }
     }
 
@@ -236,7 +251,8 @@ final class CommitPipeline: @unchecked Sendable {
             throw error
         }
         try! locked { loggedSeq = newest.seq }
-        if log.size >= resetBytes { rotateOrEmpty() }
+        // Nothing is pending here, so emptying is cheap, and a nearly full disk keeps no retired segment.
+        if log.size >= resetBytes { try? emptyLog() }
     }
 
     /// Under `mutex`: waits while the backlog is over its bounds; a stopped applier is asked to try again
@@ -329,7 +345,9 @@ final class CommitPipeline: @unchecked Sendable {
     private func removeRetired() throws(HearthError) {
         guard try! locked({ retiredThrough }) != nil else { return }
         guard unlink(retiredPath) == 0 || errno == ENOENT else {
-            throw HearthError(.unavailable, "storage: removing \(retiredPath) failed: \(DataDirectory.describe(errno))")
+            let error = HearthError(.unavailable, "storage: removing \(retiredPath) failed: \(DataDirectory.describe(errno))")
+            poison(error)
+            throw error
         }
         do { try DataDirectory.sync(directory) } catch {
             poison(error)
@@ -418,9 +436,15 @@ final class CommitPipeline: @unchecked Sendable {
         }
     }
 
+    #if os(Linux)
+    private static let waitClock = CLOCK_MONOTONIC
+    #else
+    private static let waitClock = CLOCK_REALTIME
+    #endif
+
     private static func now(plus ns: Int) -> timespec {
         var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
+        clock_gettime(Self.waitClock, &t)
         let total = Int(t.tv_nsec) + ns
         t.tv_sec += total / 1_000_000_000
         t.tv_nsec = total % 1_000_000_000
@@ -429,7 +453,7 @@ final class CommitPipeline: @unchecked Sendable {
 
     private static func passed(_ d: timespec) -> Bool {
         var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
+        clock_gettime(Self.waitClock, &t)
         return t.tv_sec > d.tv_sec || (t.tv_sec == d.tv_sec && t.tv_nsec >= d.tv_nsec)
     }
 

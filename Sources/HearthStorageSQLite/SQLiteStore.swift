@@ -20,8 +20,8 @@ import HearthStorage
 /// returns; SQLite gets it later from the applier thread, in transactions as large as the backlog, without
 /// syncing (`CommitPipeline`). Every read merges the groups SQLite does not hold yet (`PendingCommits`), so it
 /// sees every group `apply` returned for. A group `apply` returned for survives a process crash or power loss:
-/// the next open applies again whatever the log holds past SQLite. SQLite's files are synced and the log
-/// emptied every `defaultLogResetBytes` of log and at close. WAL frames are copied into hearth.db by
+/// the next open applies again whatever the log holds past SQLite. The log rotates every
+/// `defaultLogResetBytes`; SQLite's files are synced before a rotated segment is removed, and at close. WAL frames are copied into hearth.db by
 /// `SQLiteCheckpointer` on another connection and thread. The reasons behind each setting are in
 /// docs/storage.md.
 ///
@@ -99,8 +99,9 @@ public final class SQLiteStore: DocumentStore {
     /// directory's lock (tests only), whose `apply` commits to SQLite with a sync.
     let pipeline: CommitPipeline?
 
-    /// The commit log is emptied, after syncing SQLite's files, once it holds this many bytes: the most a
-    /// start after a power loss applies again.
+    /// The commit log rotates once it holds this many bytes (`CommitPipeline`); a start after a power loss
+    /// applies again at most the retired segment and the active log past SQLite, normally about twice this,
+    /// and never more than `CommitPipeline.hardLimitFactor + 1` times it.
     package static let defaultLogResetBytes = 8 << 20
 
     /// What the open found in the commit log (`CommitLogRecovery.summary` is the line to log); nil for a store

@@ -96,21 +96,27 @@ final class SQLiteWriter {
     /// holds the group.
     func apply(_ commits: [CommitRecord]) throws(HearthError) {
         var commits = commits
-        if log != nil {
-            // A retry after a COMMIT that reported an error yet committed: skip what SQLite holds already.
+        if log != nil && lastApplyFailed {
+            // A retry after a failure whose COMMIT may have committed after all: skip what SQLite holds.
             let stored = try Self.storedLastSeq(connection)
             if let first = commits.first, first.seq <= stored { commits.removeAll { $0.seq <= stored } }
         }
-        guard let newest = commits.last else { return }
+        guard let newest = commits.last else { lastApplyFailed = false; return }
         do { try commitToSQLite(commits) } catch {
             if log != nil, let stored = try? Self.storedLastSeq(connection), stored == newest.seq {
                 appliedSeq = newest.seq
+                lastApplyFailed = false
                 return
             }
+            lastApplyFailed = true
             throw error
         }
         appliedSeq = newest.seq
+        lastApplyFailed = false
     }
+
+    /// The last `apply` failed: the next one first checks what SQLite holds.
+    private var lastApplyFailed = false
 
     /// `meta.last_seq` as the database holds it now, outside any transaction of this writer.
     private static func storedLastSeq(_ c: SQLiteConnection) throws(HearthError) -> UInt64 {
@@ -139,12 +145,16 @@ final class SQLiteWriter {
         segments.append((log.path, try log.readAll()))
         var frames: [(frame: CommitLog.Frame, path: String)] = []
         var tear: CommitLog.Tear?
+        var tornPath = log.path
         for segment in segments {
             let parsed = try CommitLog.parse(segment.bytes, path: segment.path, history: history, storeSeq: appliedSeq)
             frames += parsed.frames.map { ($0, segment.path) }
-            if let t = parsed.tear { tear = t }
+            if let t = parsed.tear {
+                tear = t
+                tornPath = segment.path
+            }
         }
-        var recovery = CommitLogRecovery(path: log.path, storeSeq: appliedSeq, tear: tear)
+        var recovery = CommitLogRecovery(path: tornPath, storeSeq: appliedSeq, tear: tear)
         for (f, path) in frames {   // all of this store's history (`parse` refuses another's)
             guard f.lastSeq > appliedSeq else { continue }
             guard f.prevSeq == appliedSeq else {
@@ -163,12 +173,9 @@ final class SQLiteWriter {
         try connection.syncFiles()
         try DataDirectory.sync(directory)
         if !frames.isEmpty || tear != nil { try log.reset() }
-        if hasRetired {
-            guard unlink(retiredPath) == 0 || errno == ENOENT else {
-                throw HearthError(.unavailable, "storage: removing \(retiredPath) failed: \(DataDirectory.describe(errno))")
-            }
-            try DataDirectory.sync(directory)
-        }
+        // SQLite's synced files hold every frame of the retired segment now; one that cannot be removed is
+        // read again (and skipped) by the next open, and replaced by the next rotation.
+        if hasRetired, unlink(retiredPath) == 0 { try DataDirectory.sync(directory) }
         return recovery
     }
 
