@@ -100,17 +100,7 @@ final class CommitPipeline: @unchecked Sendable {
         #endif
         pthread_cond_init(changed, &attributes)
         pthread_condattr_destroy(&attributes)
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var t = pthread_t()
-        let rc = pthread_create(&t, nil, { raw in
-            Unmanaged<CommitPipeline>.fromOpaque(raw!).takeRetainedValue().run()
-            return nil
-        }, context)
-        guard rc == 0 else {
-            Unmanaged<CommitPipeline>.fromOpaque(context).release()
-            throw HearthError(.unavailable, "storage: cannot start the applier thread (error \(rc))")
-        }
-        thread = t
+        thread = try StorageThread.start("applier") { self.run() }
     }
 
     deinit {
@@ -256,10 +246,10 @@ final class CommitPipeline: @unchecked Sendable {
     }
 
     /// Under `mutex`: waits while the backlog is over its bounds; a stopped applier is asked to try again
-    /// first, and its failure thrown if that fails too.
+    /// first (`waitForEmptyBacklog`), and its failure thrown if that fails too.
     private func waitForRoom() throws(HearthError) {
         if let poisoned { throw poisoned }
-        if failure != nil { try retryLocked() }
+        if failure != nil { try waitForEmptyBacklog() }
         while !stopping && failure == nil && poisoned == nil
                 && (backlog.commitCount > Self.maxPendingCommits || backlog.groups.count > Self.maxPendingGroups
                     || backlog.imageBytes > Self.maxPendingBytes) {
@@ -277,8 +267,10 @@ final class CommitPipeline: @unchecked Sendable {
         HearthError(e.code, "\(e.message) (the commits through seq \(backlog.lastSeq ?? loggedSeq) are durable in the commit log; writes are refused until they are applied to the database)")
     }
 
-    /// Under `mutex`: clears the applier's failure and waits for the backlog to apply.
-    private func retryLocked() throws(HearthError) {
+    /// Under `mutex`: clears the applier's failure (it tries again) and waits until the backlog is applied;
+    /// throws what stops that.
+    private func waitForEmptyBacklog() throws(HearthError) {
+        if let poisoned { throw poisoned }
         failure = nil
         draining += 1
         defer { draining -= 1 }
@@ -292,17 +284,7 @@ final class CommitPipeline: @unchecked Sendable {
     /// Waits until SQLite holds every acknowledged commit (for reads of SQLite's files themselves: backups,
     /// path listings). Throws the applier's failure when it cannot.
     func drain() throws(HearthError) {
-        try locked { () throws(HearthError) in
-            if let poisoned { throw poisoned }
-            if failure != nil { try retryLocked(); return }
-            draining += 1
-            defer { draining -= 1 }
-            pthread_cond_broadcast(changed)
-            while !backlog.isEmpty && failure == nil && poisoned == nil && !stopping { pthread_cond_wait(changed, mutex) }
-            if let poisoned { throw poisoned }
-            if let failure { throw stuck(failure) }
-            if !backlog.isEmpty { throw CommitValidation.closed }
-        }
+        try locked { () throws(HearthError) in try waitForEmptyBacklog() }
     }
 
     /// Once nothing is pending, syncs SQLite's files, then empties the log and removes the retired segment.

@@ -49,19 +49,10 @@ final class SQLiteCheckpointer: @unchecked Sendable {
         condition.initialize(to: pthread_cond_t())
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(condition, nil)
-        let context = Unmanaged.passRetained(self).toOpaque()
-        var t = pthread_t()
-        let rc = pthread_create(&t, nil, { raw in
-            let me = Unmanaged<SQLiteCheckpointer>.fromOpaque(raw!).takeRetainedValue()
-            me.run()
-            return nil
-        }, context)
-        guard rc == 0 else {
-            Unmanaged<SQLiteCheckpointer>.fromOpaque(context).release()
+        do { thread = try StorageThread.start("checkpoint") { self.run() } } catch {
             connection.close()
-            throw HearthError(.unavailable, "storage: cannot start the checkpoint thread (error \(rc))")
+            throw error
         }
-        thread = t
     }
 
     deinit {
