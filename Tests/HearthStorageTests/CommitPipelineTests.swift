@@ -70,6 +70,48 @@ import Testing
         }
     }
 
+    /// A cause that goes away (the trigger dropped while the store runs): the next write asks the applier to
+    /// try again, the backlog applies, and the write goes through, without a restart.
+    @Test func aStalledApplierResumesOnceTheCauseIsGone() throws {
+        let f = try StoreFixture(.sqlite)
+        defer { f.finish() }
+        try f.refuseDocumentsNamedBoom()
+        let store = try #require(f.store as? SQLiteStore)
+        var h = History()
+        try store.apply([h.put("c/boom", bytes("x"))])
+        #expect(throws: HearthError.self) { try store.drainApplier() }
+        #expect(store.applier?.stalled?.contains("boom refused") == true)
+        let db = try SQLiteConnection(path: f.directory + "/hearth.db", role: "test", create: false)
+        try db.exec("DROP TRIGGER boom", "dropping the trigger")
+        db.close()
+        try store.apply([h.put("c/after", bytes("y"))])
+        try store.drainApplier()
+        #expect(store.applier?.stalled == nil)
+        #expect(store.applier?.backlogCommits == 0)
+        let other = try f.openSecond()
+        defer { other.close() }
+        #expect(try other.get(path("c/boom"))?.data == bytes("x"))
+        #expect(try other.get(path("c/after"))?.data == bytes("y"))
+    }
+
+    /// Backpressure: with the applier holding every group back, the backlog's bound makes `apply` have it
+    /// applied, so memory stays bounded and nothing is refused.
+    @Test func aFullBacklogIsAppliedBeforeMoreIsTaken() throws {
+        let f = try StoreFixture(.sqlite)
+        defer { f.finish() }
+        let store = try #require(f.store as? SQLiteStore)
+        store.holdApplier(100_000)
+        var h = History()
+        let groups = CommitPipeline.maxPendingGroups + 40
+        for i in 0..<groups { try store.apply([h.put("c/d\(i % 50)", bytes("\(i)"))]) }
+        let status = try #require(store.applier)
+        #expect(status.groups > 0, "the held groups were applied once the backlog was full")
+        #expect(status.backlogCommits <= CommitPipeline.maxPendingGroups + 1)
+        #expect(try store.lastSeq() == UInt64(groups))
+        let lastWrite = (0..<groups).last { $0 % 50 == 49 }!
+        #expect(try store.get(path("c/d49"))?.data == bytes("\(lastWrite)"))
+    }
+
     /// Readers on other threads take snapshots while the applier moves SQLite past the groups they merged:
     /// every snapshot reads exactly the state at its seq (each document holds the seq that wrote it, and the
     /// index holds one entry per document naming its value).
