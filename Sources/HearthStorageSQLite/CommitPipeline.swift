@@ -63,7 +63,7 @@ final class CommitPipeline: @unchecked Sendable {
     private var backlog = PendingCommits()
     /// The last seq the log holds (the next frame's `prevSeq`).
     private var loggedSeq: UInt64
-    /// Why the applier stopped; cleared by `retry`.
+    /// Why the applier stopped; cleared when a write or a drain asks it to try again (`waitForEmptyBacklog`).
     private var failure: HearthError?
     /// A sync of SQLite's files or of the data directory failed: what they hold is unknown, so nothing may
     /// rely on them (no log is emptied or removed) and every write is refused until a restart recovers.
