@@ -187,8 +187,14 @@ public struct PendingCommits: Sendable {
     /// pages, as many as the merge needs.
     public func indexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
                              base: some StoreReads) throws(HearthError) -> [IndexEntry] {
+        try indexEntries(from: lower, to: upper, reverse: reverse, limit: limit, base: base,
+                         touched: touchedKeys(from: lower, to: upper))
+    }
+
+    /// `indexEntries` with the range's touched keys already found.
+    private func indexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int, base: some StoreReads,
+                              touched: [(key: [UInt8], path: DocumentPath?)]) throws(HearthError) -> [IndexEntry] {
         guard limit > 0 else { return [] }
-        let touched = touchedKeys(from: lower, to: upper)
         if touched.isEmpty { return try base.scanIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit) }
         let touchedSet = Set(touched.map(\.key))
         var fromBase: [IndexEntry] = []
@@ -250,10 +256,11 @@ public struct PendingCommits: Sendable {
     /// the range (the usual case for a narrow query).
     public func visitIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int, base: some StoreReads,
                                   _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
-        if touchedKeys(from: lower, to: upper).isEmpty {
+        let touched = touchedKeys(from: lower, to: upper)
+        if touched.isEmpty {
             return try base.visitIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit, visit)
         }
-        for e in try indexEntries(from: lower, to: upper, reverse: reverse, limit: limit, base: base) {
+        for e in try indexEntries(from: lower, to: upper, reverse: reverse, limit: limit, base: base, touched: touched) {
             guard try e.withView(visit) else { return }
         }
     }
