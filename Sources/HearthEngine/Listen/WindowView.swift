@@ -17,6 +17,7 @@ enum WindowView {
     static func apply(_ mutations: [DecodedMutation], to rows: inout [ResultDocument], query q: ValidQuery) -> [ViewChange]? {
         let fromEnd = q.limitToLast != nil
         guard let n = q.limitToLast ?? q.limit else { preconditionFailure("WindowView needs a limit") }
+        if let changes = enterOne(mutations, into: &rows, query: q, limit: n, fromEnd: fromEnd) { return changes }
         let old = rows
         let full = old.count >= n
         let boundary: ResultDocument? = full ? (fromEnd ? old.first : old.last) : nil
@@ -97,5 +98,51 @@ enum WindowView {
         for i in old.indices where !keptOld[i] { removed.append(i) }
         rows = next
         return QueryView.ordered(old: old, removed: removed, added: added, modified: modified, query: q)
+    }
+
+    /// The common case of a feed's window: of the commit's documents exactly one concerns the query, it was
+    /// not in the window, and it now sorts into it. The general merge above then comes down to inserting it
+    /// and, in a full window, the boundary row leaving; done here in place (no row copied), with the same
+    /// changes in the same order (the removal first, its index in the old rows; then the addition, its index
+    /// in the new). Nil when it is not that case.
+    private static func enterOne(_ mutations: [DecodedMutation], into rows: inout [ResultDocument], query q: ValidQuery,
+                                 limit n: Int, fromEnd: Bool) -> [ViewChange]? {
+        var single: DecodedMutation?
+        for m in mutations where q.contains(m.path) {
+            guard single == nil else { return nil }
+            single = m
+        }
+        guard let m = single, let d = m.after, rows.count <= n, q.matchesWithinCursors(m.path, d.fields) else { return nil }
+        /// How many rows sort before the document at `path` with `fields`.
+        func position(_ path: DocumentPath, _ fields: MapValue) -> Int {
+            var lo = 0, hi = rows.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if q.compare(rows[mid].stored.path, rows[mid].fields, path, fields) < 0 { lo = mid + 1 } else { hi = mid }
+            }
+            return lo
+        }
+        if let before = m.before {
+            let p = position(m.path, before)
+            if p < rows.count && rows[p].stored.path == m.path { return nil }   // it was in the window
+        }
+        let j = position(d.stored.path, d.fields)
+        guard rows.count == n else {
+            rows.insert(d, at: j)
+            return [ViewChange(kind: .added, document: d, oldIndex: -1, newIndex: j)]
+        }
+        // A full window: the document enters only on the window's side of the boundary row, which leaves.
+        if fromEnd {
+            guard j >= 1 else { return nil }
+            let gone = rows.removeFirst()
+            rows.insert(d, at: j - 1)
+            return [ViewChange(kind: .removed, document: gone, oldIndex: 0, newIndex: -1),
+                    ViewChange(kind: .added, document: d, oldIndex: -1, newIndex: j - 1)]
+        }
+        guard j <= n - 1 else { return nil }
+        let gone = rows.removeLast()
+        rows.insert(d, at: j)
+        return [ViewChange(kind: .removed, document: gone, oldIndex: n - 1, newIndex: -1),
+                ViewChange(kind: .added, document: d, oldIndex: -1, newIndex: j)]
     }
 }
