@@ -10,14 +10,7 @@ enum IncrementalView {
             let i = lowerBound(path, fields)
             return i < rows.count && rows[i].stored.path == path ? i : nil
         }
-        func lowerBound(_ path: DocumentPath, _ fields: MapValue) -> Int {
-            var lo = 0, hi = rows.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if q.compare(rows[mid].stored.path, rows[mid].fields, path, fields) < 0 { lo = mid + 1 } else { hi = mid }
-            }
-            return lo
-        }
+        func lowerBound(_ path: DocumentPath, _ fields: MapValue) -> Int { rows.lowerBound(path, fields, query: q) }
         var removed: [(Int, ResultDocument, MapValue)] = []
         var added: [ResultDocument] = []
         var modified: [(old: MapValue, new: ResultDocument)] = []

@@ -12,6 +12,19 @@ public struct ViewChange: Sendable {
     public var newIndex: Int
 }
 
+extension Array where Element == ResultDocument {
+    /// How many of these rows (in `q`'s order) sort before the document at `path` with `fields`: where it
+    /// is, or would go.
+    func lowerBound(_ path: DocumentPath, _ fields: MapValue, query q: ValidQuery) -> Int {
+        var lo = 0, hi = count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if q.compare(self[mid].stored.path, self[mid].fields, path, fields) < 0 { lo = mid + 1 } else { hi = mid }
+        }
+        return lo
+    }
+}
+
 /// A query listener's result: documents in query order.
 struct QueryView {
     var rows: [ResultDocument] = []

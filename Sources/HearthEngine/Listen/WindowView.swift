@@ -27,11 +27,7 @@ enum WindowView {
             return fromEnd ? c >= 0 : c <= 0
         }
         func find(_ path: DocumentPath, _ fields: MapValue) -> Int? {
-            var lo = 0, hi = old.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if q.compare(old[mid].stored.path, old[mid].fields, path, fields) < 0 { lo = mid + 1 } else { hi = mid }
-            }
+            let lo = old.lowerBound(path, fields, query: q)
             return lo < old.count && old[lo].stored.path == path ? lo : nil
         }
 
@@ -113,20 +109,11 @@ enum WindowView {
             single = m
         }
         guard let m = single, let d = m.after, rows.count <= n, q.matchesWithinCursors(m.path, d.fields) else { return nil }
-        /// How many rows sort before the document at `path` with `fields`.
-        func position(_ path: DocumentPath, _ fields: MapValue) -> Int {
-            var lo = 0, hi = rows.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if q.compare(rows[mid].stored.path, rows[mid].fields, path, fields) < 0 { lo = mid + 1 } else { hi = mid }
-            }
-            return lo
-        }
         if let before = m.before {
-            let p = position(m.path, before)
+            let p = rows.lowerBound(m.path, before, query: q)
             if p < rows.count && rows[p].stored.path == m.path { return nil }   // it was in the window
         }
-        let j = position(d.stored.path, d.fields)
+        let j = rows.lowerBound(d.stored.path, d.fields, query: q)
         guard rows.count == n else {
             rows.insert(d, at: j)
             return [ViewChange(kind: .added, document: d, oldIndex: -1, newIndex: j)]
