@@ -183,8 +183,8 @@ public struct PendingCommits: Sendable {
     }
 
     /// The merged index entries `visitIndexEntries` visits (same bounds, order and limit), built: the base's
-    /// entries whose keys the groups leave alone, and the keys the groups leave present. The base is read in
-    /// pages, as many as the merge needs.
+    /// entries whose keys the groups leave alone, and the keys the groups leave present, from one read of the
+    /// base.
     public func indexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
                              base: some StoreReads) throws(HearthError) -> [IndexEntry] {
         try indexEntries(from: lower, to: upper, reverse: reverse, limit: limit, base: base,
@@ -197,22 +197,13 @@ public struct PendingCommits: Sendable {
         guard limit > 0 else { return [] }
         if touched.isEmpty { return try base.scanIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit) }
         let touchedSet = Set(touched.map(\.key))
+        // Each touched key hides at most one of the base's entries, so `limit` more than there are touched keys
+        // always leave the `limit` first of the merge among those read.
         var fromBase: [IndexEntry] = []
-        var lo = lower, hi = upper
-        // Each touched key hides at most one of the base's entries.
-        let page = Self.saturatingSum(limit, touched.count)
-        while true {
-            var n = 0
-            var lastKey: [UInt8]?
-            try base.visitIndexEntries(from: lo, to: hi, reverse: reverse, limit: page) { (e) throws(HearthError) in
-                n += 1
-                let key = Array(e.key)
-                lastKey = key
-                if !touchedSet.contains(key) { fromBase.append(try e.entry()) }
-                return true
-            }
-            guard n == page, fromBase.count < limit, let last = lastKey, !(reverse && last.isEmpty) else { break }
-            if reverse { hi = last } else { lo = last + [0] }
+        try base.visitIndexEntries(from: lower, to: upper, reverse: reverse,
+                                   limit: Self.saturatingSum(limit, touched.count)) { (e) throws(HearthError) in
+            if !touchedSet.contains(Array(e.key)) { fromBase.append(try e.entry()) }
+            return true
         }
         var merged = fromBase + touched.compactMap { t in t.path.map { IndexEntry(key: t.key, path: $0) } }
         merged.sort { reverse ? PendingGroup.precedes($1.key, $0.key) : PendingGroup.precedes($0.key, $1.key) }
@@ -283,24 +274,18 @@ public struct PendingCommits: Sendable {
     // MARK: Document enumeration
 
     /// Merges the base's documents (in `order`) with the pending versions of the documents in `scope` after
-    /// `after`: pending ones replace or remove the base's. `baseRead(after, limit)` reads a page of the base.
+    /// `after`: pending ones replace or remove the base's. `baseRead(limit)` reads the base's first `limit`.
     private func mergedDocuments(scope: (DocumentPath) -> Bool, after: (DocumentPath) -> Bool, limit: Int,
                                  order: @escaping (DocumentPath, DocumentPath) -> Bool,
-                                 baseRead: (DocumentPath?, Int) throws(HearthError) -> [StoredDocument]) throws(HearthError) -> [StoredDocument] {
+                                 baseRead: (Int) throws(HearthError) -> [StoredDocument]) throws(HearthError) -> [StoredDocument] {
         guard limit > 0 else { return [] }
         var touched: [DocumentPath: StoredDocument?] = [:]
         for g in groups.reversed() {
             for (p, d) in g.documents where touched.index(forKey: p) == nil && scope(p) && after(p) { touched[p] = .some(d) }
         }
-        var fromBase: [StoredDocument] = []
-        var cursor: DocumentPath?
-        let page = Self.saturatingSum(limit, touched.count)
-        while true {
-            let docs = try baseRead(cursor, page)
-            for d in docs where touched.index(forKey: d.path) == nil { fromBase.append(d) }
-            guard docs.count == page, fromBase.count < limit, let last = docs.last else { break }
-            cursor = last.path
-        }
+        // Each pending document hides at most one of the base's, so `limit` more than there are pending ones
+        // always leave the `limit` first of the merge among those read.
+        let fromBase = try baseRead(Self.saturatingSum(limit, touched.count)).filter { touched.index(forKey: $0.path) == nil }
         var merged = fromBase + touched.values.compactMap { $0 }
         merged.sort { order($0.path, $1.path) }
         return Array(merged.prefix(limit))
@@ -310,15 +295,15 @@ public struct PendingCommits: Sendable {
         let idAfter: (String) -> Bool = { id in afterID.map { Array($0.utf8).lexicographicallyPrecedes(Array(id.utf8)) } ?? true }
         return try mergedDocuments(scope: { $0.collection == collection }, after: { idAfter($0.id) }, limit: limit,
                                    order: { Array($0.id.utf8).lexicographicallyPrecedes(Array($1.id.utf8)) },
-                                   baseRead: { (cursor, n) throws(HearthError) in
-                                       try base.list(collection: collection, afterID: cursor?.id ?? afterID, limit: n)
+                                   baseRead: { (n) throws(HearthError) in
+                                       try base.list(collection: collection, afterID: afterID, limit: n)
                                    })
     }
 
     public func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int, base: some PendingBase) throws(HearthError) -> [StoredDocument] {
         try mergedDocuments(scope: scope.contains, after: { p in after.map { DocumentScope.precedes($0, p) } ?? true }, limit: limit,
                             order: DocumentScope.precedes,
-                            baseRead: { (cursor, n) throws(HearthError) in try base.documents(in: scope, after: cursor ?? after, limit: n) })
+                            baseRead: { (n) throws(HearthError) in try base.documents(in: scope, after: after, limit: n) })
     }
 
     // MARK: The change log

@@ -129,8 +129,8 @@ final class CommitPipeline: @unchecked Sendable {
     /// (the message says on what).
     func append(_ commits: [CommitRecord]) throws(HearthError) {
         try appending.withLock { (_: inout Void) throws(HearthError) in
-            guard let newest = commits.last else { return }
             try locked { () throws(HearthError) in if stopping { throw CommitValidation.closed } }
+            guard let newest = commits.last else { return }
             if diskIsTight() { return try appendApplying(commits) }
             let prev = try locked { () throws(HearthError) -> UInt64 in
                 try waitForRoom()

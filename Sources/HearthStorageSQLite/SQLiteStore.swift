@@ -76,8 +76,8 @@ public final class SQLiteStore: DocumentStore {
         }
         try SQLiteSchema.prepare(writer: connection, path: path)
         let log = lockingDirectory ? try CommitLog(directory: directory) : nil
-        let w = try SQLiteWriter(connection: connection, retention: retention, log: log)
-        recovery = try w.recover(directory: directory)
+        let w = try SQLiteWriter(connection: connection, retention: retention, logged: log != nil)
+        recovery = try log.map { (l) throws(HearthError) in try w.recover(from: l, directory: directory) }
         let r = try SQLiteReader(path: path)
         checkpointer = try SQLiteCheckpointer(path: path)
         checkpointer.attach(to: connection)
@@ -226,10 +226,7 @@ public final class SQLiteStore: DocumentStore {
     }
 
     public func apply(_ commits: [CommitRecord]) throws(HearthError) {
-        if let pipeline {
-            guard !snapshotReaders.withLock({ $0.closed }) else { throw CommitValidation.closed }
-            return try pipeline.append(commits)
-        }
+        if let pipeline { return try pipeline.append(commits) }   // it refuses groups once closed
         try writer.withLock { (w: inout SQLiteWriter?) throws(HearthError) in
             guard let w else { throw CommitValidation.closed }
             try CommitValidation.check(commits, after: w.appliedSeq)

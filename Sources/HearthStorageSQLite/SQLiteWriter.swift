@@ -16,9 +16,10 @@ import HearthStorage
 final class SQLiteWriter {
     let connection: SQLiteConnection
     private let retention: RetentionPolicy
-    /// Where a group becomes durable before SQLite commits it without syncing; nil for a store opened without
-    /// the directory's lock (tests only), whose commits SQLite syncs itself (`synchronous = FULL`).
-    let log: CommitLog?
+    /// Whether a commit log makes groups durable before SQLite commits them without syncing (`CommitPipeline`);
+    /// false for a store opened without the directory's lock (tests only), whose commits SQLite syncs itself
+    /// (`synchronous = FULL`).
+    let logged: Bool
     /// The store's history ID, stamped on every log frame.
     let history: UInt64
     /// The last seq committed to SQLite through this writer.
@@ -47,15 +48,15 @@ final class SQLiteWriter {
         var logBytes: Int64 = 0
     }
 
-    /// Takes over `connection`, already set up by `SQLiteSchema.prepare(writer:path:)`, and `log` (call
-    /// `recover()` before the first `apply`).
-    init(connection c: SQLiteConnection, retention: RetentionPolicy, log: CommitLog?) throws(HearthError) {
+    /// Takes over `connection`, already set up by `SQLiteSchema.prepare(writer:path:)` (when `logged`, call
+    /// `recover(from:directory:)` before the first `apply`).
+    init(connection c: SQLiteConnection, retention: RetentionPolicy, logged: Bool) throws(HearthError) {
         connection = c
         self.retention = retention
-        self.log = log
+        self.logged = logged
         history = UInt64(bitPattern: try c.queryInt("SELECT value FROM meta WHERE key = 'history_id'"))
         appliedSeq = try Self.storedLastSeq(c)
-        if log == nil { try c.exec("PRAGMA synchronous = FULL", "setting pragmas") }
+        if !logged { try c.exec("PRAGMA synchronous = FULL", "setting pragmas") }
         begin = try c.prepare("BEGIN IMMEDIATE", name: "begin apply")
         commit = try c.prepare("COMMIT", name: "commit apply")
         rollback = try c.prepare("ROLLBACK", name: "roll back apply")
@@ -84,10 +85,7 @@ final class SQLiteWriter {
         index = try SQLiteIndexWriter(connection: c)
     }
 
-    func close() {
-        log?.close()
-        connection.close()
-    }
+    func close() { connection.close() }
 
     /// Commits the group to SQLite in one transaction: synced (`synchronous = FULL`) for a store without a
     /// commit log, not synced otherwise (`CommitPipeline`'s applier: the log made the group durable). On any
@@ -96,14 +94,14 @@ final class SQLiteWriter {
     /// holds the group.
     func apply(_ commits: [CommitRecord]) throws(HearthError) {
         var commits = commits
-        if log != nil && lastApplyFailed {
+        if logged && lastApplyFailed {
             // A retry after a failure whose COMMIT may have committed after all: skip what SQLite holds.
             let stored = try Self.storedLastSeq(connection)
             if let first = commits.first, first.seq <= stored { commits.removeAll { $0.seq <= stored } }
         }
         guard let newest = commits.last else { lastApplyFailed = false; return }
         do { try commitToSQLite(commits) } catch {
-            if log != nil, let stored = try? Self.storedLastSeq(connection), stored == newest.seq {
+            if logged, let stored = try? Self.storedLastSeq(connection), stored == newest.seq {
                 appliedSeq = newest.seq
                 lastApplyFailed = false
                 return
@@ -130,8 +128,7 @@ final class SQLiteWriter {
     /// crash during its append, so its group was never acknowledged) is dropped. Throws DATA_LOSS when the log
     /// is damaged before its end or does not continue from SQLite's last seq, and INTERNAL when it belongs to
     /// another store.
-    func recover(directory: String) throws(HearthError) -> CommitLogRecovery? {
-        guard let log else { return nil }
+    func recover(from log: CommitLog, directory: String) throws(HearthError) -> CommitLogRecovery {
         // A segment the log was rotated out of comes first (`CommitLog.retiredName`).
         let retiredPath = DataDirectory.file(CommitLog.retiredName, in: directory)
         var st = stat()
