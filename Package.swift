@@ -7,6 +7,7 @@ import PackageDescription
 //                  ├──────────► HearthProtocol ─► HearthModel, CSimdJSON
 //                  └──────────► HearthEngine ─► HearthStorage ─► HearthModel
 //   hearthd ─► HearthStorageSQLite ─► HearthStorage, CSQLite, CXXHash (only this imports sqlite3 and xxhash)
+//   hearthd ─► HearthStoragePostgres ─► HearthStorage, CLibPQ (only this imports libpq)
 //   hearth ─► HearthRules (`rules check`)
 //   hearthd, hearth ─► HearthCheck ─► HearthStorageSQLite, HearthEngine, HearthProtocol (`check`)
 //   HearthRules ─► HearthModel (the Firestore Security Rules language: compile and evaluate)
@@ -22,10 +23,11 @@ let package = Package(
         .library(name: "HearthClient", targets: ["HearthClient"]),
     ],
     targets: [
-        // System libraries (Debian: libuv1-dev, libsqlite3-dev, libxxhash-dev, libsimdjson-dev, libssl-dev).
+        // System libraries (Debian: libuv1-dev, libsqlite3-dev, libxxhash-dev, libsimdjson-dev, libssl-dev, libpq-dev).
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .target(
             name: "CSimdJSON",
             cxxSettings: [.define("SIMDJSON_THREADS_ENABLED", to: "1"), .unsafeFlags(["-O2"])],
@@ -43,11 +45,12 @@ let package = Package(
         .target(name: "HearthProtocol", dependencies: ["HearthModel", "CSimdJSON"]),
         .target(name: "HearthStorage", dependencies: ["HearthModel"]),
         .target(name: "HearthStorageSQLite", dependencies: ["HearthStorage", "HearthModel", "CSQLite", "CXXHash"]),
+        .target(name: "HearthStoragePostgres", dependencies: ["HearthStorage", "HearthModel", "CLibPQ"]),
         .target(name: "HearthEngine", dependencies: ["HearthStorage", "HearthModel"]),
         .target(name: "HearthLoop", dependencies: ["CLibUV", "HearthCrypto"]),
         .target(name: "HearthServer", dependencies: ["HearthRules", "HearthAuth", "HearthLoop", "HearthCrypto", "HearthProtocol", "HearthEngine", "HearthStorage", "HearthModel"]),
         .target(name: "HearthCheck", dependencies: ["HearthStorageSQLite", "HearthEngine", "HearthProtocol", "HearthStorage", "HearthModel"]),
-        .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthCrypto", "HearthCheck", "HearthStorageSQLite", "HearthStorage", "HearthModel"]),
+        .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthCrypto", "HearthCheck", "HearthStorageSQLite", "HearthStoragePostgres", "HearthStorage", "HearthModel"]),
         .executableTarget(name: "hearth", dependencies: ["HearthCheck", "HearthProtocol", "HearthModel", "HearthLoop", "HearthRules", "HearthCrypto"]),
         .target(name: "HearthTesting", dependencies: ["HearthCrypto"]),
         // Fuzz targets (`make fuzz`): libFuzzer when built with -sanitize=fuzzer, else a replayer of inputs.
@@ -67,7 +70,7 @@ let package = Package(
         .testTarget(name: "HearthModelTests", dependencies: ["HearthModel"]),
         .testTarget(name: "HearthRulesTests", dependencies: ["HearthRules", "HearthModel"]),
         .testTarget(name: "HearthProtocolTests", dependencies: ["HearthProtocol", "HearthModel"]),
-        .testTarget(name: "HearthStorageTests", dependencies: ["HearthStorage", "HearthStorageSQLite", "HearthTesting", "HearthModel"]),
+        .testTarget(name: "HearthStorageTests", dependencies: ["HearthStorage", "HearthStorageSQLite", "HearthStoragePostgres", "HearthTesting", "HearthModel"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "HearthStorage", "HearthModel"]),
         .testTarget(name: "HearthCheckTests", dependencies: ["HearthCheck", "HearthEngine", "HearthStorageSQLite", "HearthStorage", "HearthProtocol", "HearthModel"]),
         .testTarget(name: "HearthLoopTests", dependencies: ["HearthLoop", "HearthCrypto", "HearthTesting"]),

@@ -1,7 +1,9 @@
 import Foundation
 import HearthModel
 import HearthStorage
+import HearthStoragePostgres
 import HearthStorageSQLite
+import HearthTesting
 import Testing
 
 /// Every `DocumentStore` backend the conformance suite runs against. A new backend (PostgreSQL) joins by
@@ -12,6 +14,8 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible {
     /// SQLite with its applier holding back the newest acknowledged groups (`SQLiteStore.holdApplier`), so
     /// every read merges commits the log holds and SQLite does not yet (`PendingCommits`).
     case sqliteLagging = "sqlite, applier lagging"
+    /// PostgreSQL (`PostgresTestCluster`), each fixture in a schema of its own.
+    case postgres
 
     var testDescription: String { rawValue }
 }
@@ -23,13 +27,15 @@ final class StoreFixture {
     let retention: RetentionPolicy
     /// The data directory (durable backends), removed by `finish()`.
     let directory: String
+    /// The PostgreSQL schema (postgres backend), dropped by `finish()`.
+    let schema = PostgresTestCluster.freshSchema()
     private(set) var store: any DocumentStore
 
     init(_ backend: Backend, retention: RetentionPolicy = .default) throws {
         self.backend = backend
         self.retention = retention
         directory = StoreFixture.makeTemporaryDirectory()
-        store = try StoreFixture.open(backend, directory: directory, retention: retention)
+        store = try StoreFixture.open(backend, directory: directory, schema: schema, retention: retention)
     }
 
     /// Closes the store and opens the same data again.
@@ -43,7 +49,7 @@ final class StoreFixture {
         var attempts = 0
         while true {
             do {
-                store = try StoreFixture.open(backend, directory: directory, retention: retention)
+                store = try StoreFixture.open(backend, directory: directory, schema: schema, retention: retention)
                 return
             } catch let e as HearthError where e.message.contains("(this process)") && attempts < 500 {
                 attempts += 1
@@ -55,8 +61,17 @@ final class StoreFixture {
     /// Closes the store, makes SQLite itself refuse to insert a document with ID `boom` (a trigger raising
     /// "boom refused", so a storage error can be made to happen in the middle of a group), and reopens.
     func refuseDocumentsNamedBoom() throws {
-        precondition(backend != .memory, "only SQLite has triggers")
+        precondition(backend != .memory, "only SQL backends have triggers")
         store.close()
+        if backend == .postgres {
+            try PostgresTestCluster.exec(schema: schema, """
+                CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN IF NEW.id = 'boom'::bytea THEN RAISE EXCEPTION 'boom refused'; END IF; RETURN NEW; END $$;
+                CREATE TRIGGER boom AFTER INSERT ON hearth_documents FOR EACH ROW EXECUTE FUNCTION boom();
+                """)
+            try reopen()
+            return
+        }
         let db = try SQLiteConnection(path: directory + "/hearth.db", role: "test", create: false)
         try db.exec("CREATE TRIGGER boom AFTER INSERT ON documents WHEN NEW.id = 'boom' BEGIN SELECT RAISE(ABORT, 'boom refused'); END",
                     "creating a failing trigger")
@@ -76,18 +91,22 @@ final class StoreFixture {
     /// Waits for the applier first (`settle`): SQLite's files then hold every group acknowledged so far.
     func openSecond() throws -> any DocumentStore {
         try settle()
-        return try StoreFixture.open(backend, directory: directory, retention: retention, lockingDirectory: false)
+        return try StoreFixture.open(backend, directory: directory, schema: schema, retention: retention, lockingDirectory: false)
     }
 
     func finish() {
         store.close()
         StoreFixture.removeTemporaryDirectory(directory)
+        if backend == .postgres, let dsn = try? PostgresTestCluster.dsn() {
+            try? PostgresStore.dropSchema(dsn: dsn, schema: schema)
+        }
     }
 
-    static func open(_ backend: Backend, directory: String, retention: RetentionPolicy,
+    static func open(_ backend: Backend, directory: String, schema: String, retention: RetentionPolicy,
                      lockingDirectory: Bool = true) throws -> any DocumentStore {
         switch backend {
         case .memory: return MemoryStore(retention: retention)
+        case .postgres: return try PostgresStore(dsn: PostgresTestCluster.dsn(), schema: schema, retention: retention)
         case .sqlite: return try SQLiteStore(directory: directory, retention: retention, lockingDirectory: lockingDirectory)
         case .sqliteLagging:
             let store = try SQLiteStore(directory: directory, retention: retention, lockingDirectory: lockingDirectory)

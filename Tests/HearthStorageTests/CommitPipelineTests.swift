@@ -38,7 +38,7 @@ import Testing
         #expect(snap.seq == 2)
         #expect(try snap.get(path("c/boom"))?.data == bytes("x"))
         snap.close()
-        let other = try StoreFixture.open(.sqlite, directory: f.directory, retention: .default, lockingDirectory: false)
+        let other = try StoreFixture.open(.sqlite, directory: f.directory, schema: f.schema, retention: .default, lockingDirectory: false)
         #expect(try other.lastSeq() == 1)
         other.close()
 

@@ -1,0 +1,98 @@
+import HearthModel
+import HearthStorage
+
+/// The tables of a Hearth database in PostgreSQL, in one schema of its own (docs/storage.md, "PostgreSQL",
+/// explains every column). Paths and IDs are `bytea`: PostgreSQL compares bytea by memcmp (shorter first on a
+/// common prefix), which is the UTF-8 byte order every backend lists in, and `text` could neither hold every
+/// ID nor escape the database's collation. Index keys are the engine's `IndexKey` bytes for the same reason;
+/// documents are the codec's opaque bytes (jsonb would reorder keys and drop `3.0`).
+enum PostgresSchema {
+    /// Bumped whenever the layout changes; a newer version refuses to open, an older one is migrated at open.
+    static let version: Int64 = 1
+
+    /// Creates every table of the current version (run once, in the transaction that creates the store).
+    static let create = """
+        CREATE TABLE hearth_meta (
+            id             int PRIMARY KEY CHECK (id = 1),   -- one row
+            schema_version bigint NOT NULL,
+            history_id     bigint NOT NULL,                  -- random, positive, created with the store
+            last_seq       bigint NOT NULL,                  -- highest seq committed; never decreases
+            last_commit_us bigint NOT NULL,                  -- commit time of last_seq
+            pruned_through bigint NOT NULL,                  -- highest seq pruned from the change log (0: none)
+            log_bytes      bigint NOT NULL                   -- sum of hearth_commits.bytes
+        );
+        CREATE TABLE hearth_documents (
+            parent    bytea NOT NULL,                        -- parent collection path, e.g. users/u1/feed
+            id        bytea NOT NULL,                        -- document ID (UTF-8)
+            data      bytea NOT NULL,                        -- fields, as encoded by the engine's DocumentCodec
+            create_us bigint NOT NULL,
+            update_us bigint NOT NULL,
+            seq       bigint NOT NULL,                       -- the commit that last changed the document
+            PRIMARY KEY (parent, id)
+        );
+        CREATE TABLE hearth_index_entries (
+            key    bytea PRIMARY KEY,                        -- built by the engine: unique, ordered by bytes
+            parent bytea NOT NULL,                           -- the document it points at
+            id     bytea NOT NULL
+        );
+        CREATE TABLE hearth_commits (
+            seq       bigint PRIMARY KEY,                    -- strictly increasing across the database
+            commit_us bigint NOT NULL,
+            bytes     bigint NOT NULL                        -- image bytes this commit holds in the log
+        );
+        CREATE TABLE hearth_changes (
+            seq              bigint NOT NULL,                -- hearth_commits.seq
+            ord              int NOT NULL,                   -- order within the commit
+            path             bytea NOT NULL,                 -- the document's full path
+            before_data      bytea,                          -- before_*: all NULL when the document did not exist
+            before_create_us bigint,
+            before_update_us bigint,
+            before_seq       bigint,
+            after_data       bytea,                          -- after_*: all NULL when the commit deleted it
+            after_create_us  bigint,
+            after_update_us  bigint,
+            after_seq        bigint,
+            PRIMARY KEY (seq, ord)
+        );
+        CREATE TABLE hearth_index_catalog (
+            id   int PRIMARY KEY CHECK (id = 1),             -- one row, absent until a commit carries a catalog
+            data bytea NOT NULL,                             -- the engine's declared composite indexes, opaque here
+            seq  bigint NOT NULL                             -- the commit that stored it
+        );
+        """
+
+    /// Creates the schema and its tables when missing, or checks (and migrates) them, under an advisory lock so
+    /// that nodes starting together create it once.
+    static func prepare(_ c: PGConnection, schema: String) throws(HearthError) {
+        let quoted = PGConnection.quoteIdentifier(schema)
+        try c.exec("BEGIN", "starting the schema check")
+        do throws(HearthError) {
+            // One lock per schema name, held to the end of this transaction.
+            try c.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7411))", [.string(schema)], "locking the schema")
+            try c.exec("CREATE SCHEMA IF NOT EXISTS \(quoted)", "creating schema \(schema)")
+            let tables = try c.query("SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = 'hearth_meta'",
+                                     [.string(schema)], "looking for hearth_meta")
+            if tables.int64(0, 0) == 0 {
+                try c.exec(create, "creating the tables")
+                let history = Int64.random(in: 1...Int64.max)
+                try c.query("INSERT INTO hearth_meta VALUES (1, $1, $2, 0, 0, 0, 0)", [.int8(version), .int8(history)], "creating the meta row")
+            } else {
+                let found = try c.query("SELECT schema_version FROM hearth_meta WHERE id = 1", [], "reading the schema version")
+                guard found.count == 1 else {
+                    throw HearthError(.internal, "storage: schema \(schema) has a hearth_meta table without its row; it is not a Hearth store")
+                }
+                let v = found.int64(0, 0)
+                if v > version {
+                    throw HearthError(.internal, "storage: schema \(schema) has schema version \(v), written by a newer Hearth; this build reads version \(version) (upgrade hearthd)")
+                }
+                guard v == version else {
+                    throw HearthError(.internal, "storage: schema \(schema) has schema version \(v), which this build cannot migrate")
+                }
+            }
+            try c.exec("COMMIT", "committing the schema")
+        } catch {
+            c.rollBack()
+            throw error
+        }
+    }
+}

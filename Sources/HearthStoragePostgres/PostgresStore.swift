@@ -1,0 +1,224 @@
+import HearthModel
+import HearthStorage
+
+/// The store kept in PostgreSQL (docs/storage.md, "PostgreSQL"): the same tables as the embedded store, in a
+/// schema of their own, reached through libpq.
+///
+/// Connections: one for reads (the loop thread's point reads and listings, each statement one consistent
+/// state), one for the writer (`apply`, one transaction per group, fenced on the meta row), and a pool for
+/// snapshots (each a REPEATABLE READ READ ONLY transaction whose first statement reads `last_seq`, so every
+/// read in it is exact at that seq). A connection that PostgreSQL drops is reopened on its next use; what
+/// ran on it meanwhile fails with UNAVAILABLE.
+///
+/// Durability: `apply` returns after PostgreSQL's COMMIT, with `synchronous_commit` on for the writer's
+/// session (flushed to PostgreSQL's WAL, and to synchronous standbys where the cluster has them). A COMMIT
+/// whose answer is lost is resolved by reading `last_seq` back; when that cannot be done the store refuses
+/// further writes until it is reopened (it cannot know which history the engine must continue).
+public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked Sendable {
+    /// The schema used when none is named.
+    public static let defaultSchema = "hearth"
+
+    public let schema: String
+    private let dsn: String
+    private let setup: String
+    private let reader: Locked<PGConnection?>
+    private let writer: Locked<PostgresWriter?>
+    /// Idle snapshot connections, reused by the next snapshot.
+    private let idle = Locked<[PGConnection]>([])
+    private let state = Locked<Bool>(false)   // closed
+    /// Snapshot connections kept open while idle.
+    static let idleSnapshots = 8
+
+    /// Connects to the database named by the libpq connection string `dsn` (also a `postgresql://` URI) and
+    /// creates the tables in `schema` when missing, or checks them.
+    public init(dsn: String, schema: String = PostgresStore.defaultSchema, retention: RetentionPolicy = .default) throws(HearthError) {
+        guard !schema.isEmpty, schema.utf8.count <= 63, !schema.utf8.contains(0) else {
+            throw HearthError(.invalidArgument, "storage: \"\(schema)\" is not a PostgreSQL schema name (1 to 63 bytes)")
+        }
+        self.dsn = dsn
+        self.schema = schema
+        setup = "SET search_path TO \(PGConnection.quoteIdentifier(schema)); SET application_name TO 'hearthd'"
+        let w = try PGConnection(dsn: dsn, role: "writer", setup: setup + "; SET synchronous_commit TO on")
+        try PostgresSchema.prepare(w, schema: schema)
+        writer = Locked(PostgresWriter(connection: w, retention: retention))
+        reader = Locked(try PGConnection(dsn: dsn, role: "reader", setup: setup + "; SET default_transaction_read_only TO on"))
+    }
+
+    deinit { close() }
+
+    /// The error a write meets once a COMMIT's outcome could not be learned.
+    static func uncertain(_ seq: UInt64, _ cause: HearthError) -> HearthError {
+        HearthError(.unavailable, "storage: PostgreSQL did not answer the COMMIT of seq \(seq), and whether it was applied cannot be learned (\(cause.message)); writes are refused until hearthd restarts")
+    }
+
+    // MARK: Reads
+
+    private func read<R>(_ body: (PostgresReads) throws(HearthError) -> R) throws(HearthError) -> R {
+        try reader.withLock { (c) throws(HearthError) -> R in
+            guard let c else { throw CommitValidation.closed }
+            return try body(PostgresReads(connection: c))
+        }
+    }
+
+    public func lastSeq() throws(HearthError) -> UInt64 { try read { (r) throws(HearthError) in try r.lastSeq() } }
+
+    public func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? { try read { (r) throws(HearthError) in try r.get(path) } }
+
+    public func list(collection: CollectionPath, afterID: String?, limit: Int) throws(HearthError) -> [StoredDocument] {
+        try read { (r) throws(HearthError) in try r.list(collection: collection, afterID: afterID, limit: limit) }
+    }
+
+    public func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit] {
+        try read { (r) throws(HearthError) in try r.scanIndex(from: lower, to: upper, reverse: reverse, limit: limit) }
+    }
+
+    public func visitIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
+                                  _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
+        // The entries are read in one statement before any is visited, so `visit` may call `get` (which takes
+        // the reader again): read them first, then visit outside the lock.
+        let entries = try read { (r) throws(HearthError) in
+            var out: [IndexEntry] = []
+            try r.visitIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit) { (e) throws(HearthError) in
+                out.append(try e.entry())
+                return true
+            }
+            return out
+        }
+        for e in entries { guard try e.withView(visit) else { return } }
+    }
+
+    public func countIndex(from lower: [UInt8], to upper: [UInt8]) throws(HearthError) -> Int {
+        try read { (r) throws(HearthError) in try r.countIndex(from: lower, to: upper) }
+    }
+
+    public func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
+        try read { (r) throws(HearthError) in try r.changes(after: after, limit: limit) }
+    }
+
+    public func oldestResumableSeq() throws(HearthError) -> UInt64 { try read { (r) throws(HearthError) in try r.oldestResumableSeq() } }
+    public func historyID() throws(HearthError) -> UInt64 { try read { (r) throws(HearthError) in try r.historyID() } }
+    public func indexCatalog() throws(HearthError) -> [UInt8]? { try read { (r) throws(HearthError) in try r.indexCatalog() } }
+
+    // MARK: Writes
+
+    public func apply(_ commits: [CommitRecord]) throws(HearthError) {
+        guard !commits.isEmpty else {
+            if state.withLock({ $0 }) { throw CommitValidation.closed }
+            return
+        }
+        try writer.withLock { (w) throws(HearthError) in
+            guard let w else { throw CommitValidation.closed }
+            if let doubt = w.doubt { throw doubt }
+            try w.apply(commits)
+        }
+    }
+
+    // MARK: Snapshots
+
+    public func snapshot() throws(HearthError) -> any StoreSnapshot {
+        if state.withLock({ $0 }) { throw CommitValidation.closed }
+        let c: PGConnection
+        if let pooled = idle.withLock({ $0.popLast() }) { c = pooled } else { c = try PGConnection(dsn: dsn, role: "snapshot", setup: setup) }
+        do throws(HearthError) {
+            try c.exec("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", "starting a snapshot")
+            let seq = try PostgresReads(connection: c).lastSeq()
+            return PostgresSnapshot(connection: c, seq: seq, store: self)
+        } catch {
+            c.rollBack()
+            c.close()
+            throw error
+        }
+    }
+
+    /// Takes back a snapshot's connection after its transaction ended.
+    func release(_ c: PGConnection) {
+        let keep = c.isIdle && !state.withLock({ $0 }) && idle.withLock { (pool) -> Bool in
+            guard pool.count < Self.idleSnapshots else { return false }
+            pool.append(c)
+            return true
+        }
+        if !keep { c.close() }
+    }
+
+    // MARK: Administration
+
+    public func collectionIDs(under parent: DocumentPath?) throws(HearthError) -> [String] {
+        let prefix = parent.map { $0.description + "/" } ?? ""
+        return try read { (r) throws(HearthError) in
+            try CollectionIDWalk.ids(prefix: prefix) { (cursor, strictly) throws(HearthError) -> String? in
+                let rows = try r.connection.query("""
+                    SELECT parent FROM hearth_documents WHERE parent \(strictly ? ">" : ">=") $1 ORDER BY parent LIMIT 1
+                    """, [.utf8(cursor)], "listing collection IDs")
+                guard rows.count == 1 else { return nil }
+                let found = rows.text(0, 0)
+                return found.utf8.starts(with: prefix.utf8) ? found : nil
+            }
+        }
+    }
+
+    public func documentPaths(under root: ResourcePath, limit: Int) throws(HearthError) -> [DocumentPath] {
+        guard limit > 0 else { return [] }
+        let top = root.description
+        return try read { (r) throws(HearthError) in
+            var params: [PGValue] = [PostgresReads.limit(limit), .utf8(top + "/"), .utf8(top + "0")]
+            var condition = "(parent >= $2 AND parent < $3)"   // every collection below `root` ("0" follows "/")
+            if root.count % 2 == 1 {
+                condition = "(parent = $4 OR \(condition))"       // a collection: its own documents too
+                params.append(.utf8(top))
+            } else {
+                let doc = try DocumentPath(root)
+                condition = "((parent = $4 AND id = $5) OR \(condition))"   // a document: itself too
+                params.append(.utf8(doc.collection.description)); params.append(.utf8(doc.id))
+            }
+            let rows = try r.connection.query("SELECT parent, id FROM hearth_documents WHERE \(condition) ORDER BY parent, id LIMIT $1",
+                                              params, "listing the documents under \(top)")
+            return try (0..<rows.count).map { (i) throws(HearthError) in
+                try DocumentPath(parsing: rows.text(i, 0) + "/" + rows.text(i, 1))
+            }
+        }
+    }
+
+    public func bytesOnDisk() -> Int64 {
+        (try? read { (r) throws(HearthError) in
+            let rows = try r.connection.query("""
+                SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::int8 FROM pg_class c
+                JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'
+                """, [.string(schema)], "measuring the tables")
+            return rows.int64(0, 0)
+        }) ?? 0
+    }
+
+    public func compact() throws(HearthError) -> CompactionResult {
+        throw HearthError(.unimplemented, "storage: compaction of a PostgreSQL store is PostgreSQL's autovacuum (or VACUUM FULL run by its operator)")
+    }
+
+    public func backup(to directory: String, progress: (BackupProgress) -> Bool) throws(HearthError) -> BackupResult {
+        throw HearthError(.unimplemented, "storage: a PostgreSQL store is backed up with PostgreSQL's own tools (pg_dump --schema, or base backups and WAL archiving)")
+    }
+
+    // MARK: Lifetime
+
+    public func close() {
+        let first = state.withLock { (closed) -> Bool in
+            defer { closed = true }
+            return !closed
+        }
+        guard first else { return }
+        writer.withLock { w in   // waits for a running apply
+            w?.close()
+            w = nil
+        }
+        reader.withLock { c in
+            c?.close()
+            c = nil
+        }
+        for c in idle.withLock({ (pool) -> [PGConnection] in defer { pool = [] }; return pool }) { c.close() }
+    }
+
+    /// Drops `schema` and everything in it (tests and operators removing a store). The store must be closed.
+    public static func dropSchema(dsn: String, schema: String) throws(HearthError) {
+        let c = try PGConnection(dsn: dsn, role: "admin", setup: "")
+        defer { c.close() }
+        try c.exec("DROP SCHEMA IF EXISTS \(PGConnection.quoteIdentifier(schema)) CASCADE", "dropping schema \(schema)")
+    }
+}
