@@ -1,7 +1,9 @@
 # Hearth: `make run` starts the daemon on the embedded store, `make test` runs the whole suite.
 # Both install the Debian packages they need when missing.
 
-DEBS      := libuv1-dev libsqlite3-dev libxxhash-dev libsimdjson-dev libssl-dev openssl pkg-config python3 netcat-openbsd
+DEBS      := libuv1-dev libsqlite3-dev libxxhash-dev libsimdjson-dev libssl-dev libpq-dev openssl pkg-config python3 netcat-openbsd
+# The tests also run the PostgreSQL backend against a throwaway PostgreSQL 15 cluster (Tests/Postgres/cluster.sh).
+TEST_DEBS := postgresql-15 postgresql-client-15
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 SWIFT     ?= swift
 HOST      ?= 127.0.0.1
@@ -9,7 +11,7 @@ PORT      ?= 7411
 DATA_DIR  ?= ./data
 ARGS      ?=
 
-.PHONY: all deps build release run test test-swift test-python typecheck-python bench fuzz fmt clean install install-built
+.PHONY: all deps test-deps build release run test test-swift test-python typecheck-python bench fuzz fmt clean install install-built
 
 all: build
 
@@ -18,6 +20,17 @@ deps:
 	if [ -n "$$missing" ]; then \
 	  echo "make: installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+# PostgreSQL's server for the tests, without the cluster Debian's package would create and start on port 5432
+# (the tests start their own on a free loopback port and remove it afterwards).
+test-deps:
+	@missing=""; for p in $(TEST_DEBS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make: installing Debian packages for the tests:$$missing"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-common && \
+	  $(SUDO) sed -i 's/^#* *create_main_cluster *=.*/create_main_cluster = false/' /etc/postgresql-common/createcluster.conf && \
+	  $(SUDO) DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
 build: deps
@@ -29,11 +42,17 @@ release: deps
 run: release
 	.build/release/hearthd --host $(HOST) --port $(PORT) --data-dir $(DATA_DIR) $(ARGS)
 
-# The whole suite: unit tables, storage conformance, engine, loop, and the real hearthd over TCP.
-test: deps
+# The whole suite: unit tables, storage conformance (PostgreSQL included), engine, loop, and the real hearthd over
+# TCP. One throwaway PostgreSQL cluster serves every test (each in a schema of its own); it is stopped and
+# removed however the suite ends.
+test: deps test-deps
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build
-	@$(MAKE) --no-print-directory test-python
+	@pg=/tmp/hearth-test-pg-$$$$; \
+	trap 'Tests/Postgres/cluster.sh stop '"$$pg" EXIT; \
+	dsn=$$(Tests/Postgres/cluster.sh start "$$pg") || exit 1; \
+	echo "make: PostgreSQL for the tests at $$dsn"; \
+	export HEARTH_TEST_POSTGRES="$$dsn"; \
+	$(SWIFT) test --skip-build && $(MAKE) --no-print-directory test-python
 
 test-python: typecheck-python
 	@if [ -d clients/python/tests ]; then \

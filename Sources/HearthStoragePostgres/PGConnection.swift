@@ -18,6 +18,8 @@ final class PGConnection {
     private let dsn: String
     /// Run after every (re)connect: `SET search_path`, session settings.
     private let setup: String
+    /// Connections made so far (1 after the first): what a session held (an advisory lock) is gone when it grows.
+    private(set) var sessions = 0
 
     init(dsn: String, role: String, setup: String) throws(HearthError) {
         self.dsn = dsn
@@ -48,6 +50,7 @@ final class PGConnection {
             throw HearthError(.unavailable, "storage: cannot connect to PostgreSQL (\(role) connection): \(detail)")
         }
         conn = c
+        sessions += 1
         if !setup.isEmpty {
             do { try exec(setup, "setting up the session") } catch {
                 close()
@@ -56,11 +59,21 @@ final class PGConnection {
         }
     }
 
+    /// Reopens the connection when it broke since its last use (a new session: `sessions` grows).
+    func reconnectIfBroken() throws(HearthError) { _ = try live() }
+
     /// The connection, reconnected first when it broke since its last use.
     private func live() throws(HearthError) -> OpaquePointer {
         if let conn, PQstatus(conn) == CONNECTION_OK { return conn }
         try connect()
         return conn!
+    }
+
+    /// Where the connection goes, without its password: `host:port/dbname` (the socket directory for a socket).
+    var serverDescription: String {
+        guard let conn else { return "(closed)" }
+        func text(_ p: UnsafeMutablePointer<CChar>?) -> String { p.map { String(cString: $0) } ?? "" }
+        return "\(text(PQhost(conn))):\(text(PQport(conn)))/\(text(PQdb(conn)))"
     }
 
     /// Runs `sql` (one or more statements, no parameters) and discards what it returns.
@@ -98,7 +111,7 @@ final class PGConnection {
     static func quoteIdentifier(_ name: String) -> String {
         // Identifiers are quoted with "…", doubling any " inside: what PQescapeIdentifier produces, without a
         // connection.
-        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        "\"" + name.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
     }
 }
 
@@ -154,9 +167,13 @@ final class PGRows {
 
 /// The one funnel from libpq failures to `HearthError`.
 enum PGFailure {
-    static func message(of conn: OpaquePointer) -> String {
-        String(cString: PQerrorMessage(conn)).trimmingCharacters(in: .whitespacesAndNewlines)
+    /// libpq's text on one line (it spreads some messages over several: "…failed: Connection refused\n\tIs the
+    /// server running…").
+    static func oneLine(_ text: String) -> String {
+        text.split(whereSeparator: { $0.isNewline || $0 == "\t" }).map { String($0).trimmed }.filter { !$0.isEmpty }.joined(separator: " ")
     }
+
+    static func message(of conn: OpaquePointer) -> String { oneLine(String(cString: PQerrorMessage(conn))) }
 
     /// Throws unless `result` reports success.
     static func check(_ result: OpaquePointer?, _ conn: OpaquePointer, _ operation: String) throws(HearthError) {
@@ -173,7 +190,7 @@ enum PGFailure {
     /// PostgreSQL's own corruption reports (class XX) are DATA_LOSS; the rest (our SQL, constraints) INTERNAL.
     static func error(_ result: OpaquePointer, _ conn: OpaquePointer, _ operation: String) -> HearthError {
         let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) } ?? ""
-        var detail = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+        var detail = oneLine(String(cString: PQresultErrorMessage(result)))
         if detail.isEmpty { detail = message(of: conn) }
         let text = "storage: \(operation) failed: \(detail)" + (state.isEmpty ? "" : " (SQLSTATE \(state))")
         if state == "53100" { return .diskFull(text) }
@@ -188,16 +205,11 @@ enum PGFailure {
 }
 
 extension String {
-    fileprivate func trimmingCharacters(in _: WhitespaceSet) -> String {
+    /// Without leading and trailing spaces, tabs and line breaks.
+    fileprivate var trimmed: String {
         var s = Substring(self)
-        while let c = s.last, c == " " || c == "\n" || c == "\r" || c == "\t" { s.removeLast() }
-        while let c = s.first, c == " " || c == "\n" || c == "\r" || c == "\t" { s.removeFirst() }
+        while let c = s.last, c.isWhitespace { s.removeLast() }
+        while let c = s.first, c.isWhitespace { s.removeFirst() }
         return String(s)
     }
-
-    fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
-        split(separator: Character(target), omittingEmptySubsequences: false).joined(separator: replacement)
-    }
 }
-
-fileprivate enum WhitespaceSet { case whitespacesAndNewlines }

@@ -30,21 +30,27 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
     static let idleSnapshots = 8
 
     /// Connects to the database named by the libpq connection string `dsn` (also a `postgresql://` URI) and
-    /// creates the tables in `schema` when missing, or checks them.
-    public init(dsn: String, schema: String = PostgresStore.defaultSchema, retention: RetentionPolicy = .default) throws(HearthError) {
+    /// creates the tables in `schema` when missing, or checks them. Takes the schema's writer lock (one hearthd
+    /// writes to a schema at a time; UNAVAILABLE naming the schema when another holds it), or, without
+    /// `lockingSchema` (a second store opened to read what the first wrote), only when it first writes.
+    public init(dsn: String, schema: String = PostgresStore.defaultSchema, retention: RetentionPolicy = .default,
+                lockingSchema: Bool = true) throws(HearthError) {
         guard !schema.isEmpty, schema.utf8.count <= 63, !schema.utf8.contains(0) else {
             throw HearthError(.invalidArgument, "storage: \"\(schema)\" is not a PostgreSQL schema name (1 to 63 bytes)")
         }
         self.dsn = dsn
         self.schema = schema
-        setup = "SET search_path TO \(PGConnection.quoteIdentifier(schema)); SET application_name TO 'hearthd'"
+        setup = "SET search_path TO \(PGConnection.quoteIdentifier(schema)); SET application_name TO 'hearthd'; SET client_min_messages TO warning"
         let w = try PGConnection(dsn: dsn, role: "writer", setup: setup + "; SET synchronous_commit TO on")
         try PostgresSchema.prepare(w, schema: schema)
-        writer = Locked(PostgresWriter(connection: w, retention: retention))
+        writer = Locked(try PostgresWriter(connection: w, schema: schema, retention: retention, lockingNow: lockingSchema))
         reader = Locked(try PGConnection(dsn: dsn, role: "reader", setup: setup + "; SET default_transaction_read_only TO on"))
     }
 
     deinit { close() }
+
+    /// The server the store uses, without credentials (`host:port/dbname`), for logs.
+    public var serverDescription: String { writer.withLock { $0?.serverDescription ?? "(closed)" } }
 
     /// The error a write meets once a COMMIT's outcome could not be learned.
     static func uncertain(_ seq: UInt64, _ cause: HearthError) -> HearthError {

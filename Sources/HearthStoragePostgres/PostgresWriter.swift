@@ -15,18 +15,41 @@ final class PostgresWriter {
     /// writer no longer knows which seq the stored history ends at (a restart reads it again).
     private(set) var doubt: HearthError?
 
-    init(connection: PGConnection, retention: RetentionPolicy) {
+    /// The schema's writer lock (`PostgresSchema.writerLockSQL`) belongs to this session of the connection.
+    private var lockedSession = 0
+    private let schema: String
+
+    /// Takes the schema's writer lock, or throws UNAVAILABLE when another hearthd holds it.
+    /// With `lockingNow` false the lock is first taken by the first group (a store opened to read beside another).
+    init(connection: PGConnection, schema: String, retention: RetentionPolicy, lockingNow: Bool) throws(HearthError) {
         self.connection = connection
+        self.schema = schema
         self.retention = retention
+        if lockingNow { try lockSchema() }
+    }
+
+    /// One hearthd commits to a schema at a time: a session-level advisory lock, held by the writer's session
+    /// and so released by PostgreSQL when that session ends however it ends. Taken again after a reconnect.
+    private func lockSchema() throws(HearthError) {
+        try connection.reconnectIfBroken()
+        guard lockedSession != connection.sessions else { return }
+        let rows = try connection.query("SELECT pg_try_advisory_lock(hashtextextended($1, 7412))", [.string(schema)], "locking schema \(schema) for writing")
+        guard rows.bytes(0, 0) == [1] else {
+            throw HearthError(.unavailable, "storage: schema \(schema) is in use by another hearthd (it holds the schema's writer lock); one daemon writes to a schema at a time")
+        }
+        lockedSession = connection.sessions
     }
 
     func close() { connection.close() }
+
+    var serverDescription: String { connection.serverDescription }
 
     /// Commits `commits` in one transaction (see `DocumentStore.apply`).
     func apply(_ commits: [CommitRecord]) throws(HearthError) {
         guard let newest = commits.last else { return }
         var expected: UInt64 = 0
         do throws(HearthError) {
+            try lockSchema()
             try connection.exec("BEGIN", "starting a commit")
             let meta = try connection.query("SELECT last_seq, pruned_through, log_bytes FROM hearth_meta WHERE id = 1 FOR UPDATE", [],
                                             "locking the meta row")

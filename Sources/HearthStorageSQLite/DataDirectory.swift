@@ -93,7 +93,7 @@ enum DataDirectory {
 /// The lock belongs to the open file description, so it goes away when the process dies, however it dies (no
 /// stale lock to clean up), and a second open in the same process conflicts too. The file stays when the lock is
 /// released: deleting it would let one process lock a file another has just unlinked.
-final class DataDirectoryLock: Sendable {
+public final class DataDirectoryLock: Sendable {
     static let fileName = "LOCK"
 
     /// `<dir>/LOCK`.
@@ -136,8 +136,15 @@ final class DataDirectoryLock: Sendable {
 
     deinit { release() }
 
+    /// Creates `directory` when missing (as a store's data directory is) and takes its lock: for a daemon whose
+    /// store lives elsewhere (PostgreSQL) but whose node directory is still its own.
+    public static func creating(_ directory: String) throws(HearthError) -> DataDirectoryLock {
+        try DataDirectory.create(directory)
+        return try DataDirectoryLock(directory: directory)
+    }
+
     /// Releases the lock (closing the file). Idempotent.
-    func release() {
+    public func release() {
         descriptor.withLock { fd in
             guard fd >= 0 else { return }
             close(fd)

@@ -6,6 +6,7 @@ import HearthModel
 import HearthCheck
 import HearthServer
 import HearthStorage
+import HearthStoragePostgres
 import HearthStorageSQLite
 
 let usage = """
@@ -16,7 +17,11 @@ Serves Hearth's newline-delimited JSON protocol over TCP (see docs/protocol.md).
 options:
   --host ADDR              address to listen on (default 127.0.0.1)
   --port N                 TCP port (default 7411; 0 picks a free one, printed on start)
-  --data-dir DIR           where the SQLite store lives (default ./data; created if missing)
+  --data-dir DIR           where the SQLite store lives (default ./data; created if missing); with
+                           --postgres, the node's own files (its LOCK)
+  --postgres DSN           keep the store in PostgreSQL instead (a libpq connection string or postgresql://
+                           URI; also $HEARTH_POSTGRES); tables are created when missing (docs/storage.md)
+  --postgres-schema NAME   the PostgreSQL schema holding the tables (default hearth)
   --max-line-bytes N       longest accepted request line (default 16777216)
   --output-high-water N    bytes of unsent output at which a connection's reading pauses (default 4194304)
   --retention-seconds N    change-log retention by age, for resuming listeners (default 86400)
@@ -99,6 +104,9 @@ func fail(_ message: String) -> Never {
 var config = ServerConfig()
 var logLevel = Logger.Level.info
 var checkFirst = false
+// The PostgreSQL store, when chosen: the flag, else the environment.
+var postgresDSN: String? = getenv("HEARTH_POSTGRES").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
+var postgresSchema = PostgresStore.defaultSchema
 // TLS flags, checked together once all flags are read.
 var tlsCert: String?
 var tlsKey: String?
@@ -134,6 +142,10 @@ while let arg = args.popFirst() {
         guard p <= 65535 else { fail("--port must be at most 65535") }
         config.port = p
     case "--data-dir": guard let v = value(), !v.isEmpty else { fail("--data-dir needs a directory") }; config.dataDir = v
+    case "--postgres": guard let v = value(), !v.isEmpty else { fail("--postgres needs a libpq connection string") }; postgresDSN = v
+    case "--postgres-schema":
+        guard let v = value(), !v.isEmpty, v.utf8.count <= 63 else { fail("--postgres-schema needs a schema name of 1 to 63 bytes") }
+        postgresSchema = v
     case "--max-line-bytes": config.maxLineBytes = intValue("--max-line-bytes", value(), min: 1024)
     case "--output-high-water": config.outputHighWater = intValue("--output-high-water", value(), min: 4096)
     case "--retention-seconds": config.retentionSeconds = Int64(intValue("--retention-seconds", value()))
@@ -212,6 +224,12 @@ case (nil, nil):
     if tlsPort != nil { fail("--tls-port needs --tls-cert and --tls-key") }
 }
 
+if postgresDSN != nil {
+    if checkFirst { fail("--check reads the embedded store's files; a PostgreSQL store is checked by PostgreSQL (amcheck, data checksums)") }
+    // The reserve keeps room on the embedded store's disk; PostgreSQL's disk is PostgreSQL's.
+    config.diskReserveBytes = 0
+}
+
 // A daemon must not inherit a blocked signal mask (a parent's worker thread may have spawned it with
 // SIGTERM blocked, which would make it unstoppable); start from an empty mask. SIGHUP is ignored until the loop
 // watches it (its default action would end the daemon).
@@ -231,18 +249,31 @@ do {
     let tls = try config.tls.map { settings throws(HearthError) in try ServerTLS(settings) }
     let socket = try ServerSocket(addresses: config.listenAddresses, metrics: config.metricsAddress)
     // Then the store, which creates the directory if needed and locks it (a second daemon stops here).
-    let store = try SQLiteStore(directory: config.dataDir, retention: retention)
-    if let recovery = store.recovery, let line = recovery.summary {
-        if recovery.tearDescription != nil { logger.warn(line) } else { logger.info(line) }
-    }
-    if checkFirst, !(try StoreCheck(store: store, dataDir: config.dataDir).beforeServing(log: { logger.info($0) }, report: report)) {
-        store.close()
-        exit(1)
+    let store: any DocumentStore
+    var nodeLock: DataDirectoryLock?
+    if let postgresDSN {
+        // The node's own directory is locked as the embedded store's is: one daemon per data directory.
+        nodeLock = try DataDirectoryLock.creating(config.dataDir)
+        let postgres = try PostgresStore(dsn: postgresDSN, schema: postgresSchema, retention: retention)
+        let seq = try postgres.lastSeq()
+        logger.info("store: PostgreSQL at \(postgres.serverDescription), schema \(postgresSchema), seq \(seq)")
+        store = postgres
+    } else {
+        let sqlite = try SQLiteStore(directory: config.dataDir, retention: retention)
+        if let recovery = sqlite.recovery, let line = recovery.summary {
+            if recovery.tearDescription != nil { logger.warn(line) } else { logger.info(line) }
+        }
+        if checkFirst, !(try StoreCheck(store: sqlite, dataDir: config.dataDir).beforeServing(log: { logger.info($0) }, report: report)) {
+            sqlite.close()
+            exit(1)
+        }
+        store = sqlite
     }
     let server = try Server(config: config, store: store, logger: logger, socket: socket, access: access, tls: tls)
     try server.run()
     signal(SIGHUP, SIG_IGN)
     store.close()
+    nodeLock?.release()
     logger.info("stopped")
 } catch let error as HearthError {
     fail("cannot start: \(error.message)")

@@ -106,7 +106,7 @@ final class StoreFixture {
                      lockingDirectory: Bool = true) throws -> any DocumentStore {
         switch backend {
         case .memory: return MemoryStore(retention: retention)
-        case .postgres: return try PostgresStore(dsn: PostgresTestCluster.dsn(), schema: schema, retention: retention)
+        case .postgres: return try PostgresStore(dsn: PostgresTestCluster.dsn(), schema: schema, retention: retention, lockingSchema: lockingDirectory)
         case .sqlite: return try SQLiteStore(directory: directory, retention: retention, lockingDirectory: lockingDirectory)
         case .sqliteLagging:
             let store = try SQLiteStore(directory: directory, retention: retention, lockingDirectory: lockingDirectory)

@@ -1,0 +1,125 @@
+import Foundation
+import HearthModel
+import HearthStorage
+import HearthStoragePostgres
+import HearthTesting
+import Testing
+
+/// What the PostgreSQL backend does beyond the conformance suite: one writer per schema, the schema's version,
+/// connection failures, and a PostgreSQL restart under an open store.
+@Suite struct PostgresStoreTests {
+    @Test func oneStoreWritesToASchemaAtATime() throws {
+        let f = try StoreFixture(.postgres)
+        defer { f.finish() }
+        let dsn = try PostgresTestCluster.dsn()
+        let refused = thrownError { () throws(HearthError) in _ = try PostgresStore(dsn: dsn, schema: f.schema) }
+        #expect(refused?.code == .unavailable)
+        #expect(refused?.message.contains("schema \(f.schema) is in use by another hearthd") == true, "\(String(describing: refused))")
+        // Another schema is another store.
+        let other = PostgresTestCluster.freshSchema()
+        let second = try PostgresStore(dsn: dsn, schema: other)
+        second.close()
+        try PostgresStore.dropSchema(dsn: dsn, schema: other)
+        // Once the first is closed, the schema can be opened again, with its data.
+        var h = History()
+        try f.store.apply([h.put("c/a", bytes("1"))])
+        f.store.close()
+        let again = try PostgresStore(dsn: dsn, schema: f.schema)
+        defer { again.close() }
+        #expect(try again.get(path("c/a"))?.data == bytes("1"))
+        #expect(try again.lastSeq() == 1)
+    }
+
+    @Test func aSchemaWrittenByANewerVersionIsRefused() throws {
+        let f = try StoreFixture(.postgres)
+        defer { f.finish() }
+        f.store.close()
+        try PostgresTestCluster.exec(schema: f.schema, "UPDATE hearth_meta SET schema_version = 99")
+        let dsn = try PostgresTestCluster.dsn()
+        let error = thrownError { () throws(HearthError) in _ = try PostgresStore(dsn: dsn, schema: f.schema) }
+        #expect(error?.code == .internal)
+        #expect(error?.message.contains("schema version 99, written by a newer Hearth") == true, "\(String(describing: error))")
+    }
+
+    @Test func badConnectionsAndNamesAreClearErrors() throws {
+        let unreachable = thrownError { () throws(HearthError) in
+            _ = try PostgresStore(dsn: "host=127.0.0.1 port=1 user=hearth dbname=postgres connect_timeout=5")
+        }
+        #expect(unreachable?.code == .unavailable)
+        #expect(unreachable?.message.contains("cannot connect to PostgreSQL") == true, "\(String(describing: unreachable))")
+        #expect(unreachable?.message.contains("\n") == false)
+        let garbled = thrownError { () throws(HearthError) in _ = try PostgresStore(dsn: "this is not a connection string") }
+        #expect(garbled?.code == .unavailable)
+        let dsn = try PostgresTestCluster.dsn()
+        let unnamed = thrownError { () throws(HearthError) in _ = try PostgresStore(dsn: dsn, schema: "") }
+        #expect(unnamed?.code == .invalidArgument)
+        // A name that needs quoting is quoted, not spliced.
+        let odd = "odd \"name\"; DROP TABLE x"
+        let store = try PostgresStore(dsn: dsn, schema: odd)
+        var h = History()
+        try store.apply([h.put("c/a", bytes("1"))])
+        #expect(try store.get(path("c/a"))?.data == bytes("1"))
+        store.close()
+        try PostgresStore.dropSchema(dsn: dsn, schema: odd)
+    }
+
+    /// PostgreSQL stops under an open store: writes and reads fail with UNAVAILABLE, nothing is half-applied,
+    /// and once it is back the same store reads and writes again (its connections are reopened), keeping its
+    /// schema's writer lock.
+    @Test func theStoreCarriesOnAcrossAPostgreSQLRestart() throws {
+        let cluster = try PrivateCluster()
+        defer { cluster.remove() }
+        let store = try PostgresStore(dsn: cluster.dsn, schema: "restart")
+        defer { store.close() }
+        var h = History()
+        try store.apply([h.put("c/a", bytes("1"))])
+        let snapshot = try store.snapshot()
+        snapshot.close()
+
+        try cluster.stop()
+        let failedWrite = thrownError { () throws(HearthError) in try store.apply([h.put("c/b", bytes("2"))]) }
+        #expect(failedWrite?.code == .unavailable, "\(String(describing: failedWrite))")
+        #expect(thrownError { () throws(HearthError) in _ = try store.get(path("c/a")) }?.code == .unavailable)
+        #expect(thrownError { () throws(HearthError) in _ = try store.snapshot() }?.code == .unavailable)
+
+        try cluster.start()
+        #expect(try store.get(path("c/a"))?.data == bytes("1"))
+        #expect(try store.get(path("c/b")) == nil, "the failed group left nothing")
+        #expect(try store.lastSeq() == 1)
+        // The engine retries a failed group's commits under new seqs; the store takes the next one.
+        var retry = History(startingAfter: 1)
+        try store.apply([retry.put("c/b", bytes("2"))])
+        #expect(try store.get(path("c/b"))?.data == bytes("2"))
+        let s = try store.snapshot()
+        #expect(s.seq == 2)
+        s.close()
+        // The writer lock came back with the writer's new session.
+        let second = thrownError { () throws(HearthError) in _ = try PostgresStore(dsn: cluster.dsn, schema: "restart") }
+        #expect(second?.message.contains("in use by another hearthd") == true, "\(String(describing: second))")
+    }
+}
+
+/// A PostgreSQL cluster of one test's own (`Tests/Postgres/cluster.sh`), for what cannot be done to the shared
+/// one: stopping and starting it.
+final class PrivateCluster {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-pg-\(UUID().uuidString)").path
+    let dsn: String
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Postgres/cluster.sh").path
+
+    init() throws {
+        let started = try CLIProcess.run(["start", directory], timeout: 120, binary: Self.script)
+        guard started.status == 0 else { throw TestFailure("cluster.sh start failed: \(started.stderr)") }
+        dsn = started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func stop() throws { try control("halt") }
+    func start() throws { try control("resume") }
+
+    private func control(_ action: String) throws {
+        let r = try CLIProcess.run([action, directory], timeout: 120, binary: Self.script)
+        guard r.status == 0 else { throw TestFailure("cluster.sh \(action) failed: \(r.stderr)") }
+    }
+
+    func remove() { _ = try? CLIProcess.run(["stop", directory], timeout: 120, binary: Self.script) }
+}
