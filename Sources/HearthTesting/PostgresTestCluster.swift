@@ -20,6 +20,13 @@ public enum PostgresTestCluster {
         guard result.status == 0 else { throw TestFailure("psql failed: \(result.stderr)") }
     }
 
+    /// Drops `schema` and everything in it.
+    public static func dropSchema(_ schema: String) throws {
+        let result = try CLIProcess.run([try dsn(), "-v", "ON_ERROR_STOP=1", "-q", "-c", "DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE"],
+                                        timeout: 60, binary: "/usr/bin/psql")
+        guard result.status == 0 else { throw TestFailure("psql failed: \(result.stderr)") }
+    }
+
     /// A schema name no other test uses.
     public static func freshSchema() -> String {
         "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
