@@ -6,12 +6,12 @@ import HearthStorage
 /// common prefix), which is the UTF-8 byte order every backend lists in, and `text` could neither hold every
 /// ID nor escape the database's collation. Index keys are the engine's `IndexKey` bytes for the same reason;
 /// documents are the codec's opaque bytes (jsonb would reorder keys and drop `3.0`).
-enum PostgresSchema {
+package enum PostgresSchema {
     /// Bumped whenever the layout changes; a newer version refuses to open, an older one is migrated at open.
     static let version: Int64 = 1
 
     /// Creates every table of the current version (run once, in the transaction that creates the store).
-    static let create = """
+    package static let create = """
         CREATE TABLE hearth_meta (
             id             int PRIMARY KEY CHECK (id = 1),   -- one row
             schema_version bigint NOT NULL,

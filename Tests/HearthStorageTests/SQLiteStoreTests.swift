@@ -1,6 +1,7 @@
 import Foundation
 import HearthModel
 import HearthStorage
+import HearthStoragePostgres
 import HearthStorageSQLite
 import Testing
 
@@ -229,5 +230,7 @@ import Testing
         #expect(showsSchema, "docs/storage.md does not show SQLiteSchema.create")
         let showsScan = text.contains(normalized(SQLiteIndexReader.scanSQL(reverse: true, bounded: true)))
         #expect(showsScan, "docs/storage.md does not show the index scan statement")
+        let showsPostgres = text.contains(normalized(PostgresSchema.create))
+        #expect(showsPostgres, "docs/storage.md does not show PostgresSchema.create")
     }
 }
