@@ -48,7 +48,7 @@ run: release
 test: deps test-deps
 	$(SWIFT) build --build-tests
 	@pg=/tmp/hearth-test-pg-$$$$; \
-	trap 'Tests/Postgres/cluster.sh stop '"$$pg" EXIT; \
+	trap 'Tests/Postgres/cluster.sh stop '"$$pg" EXIT; trap 'exit 130' INT; trap 'exit 143' TERM HUP; \
 	dsn=$$(Tests/Postgres/cluster.sh start "$$pg") || exit 1; \
 	echo "make: PostgreSQL for the tests at $$dsn"; \
 	export HEARTH_TEST_POSTGRES="$$dsn"; \

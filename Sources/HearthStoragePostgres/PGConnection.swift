@@ -20,6 +20,10 @@ final class PGConnection {
     private let setup: String
     /// Connections made so far (1 after the first): what a session held (an advisory lock) is gone when it grows.
     private(set) var sessions = 0
+    /// Statements prepared in this session, by their SQL: each is parsed and planned once per session instead
+    /// of on every call (a point read spends more planning than executing). The SQL texts are the store's own,
+    /// a few dozen at most.
+    private var prepared: [String: String] = [:]
 
     init(dsn: String, role: String, setup: String) throws(HearthError) {
         self.dsn = dsn
@@ -35,15 +39,33 @@ final class PGConnection {
         conn = nil
     }
 
+    /// True when libpq found the connection broken (it is reopened on its next use, unless pinned).
+    var isBroken: Bool {
+        guard let conn else { return true }
+        return PQstatus(conn) != CONNECTION_OK
+    }
+
     /// True while libpq reports the connection usable and outside a failed or open transaction.
     var isIdle: Bool {
         guard let conn, PQstatus(conn) == CONNECTION_OK else { return false }
         return PQtransactionStatus(conn) == PQTRANS_IDLE
     }
 
+    /// Timeouts used unless the connection string sets them: a server that does not answer a connect within
+    /// 10 s, or leaves sent data unacknowledged for 30 s (a network cut), fails what waits on it instead of
+    /// holding the calling thread for minutes.
+    static let defaultSettings: [(String, String)] = [
+        ("connect_timeout", "10"), ("keepalives_idle", "30"), ("keepalives_interval", "10"), ("keepalives_count", "3"),
+        ("tcp_user_timeout", "30000"),
+    ]
+
     private func connect() throws(HearthError) {
         close()
-        let c = PQconnectdb(dsn)
+        // The defaults first, then the connection string expanded (`expand_dbname`): what it sets wins.
+        let settings = Self.defaultSettings + [("dbname", dsn)]
+        let c = Self.withCStrings(settings.map(\.0)) { keys in
+            Self.withCStrings(settings.map(\.1)) { values in PQconnectdbParams(keys, values, 1) }
+        }
         guard let c, PQstatus(c) == CONNECTION_OK else {
             let detail = c.map { PGFailure.message(of: $0) } ?? "out of memory"
             if let c { PQfinish(c) }
@@ -51,22 +73,55 @@ final class PGConnection {
         }
         conn = c
         sessions += 1
+        prepared.removeAll()
         if !setup.isEmpty {
-            do { try exec(setup, "setting up the session") } catch {
+            let result = PQexec(c, setup)
+            defer { PQclear(result) }
+            do { try PGFailure.check(result, c, "setting up the session (\(role) connection)") } catch {
                 close()
                 throw error
             }
         }
     }
 
+    /// Calls `body` with `strings` as a NULL-terminated array of C strings.
+    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+        let copies = strings.map { strdup($0) }
+        defer { copies.forEach { free($0) } }
+        let pointers = copies.map { UnsafePointer($0) } + [nil]
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+
     /// Reopens the connection when it broke since its last use (a new session: `sessions` grows).
     func reconnectIfBroken() throws(HearthError) { _ = try live() }
 
-    /// The connection, reconnected first when it broke since its last use.
+    /// While pinned, the connection is never reopened: a transaction is open on its session (a snapshot, a
+    /// group being committed), and a new session would silently read or write outside it. A break then fails
+    /// every call with UNAVAILABLE until `unpin()`.
+    private(set) var pinned = false
+    func pin() { pinned = true }
+    func unpin() { pinned = false }
+
+    /// The connection, reconnected first when it broke since its last use (unless pinned).
     private func live() throws(HearthError) -> OpaquePointer {
         if let conn, PQstatus(conn) == CONNECTION_OK { return conn }
+        if pinned {
+            throw HearthError(.unavailable, "storage: the \(role) connection to PostgreSQL broke inside a transaction; the transaction is lost")
+        }
         try connect()
         return conn!
+    }
+
+    /// Runs `body`, and once more on a new session when it failed because the connection broke (an idle
+    /// connection learns that PostgreSQL restarted, or dropped it, only when it next sends something). Only
+    /// outside a transaction, for statements that are safe to run twice: reads, session setup, BEGIN.
+    private func retryingOnce<R>(_ body: () throws(HearthError) -> R) throws(HearthError) -> R {
+        do {
+            return try body()
+        } catch {
+            guard !pinned, let conn, PQstatus(conn) != CONNECTION_OK else { throw error }
+            return try body()
+        }
     }
 
     /// Where the connection goes, without its password: `host:port/dbname` (the socket directory for a socket).
@@ -76,28 +131,106 @@ final class PGConnection {
         return "\(text(PQhost(conn))):\(text(PQport(conn)))/\(text(PQdb(conn)))"
     }
 
-    /// Runs `sql` (one or more statements, no parameters) and discards what it returns.
+    /// Runs `sql` (one or more statements, no parameters) and discards what it returns. Outside a transaction
+    /// it is run again on a new session when the connection turns out broken (see `retryingOnce`).
     func exec(_ sql: String, _ what: String) throws(HearthError) {
-        let c = try live()
-        let result = PQexec(c, sql)
-        defer { PQclear(result) }
-        try PGFailure.check(result, c, "\(what) (\(role) connection)")
+        try retryingOnce { () throws(HearthError) in
+            let c = try live()
+            let result = PQexec(c, sql)
+            defer { PQclear(result) }
+            try PGFailure.check(result, c, "\(what) (\(role) connection)")
+        }
     }
 
-    /// Runs one statement with binary parameters and returns its rows, in binary.
+    /// Runs one statement with binary parameters and returns its rows, in binary. The statement is prepared
+    /// on first use in this session (its parameter types are those of the first call's values). Outside a
+    /// transaction it is run again on a new session when the connection turns out broken (`retryingOnce`):
+    /// every statement the store runs outside a transaction is a read or session setup.
     @discardableResult
     func query(_ sql: String, _ params: [PGValue] = [], _ what: @autoclosure () -> String) throws(HearthError) -> PGRows {
+        let description = what()
+        return try retryingOnce { () throws(HearthError) in try queryOnce(sql, params, description) }
+    }
+
+    private func queryOnce(_ sql: String, _ params: [PGValue], _ what: String) throws(HearthError) -> PGRows {
         let c = try live()
-        let result = PGValue.withParameters(params) { count, types, values, lengths, formats in
-            PQexecParams(c, sql, count, types, values, lengths, formats, 1)
+        let name = try prepare(sql, params, c, what)
+        let result = PGValue.withParameters(params) { count, _, values, lengths, formats in
+            PQexecPrepared(c, name, count, values, lengths, formats, 1)
         }
         do {
-            try PGFailure.check(result, c, "\(what()) (\(role) connection)")
+            try PGFailure.check(result, c, "\(what) (\(role) connection)")
         } catch {
             PQclear(result)
             throw error
         }
         return PGRows(result!)
+    }
+
+    /// The name of `sql` prepared in this session, preparing it first when it is new.
+    private func prepare(_ sql: String, _ params: [PGValue], _ c: OpaquePointer, _ what: String) throws(HearthError) -> String {
+        if let known = prepared[sql] { return known }
+        let name = "h\(prepared.count)"
+        let made = PQprepare(c, name, sql, Int32(params.count), params.map(\.type))
+        defer { PQclear(made) }
+        try PGFailure.check(made, c, "preparing \(what) (\(role) connection)")
+        prepared[sql] = name
+        return name
+    }
+
+    /// Sends every statement at once and then reads their results (libpq's pipeline mode: one round trip for
+    /// all of them). Statements run in order; after one fails, the rest do not run. Returns each one's rows,
+    /// or throws the first failure, naming its statement (`.failed`). A break of the connection once anything
+    /// was sent throws `.broken` (what ran is unknown) and leaves the connection to be reopened on its next use.
+    func pipeline(_ statements: [PGStatement]) throws(PGPipelineFailure) -> [PGRows] {
+        let c: OpaquePointer
+        let names: [String]
+        do throws(HearthError) {
+            c = try live()
+            names = try statements.map { (s) throws(HearthError) in try prepare(s.sql, s.params, c, s.what) }
+        } catch {
+            throw .failed(error)
+        }
+        guard PQenterPipelineMode(c) == 1 else {
+            throw .failed(HearthError(.internal, "storage: entering pipeline mode failed (\(role) connection): \(PGFailure.message(of: c))"))
+        }
+        func broken(_ what: String) -> HearthError {
+            let e = HearthError(.unavailable, "storage: \(what) failed: \(PGFailure.message(of: c)) (\(role) connection)")
+            close()   // reopened, in normal mode, on the next use
+            return e
+        }
+        for (s, name) in zip(statements, names) {
+            let sent = PGValue.withParameters(s.params) { count, _, values, lengths, formats in
+                PQsendQueryPrepared(c, name, count, values, lengths, formats, 1)
+            }
+            guard sent == 1 else { throw .broken(broken("sending \(s.what)")) }
+        }
+        guard PQpipelineSync(c) == 1 else { throw .broken(broken("sending the pipeline's sync")) }
+        var rows: [PGRows] = []
+        var failure: HearthError?
+        for s in statements {
+            guard let r = PQgetResult(c) else { throw .broken(broken(s.what)) }
+            let status = PQresultStatus(r)
+            if status == PGRES_PIPELINE_ABORTED {
+                PQclear(r)
+            } else if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
+                rows.append(PGRows(r))
+            } else if PQstatus(c) != CONNECTION_OK {
+                PQclear(r)
+                throw .broken(broken(s.what))
+            } else {
+                if failure == nil { failure = PGFailure.error(r, c, "\(s.what) (\(role) connection)") }
+                PQclear(r)
+            }
+            // Each statement's results end with a NULL.
+            while let extra = PQgetResult(c) { PQclear(extra) }
+        }
+        guard let sync = PQgetResult(c) else { throw .broken(broken("the pipeline's sync")) }
+        let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+        PQclear(sync)
+        guard synced, PQexitPipelineMode(c) == 1 else { throw .broken(broken("ending the pipeline")) }
+        if let failure { throw .failed(failure) }
+        return rows
     }
 
     /// Rolls back whatever transaction is open (after a failed statement); a broken connection is left to
@@ -113,6 +246,21 @@ final class PGConnection {
         // connection.
         "\"" + name.split(separator: "\"", omittingEmptySubsequences: false).joined(separator: "\"\"") + "\""
     }
+}
+
+/// One statement of a pipeline: its SQL, its parameters, and what it does (for messages).
+struct PGStatement {
+    let sql: String
+    let params: [PGValue]
+    let what: String
+}
+
+/// How a pipeline failed.
+enum PGPipelineFailure: Error {
+    /// A statement failed (named in the error) or nothing could be sent: the statements after it did not run.
+    case failed(HearthError)
+    /// The connection broke with the pipeline in flight: which statements ran is unknown.
+    case broken(HearthError)
 }
 
 /// Rows of a result, read in binary. Owns the `PGresult`.
@@ -193,7 +341,7 @@ enum PGFailure {
         var detail = oneLine(String(cString: PQresultErrorMessage(result)))
         if detail.isEmpty { detail = message(of: conn) }
         let text = "storage: \(operation) failed: \(detail)" + (state.isEmpty ? "" : " (SQLSTATE \(state))")
-        if state == "53100" { return .diskFull(text) }
+        if state == "53100" { return HearthError(.unavailable, text + "; PostgreSQL's disk is full") }
         let code: ErrorCode
         switch state.prefix(2) {
         case "", "08", "57", "53", "58", "40", "55", "25": code = .unavailable

@@ -96,7 +96,9 @@ struct PostgresReads {
             guard !rows.isNull(i, 3) else { continue }   // a commit without mutations (an index backfill)
             let text = rows.text(i, 3)
             let path: DocumentPath
-            do { path = try DocumentPath(parsing: text) } catch {
+            // As stored, like every backend: the path's segments, not a path a client may write (which refuses
+            // reserved IDs a store may hold from an import).
+            do { path = try DocumentPath(ResourcePath(segments: text.split(separator: "/", omittingEmptySubsequences: false).map(String.init))) } catch {
                 throw StorageDamage.change(seq: seq, path: text, "invalid path: \(error.message)")
             }
             out[out.count - 1].mutations.append(Mutation(path: path, before: Self.image(rows, i, column: 4, path: path),

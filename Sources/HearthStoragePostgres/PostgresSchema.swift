@@ -59,6 +59,15 @@ package enum PostgresSchema {
             data bytea NOT NULL,                             -- the engine's declared composite indexes, opaque here
             seq  bigint NOT NULL                             -- the commit that stored it
         );
+        -- A group's first statement: locks the meta row and refuses the group unless last_seq is the one the
+        -- writer last committed (a group built on another history changes nothing).
+        CREATE FUNCTION hearth_fence(expected bigint) RETURNS void LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM 1 FROM hearth_meta WHERE id = 1 AND last_seq = expected FOR UPDATE;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'the stored last seq is not %: another writer committed', expected USING ERRCODE = 'HR001';
+            END IF;
+        END $$;
         """
 
     /// Creates the schema and its tables when missing, or checks (and migrates) them, under an advisory lock so
@@ -69,7 +78,10 @@ package enum PostgresSchema {
         do throws(HearthError) {
             // One lock per schema name, held to the end of this transaction.
             try c.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7411))", [.string(schema)], "locking the schema")
-            try c.exec("CREATE SCHEMA IF NOT EXISTS \(quoted)", "creating schema \(schema)")
+            // CREATE SCHEMA IF NOT EXISTS needs the database's CREATE privilege even when the schema exists:
+            // an operator may have created it and granted it to a role that has no such privilege.
+            let exists = try c.query("SELECT count(*) FROM pg_namespace WHERE nspname = $1", [.string(schema)], "looking for schema \(schema)")
+            if exists.int64(0, 0) == 0 { try c.exec("CREATE SCHEMA \(quoted)", "creating schema \(schema)") }
             let tables = try c.query("SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = 'hearth_meta'",
                                      [.string(schema)], "looking for hearth_meta")
             if tables.int64(0, 0) == 0 {

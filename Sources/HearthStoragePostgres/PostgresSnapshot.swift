@@ -22,6 +22,9 @@ final class PostgresSnapshot: StoreSnapshot, @unchecked Sendable {
         return PostgresReads(connection: connection)
     }
 
+    /// Calls `body` with the snapshot's reads (for the store's own multi-statement reads).
+    func withReads<R>(_ body: (PostgresReads) throws(HearthError) -> R) throws(HearthError) -> R { try body(try reads()) }
+
     func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? { try reads().get(path) }
 
     func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit] {
@@ -46,6 +49,7 @@ final class PostgresSnapshot: StoreSnapshot, @unchecked Sendable {
         guard let c = connection else { return }
         connection = nil
         do { try c.exec("COMMIT", "ending a snapshot") } catch { c.rollBack() }
+        c.unpin()
         store.release(c)
     }
 }

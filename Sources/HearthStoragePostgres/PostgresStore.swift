@@ -24,7 +24,7 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
     private let reader: Locked<PGConnection?>
     private let writer: Locked<PostgresWriter?>
     /// Idle snapshot connections, reused by the next snapshot.
-    private let idle = Locked<[PGConnection]>([])
+    private let idle = Locked<(closed: Bool, pool: [PGConnection])>((false, []))
     private let state = Locked<Bool>(false)   // closed
     /// Snapshot connections kept open while idle.
     static let idleSnapshots = 8
@@ -41,7 +41,9 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
         self.dsn = dsn
         self.schema = schema
         setup = "SET search_path TO \(PGConnection.quoteIdentifier(schema)); SET application_name TO 'hearthd'; SET client_min_messages TO warning"
-        let w = try PGConnection(dsn: dsn, role: "writer", setup: setup + "; SET synchronous_commit TO on")
+        // A commit must be flushed before it is acknowledged: `synchronous_commit` is raised to `on` when the
+        // role or database lowered it (`off`, `local`), and a stronger setting (`remote_apply`…) is kept.
+        let w = try PGConnection(dsn: dsn, role: "writer", setup: setup + "; SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') IN ('off', 'local')")
         try PostgresSchema.prepare(w, schema: schema)
         writer = Locked(try PostgresWriter(connection: w, schema: schema, retention: retention, lockingNow: lockingSchema))
         reader = Locked(try PGConnection(dsn: dsn, role: "reader", setup: setup + "; SET default_transaction_read_only TO on"))
@@ -123,24 +125,40 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
 
     public func snapshot() throws(HearthError) -> any StoreSnapshot {
         if state.withLock({ $0 }) { throw CommitValidation.closed }
-        let c: PGConnection
-        if let pooled = idle.withLock({ $0.popLast() }) { c = pooled } else { c = try PGConnection(dsn: dsn, role: "snapshot", setup: setup) }
+        let c = try pooledConnection()
         do throws(HearthError) {
             try c.exec("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", "starting a snapshot")
+            c.pin()   // every read of the snapshot on this session, or none
             let seq = try PostgresReads(connection: c).lastSeq()
             return PostgresSnapshot(connection: c, seq: seq, store: self)
         } catch {
+            c.unpin()
             c.rollBack()
             c.close()
             throw error
         }
     }
 
+    /// An idle connection from the pool, or a new one.
+    private func pooledConnection() throws(HearthError) -> PGConnection {
+        if let pooled = idle.withLock({ $0.pool.popLast() }) { return pooled }
+        return try PGConnection(dsn: dsn, role: "snapshot", setup: setup)
+    }
+
+    /// Runs `body` in a read-only transaction on a pooled connection: for reads that may take many statements
+    /// (administration), kept off the reader connection the loop thread uses.
+    private func readOffLoop<R>(_ body: (PostgresReads) throws(HearthError) -> R) throws(HearthError) -> R {
+        let s = try snapshot()
+        defer { s.close() }
+        guard let snapshot = s as? PostgresSnapshot else { throw HearthError(.internal, "storage: not a PostgreSQL snapshot") }
+        return try snapshot.withReads(body)
+    }
+
     /// Takes back a snapshot's connection after its transaction ended.
     func release(_ c: PGConnection) {
-        let keep = c.isIdle && !state.withLock({ $0 }) && idle.withLock { (pool) -> Bool in
-            guard pool.count < Self.idleSnapshots else { return false }
-            pool.append(c)
+        let keep = c.isIdle && idle.withLock { (idle) -> Bool in
+            guard !idle.closed, idle.pool.count < Self.idleSnapshots else { return false }
+            idle.pool.append(c)
             return true
         }
         if !keep { c.close() }
@@ -150,7 +168,7 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
 
     public func collectionIDs(under parent: DocumentPath?) throws(HearthError) -> [String] {
         let prefix = parent.map { $0.description + "/" } ?? ""
-        return try read { (r) throws(HearthError) in
+        return try readOffLoop { (r) throws(HearthError) in
             try CollectionIDWalk.ids(prefix: prefix) { (cursor, strictly) throws(HearthError) -> String? in
                 let rows = try r.connection.query("""
                     SELECT parent FROM hearth_documents WHERE parent \(strictly ? ">" : ">=") $1 ORDER BY parent LIMIT 1
@@ -165,7 +183,7 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
     public func documentPaths(under root: ResourcePath, limit: Int) throws(HearthError) -> [DocumentPath] {
         guard limit > 0 else { return [] }
         let top = root.description
-        return try read { (r) throws(HearthError) in
+        return try readOffLoop { (r) throws(HearthError) in
             var params: [PGValue] = [PostgresReads.limit(limit), .utf8(top + "/"), .utf8(top + "0")]
             var condition = "(parent >= $2 AND parent < $3)"   // every collection below `root` ("0" follows "/")
             if root.count % 2 == 1 {
@@ -185,7 +203,7 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
     }
 
     public func bytesOnDisk() -> Int64 {
-        (try? read { (r) throws(HearthError) in
+        (try? readOffLoop { (r) throws(HearthError) in
             let rows = try r.connection.query("""
                 SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::int8 FROM pg_class c
                 JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'
@@ -218,7 +236,11 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
             c?.close()
             c = nil
         }
-        for c in idle.withLock({ (pool) -> [PGConnection] in defer { pool = [] }; return pool }) { c.close() }
+        for c in idle.withLock({ (idle) -> [PGConnection] in
+            idle.closed = true
+            defer { idle.pool = [] }
+            return idle.pool
+        }) { c.close() }
     }
 
     /// Drops `schema` and everything in it (tests and operators removing a store). The store must be closed.

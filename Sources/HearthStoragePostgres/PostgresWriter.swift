@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import HearthModel
 import HearthStorage
 
@@ -15,9 +20,14 @@ final class PostgresWriter {
     /// writer no longer knows which seq the stored history ends at (a restart reads it again).
     private(set) var doubt: HearthError?
 
-    /// The schema's writer lock (`PostgresSchema.writerLockSQL`) belongs to this session of the connection.
+    /// The schema's writer lock belongs to this session of the connection.
     private var lockedSession = 0
     private let schema: String
+    /// The last seq this writer committed, or found stored when it first took the schema's lock: what the
+    /// stored `last_seq` must be when its next group begins. Both directions matter: higher means another
+    /// writer committed; lower means the database lost commits it had acknowledged (a failover to a standby
+    /// that had not received them), and the engine's history is then no longer the store's.
+    private var expectedLastSeq: UInt64?
 
     /// Takes the schema's writer lock, or throws UNAVAILABLE when another hearthd holds it.
     /// With `lockingNow` false the lock is first taken by the first group (a store opened to read beside another).
@@ -30,14 +40,32 @@ final class PostgresWriter {
 
     /// One hearthd commits to a schema at a time: a session-level advisory lock, held by the writer's session
     /// and so released by PostgreSQL when that session ends however it ends. Taken again after a reconnect.
-    private func lockSchema() throws(HearthError) {
+    /// A session that just ended (a daemon that stopped a moment ago, this writer's own previous session) may
+    /// hold it for a little while longer, so a refusal is tried again for up to `patience` seconds.
+    private func lockSchema(patience: Double = 3) throws(HearthError) {
         try connection.reconnectIfBroken()
         guard lockedSession != connection.sessions else { return }
-        let rows = try connection.query("SELECT pg_try_advisory_lock(hashtextextended($1, 7412))", [.string(schema)], "locking schema \(schema) for writing")
-        guard rows.bytes(0, 0) == [1] else {
-            throw HearthError(.unavailable, "storage: schema \(schema) is in use by another hearthd (it holds the schema's writer lock); one daemon writes to a schema at a time")
+        let deadline = Self.now() + patience
+        while true {
+            let rows = try connection.query("SELECT pg_try_advisory_lock(hashtextextended($1, 7412))", [.string(schema)], "locking schema \(schema) for writing")
+            if rows.bytes(0, 0) == [1] { break }
+            guard Self.now() < deadline else {
+                throw HearthError(.unavailable, "storage: schema \(schema) is in use by another hearthd (it holds the schema's writer lock); one daemon writes to a schema at a time")
+            }
+            usleep(50_000)
         }
         lockedSession = connection.sessions
+        if expectedLastSeq == nil {
+            let rows = try connection.query("SELECT last_seq FROM hearth_meta WHERE id = 1", [], "reading last_seq")
+            expectedLastSeq = rows.uint64(0, 0)
+        }
+    }
+
+    /// Seconds on a monotonic clock.
+    private static func now() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
 
     func close() { connection.close() }
@@ -45,160 +73,154 @@ final class PostgresWriter {
     var serverDescription: String { connection.serverDescription }
 
     /// Commits `commits` in one transaction (see `DocumentStore.apply`).
+    ///
+    /// Usually in one round trip: BEGIN, the fence (`hearth_fence`: the stored `last_seq` must be the one this
+    /// writer last committed, else nothing is applied), the group's rows, the meta row and COMMIT, sent together
+    /// (`PGConnection.pipeline`). Step by step instead, reading the meta row under its lock first, when this
+    /// writer does not know the stored state yet (its first group, after a failure) or when retention must
+    /// prune (which reads the oldest commits).
     func apply(_ commits: [CommitRecord]) throws(HearthError) {
         guard let newest = commits.last else { return }
-        var expected: UInt64 = 0
+        if let doubt { throw doubt }
         do throws(HearthError) {
             try lockSchema()
-            try connection.exec("BEGIN", "starting a commit")
-            let meta = try connection.query("SELECT last_seq, pruned_through, log_bytes FROM hearth_meta WHERE id = 1 FOR UPDATE", [],
-                                            "locking the meta row")
-            guard meta.count == 1 else { throw HearthError(.internal, "storage: hearth_meta has no row") }
-            expected = meta.uint64(0, 0)
-            var prunedThrough = meta.uint64(0, 1)
-            var logBytes = meta.int64(0, 2)
-            try CommitValidation.check(commits, after: expected)
-            if let o = oldest, o.seq <= prunedThrough { oldest = nil }
-            try writeDocuments(commits)
-            try writeIndexEntries(commits)
-            logBytes += try writeLog(commits)
-            if oldest == nil { oldest = try oldestCommit(after: prunedThrough) }
-            if let catalog = commits.last(where: { $0.indexCatalog != nil }) {
-                try connection.query("""
-                    INSERT INTO hearth_index_catalog (id, data, seq) VALUES (1, $1, $2)
-                    ON CONFLICT (id) DO UPDATE SET data = EXCLUDED.data, seq = EXCLUDED.seq
-                    """, [.bytea(catalog.indexCatalog), .int8(catalog.seq)], "storing the index catalog")
-            }
-            try prune(&prunedThrough, &logBytes, cutoff: retention.ageCutoff(newest: newest.commitTime))
-            try connection.query("""
-                UPDATE hearth_meta SET last_seq = $1, last_commit_us = $2, pruned_through = $3, log_bytes = $4 WHERE id = 1
-                """, [.int8(newest.seq), .int8(newest.commitTime.micros), .int8(prunedThrough), .int8(logBytes)], "advancing last_seq")
         } catch {
+            known = nil
+            throw error
+        }
+        guard let expected = expectedLastSeq else { throw HearthError(.internal, "storage: the writer has no last seq") }
+        try CommitValidation.check(commits, after: expected)
+        let rows = GroupRows(commits)
+        let cutoff = retention.ageCutoff(newest: newest.commitTime)
+        if let meta = known, meta.lastSeq == expected, let o = oldest, o.seq > meta.prunedThrough,
+           !retention.prunesOldest(commitMicros: o.micros, logBytes: meta.logBytes + rows.imageBytes, cutoff: cutoff) {
+            guard try !applyPipelined(rows, newest: newest, after: meta) else { return }
+            // The connection broke under the group and PostgreSQL says it was not applied: once more, on the
+            // new session (an idle connection learns that it broke only when it next sends something).
+        }
+        try applyStepByStep(rows, newest: newest, cutoff: cutoff, expected: expected)
+    }
+
+    /// The meta row as this writer last committed it (nil: unknown, read again by the next group).
+    private var known: Meta?
+
+    struct Meta {
+        var lastSeq: UInt64
+        var prunedThrough: UInt64
+        var logBytes: Int64
+    }
+
+    /// The group in one round trip. Returns true when it is committed; false when the connection broke and
+    /// PostgreSQL says nothing of it was applied (the caller may try again); throws otherwise.
+    private func applyPipelined(_ rows: GroupRows, newest: CommitRecord, after meta: Meta) throws(HearthError) -> Bool {
+        let logBytes = meta.logBytes + rows.imageBytes
+        var statements = [PGStatement(sql: "BEGIN", params: [], what: "starting a commit"),
+                          PGStatement(sql: "SELECT hearth_fence($1)", params: [.int8(meta.lastSeq)], what: "checking the stored last seq")]
+        statements += rows.statements
+        statements.append(Self.advance(newest, prunedThrough: meta.prunedThrough, logBytes: logBytes))
+        statements.append(PGStatement(sql: "COMMIT", params: [], what: "committing seqs \(rows.firstSeq)...\(newest.seq)"))
+        do throws(PGPipelineFailure) {
+            _ = try connection.pipeline(statements)
+        } catch {
+            known = nil
+            switch error {
+            case .failed(let e):
+                connection.rollBack()
+                if e.message.contains("SQLSTATE HR001") { throw historyChanged(e.message) }
+                throw e
+            case .broken:
+                // The COMMIT may have been applied even though its answer was lost: ask.
+                guard try committed(newest.seq, after: meta.lastSeq) else { return false }
+            }
+        }
+        known = Meta(lastSeq: newest.seq, prunedThrough: meta.prunedThrough, logBytes: logBytes)
+        expectedLastSeq = newest.seq
+        return true
+    }
+
+    /// The group statement by statement, reading the meta row under its lock first and pruning when due.
+    private func applyStepByStep(_ rows: GroupRows, newest: CommitRecord, cutoff: Int64, expected: UInt64) throws(HearthError) {
+        known = nil
+        var meta = Meta(lastSeq: 0, prunedThrough: 0, logBytes: 0)
+        do throws(HearthError) {
+            try connection.query("BEGIN", [], "starting a commit")
+            connection.pin()
+            let stored = try connection.query("SELECT last_seq, pruned_through, log_bytes FROM hearth_meta WHERE id = 1 FOR UPDATE", [],
+                                              "locking the meta row")
+            guard stored.count == 1 else { throw HearthError(.internal, "storage: hearth_meta has no row") }
+            meta = Meta(lastSeq: stored.uint64(0, 0), prunedThrough: stored.uint64(0, 1), logBytes: stored.int64(0, 2))
+            guard meta.lastSeq == expected else {
+                throw historyChanged("the stored last seq is \(meta.lastSeq), and this daemon last committed (or found) \(expected)")
+            }
+            if let o = oldest, o.seq <= meta.prunedThrough { oldest = nil }
+            for statement in rows.statements { try connection.query(statement.sql, statement.params, statement.what) }
+            meta.logBytes += rows.imageBytes
+            if oldest == nil { oldest = try oldestCommit(after: meta.prunedThrough) }
+            try prune(&meta.prunedThrough, &meta.logBytes, cutoff: cutoff)
+            let advance = Self.advance(newest, prunedThrough: meta.prunedThrough, logBytes: meta.logBytes)
+            try connection.query(advance.sql, advance.params, advance.what)
+        } catch {
+            connection.unpin()
             connection.rollBack()
             oldest = nil
             throw error
         }
         do throws(HearthError) {
-            try connection.exec("COMMIT", "committing seqs \(commits[0].seq)...\(newest.seq)")
+            try connection.query("COMMIT", [], "committing seqs \(rows.firstSeq)...\(newest.seq)")
+            connection.unpin()
         } catch {
+            connection.unpin()
             oldest = nil
             // The COMMIT may have reached PostgreSQL and been applied even though its answer was lost: ask.
-            if error.code == .unavailable, try committed(newest.seq, after: expected) { return }
-            connection.rollBack()
-            throw error
+            guard connection.isBroken, try committed(newest.seq, after: expected) else {
+                connection.rollBack()
+                throw error
+            }
         }
+        meta.lastSeq = newest.seq
+        known = meta
+        expectedLastSeq = newest.seq
     }
 
-    /// After a COMMIT whose outcome is unknown: whether the group ending at `seq` is stored (true), or not
-    /// (false: `last_seq` is still `after`). Throws, naming the doubt, when PostgreSQL cannot be asked.
+    /// Refuses this group and every later one: the stored history is not the one the engine continues.
+    private func historyChanged(_ detail: String) -> HearthError {
+        let e = HearthError(.unavailable, "storage: the store's history changed under this daemon (\(detail)): another writer committed, or PostgreSQL lost commits it had acknowledged (a failover to a standby that lacked them); writes are refused until hearthd restarts")
+        doubt = e
+        return e
+    }
+
+    /// The statement that records the group in the meta row.
+    private static func advance(_ newest: CommitRecord, prunedThrough: UInt64, logBytes: Int64) -> PGStatement {
+        PGStatement(sql: "UPDATE hearth_meta SET last_seq = $1, last_commit_us = $2, pruned_through = $3, log_bytes = $4 WHERE id = 1",
+                    params: [.int8(newest.seq), .int8(newest.commitTime.micros), .int8(prunedThrough), .int8(logBytes)],
+                    what: "advancing last_seq")
+    }
+
+    /// After a COMMIT whose answer was lost with the connection: whether the group ending at `seq` is stored
+    /// (true), or not (false: `last_seq` is still `after`).
+    ///
+    /// "Not applied" is trusted only once the old session is known to have ended, since its COMMIT may still
+    /// be running (waiting for a synchronous standby, say): the writer takes the schema's lock on a new session,
+    /// which PostgreSQL releases only when the old one ends. PostgreSQL is asked again for up to 30 s (a
+    /// restart); when it cannot answer by then, or answers neither, the doubt refuses every later group.
     private func committed(_ seq: UInt64, after: UInt64) throws(HearthError) -> Bool {
-        let rows: PGRows
-        do {
-            rows = try connection.query("SELECT last_seq FROM hearth_meta WHERE id = 1", [], "reading last_seq after a lost COMMIT")
-        } catch {
-            doubt = PostgresStore.uncertain(seq, error)
-            throw doubt!
+        let deadline = Self.now() + 30
+        var cause = HearthError(.unavailable, "no answer")
+        while Self.now() < deadline {
+            do throws(HearthError) {
+                try lockSchema(patience: max(0, deadline - Self.now()))
+                let stored = try connection.query("SELECT last_seq FROM hearth_meta WHERE id = 1", [], "reading last_seq after a lost COMMIT").uint64(0, 0)
+                if stored == seq { return true }
+                if stored == after { return false }
+                cause = HearthError(.internal, "last_seq is \(stored), neither \(after) nor \(seq)")
+                break
+            } catch {
+                cause = error
+                usleep(200_000)
+            }
         }
-        let stored = rows.uint64(0, 0)
-        if stored >= seq { return true }
-        if stored == after { return false }
-        doubt = PostgresStore.uncertain(seq, HearthError(.internal, "last_seq is \(stored), neither \(after) nor \(seq)"))
+        doubt = PostgresStore.uncertain(seq, cause)
         throw doubt!
-    }
-
-    /// Stores each document's final state in the group: upserts, then deletes.
-    private func writeDocuments(_ commits: [CommitRecord]) throws(HearthError) {
-        var final: [DocumentPath: StoredDocument?] = [:]
-        for c in commits { for m in c.mutations { final[m.path] = .some(m.after) } }
-        var putParent: [[UInt8]?] = [], putID: [[UInt8]?] = [], data: [[UInt8]?] = []
-        var created: [Int64?] = [], updated: [Int64?] = [], seqs: [Int64?] = []
-        var delParent: [[UInt8]?] = [], delID: [[UInt8]?] = []
-        for (path, doc) in final {
-            let parent = Array(path.collection.description.utf8), id = Array(path.id.utf8)
-            if let doc {
-                putParent.append(parent); putID.append(id); data.append(doc.data)
-                created.append(doc.createTime.micros); updated.append(doc.updateTime.micros); seqs.append(Int64(doc.seq))
-            } else {
-                delParent.append(parent); delID.append(id)
-            }
-        }
-        if !putParent.isEmpty {
-            try connection.query("""
-                INSERT INTO hearth_documents (parent, id, data, create_us, update_us, seq)
-                SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[], $4::int8[], $5::int8[], $6::int8[])
-                ON CONFLICT (parent, id) DO UPDATE
-                SET data = EXCLUDED.data, create_us = EXCLUDED.create_us, update_us = EXCLUDED.update_us, seq = EXCLUDED.seq
-                """, [.byteaArray(putParent), .byteaArray(putID), .byteaArray(data), .int8Array(created), .int8Array(updated), .int8Array(seqs)],
-                "storing \(putParent.count) documents")
-        }
-        if !delParent.isEmpty {
-            try connection.query("""
-                DELETE FROM hearth_documents d USING unnest($1::bytea[], $2::bytea[]) AS x(parent, id)
-                WHERE d.parent = x.parent AND d.id = x.id
-                """, [.byteaArray(delParent), .byteaArray(delID)], "deleting \(delParent.count) documents")
-        }
-    }
-
-    /// Applies the group's index changes, commit by commit (removals, then additions), netted per key.
-    private func writeIndexEntries(_ commits: [CommitRecord]) throws(HearthError) {
-        var final: [[UInt8]: DocumentPath?] = [:]
-        for c in commits {
-            for e in c.indexChanges.removed { final[e.key] = .some(nil) }
-            for e in c.indexChanges.added { final[e.key] = .some(e.path) }
-        }
-        guard !final.isEmpty else { return }
-        var putKey: [[UInt8]?] = [], putParent: [[UInt8]?] = [], putID: [[UInt8]?] = [], delKey: [[UInt8]?] = []
-        for (key, path) in final {
-            if let path {
-                putKey.append(key); putParent.append(Array(path.collection.description.utf8)); putID.append(Array(path.id.utf8))
-            } else {
-                delKey.append(key)
-            }
-        }
-        if !delKey.isEmpty {
-            try connection.query("DELETE FROM hearth_index_entries WHERE key = ANY($1::bytea[])", [.byteaArray(delKey)],
-                                 "removing \(delKey.count) index entries")
-        }
-        if !putKey.isEmpty {
-            try connection.query("""
-                INSERT INTO hearth_index_entries (key, parent, id) SELECT * FROM unnest($1::bytea[], $2::bytea[], $3::bytea[])
-                ON CONFLICT (key) DO UPDATE SET parent = EXCLUDED.parent, id = EXCLUDED.id
-                """, [.byteaArray(putKey), .byteaArray(putParent), .byteaArray(putID)], "adding \(putKey.count) index entries")
-        }
-    }
-
-    /// Appends the group to the change log; returns the image bytes it added.
-    private func writeLog(_ commits: [CommitRecord]) throws(HearthError) -> Int64 {
-        var seqs: [Int64?] = [], times: [Int64?] = [], sizes: [Int64?] = []
-        var cSeq: [Int64?] = [], ord: [Int64?] = [], path: [[UInt8]?] = []
-        var b: (data: [[UInt8]?], created: [Int64?], updated: [Int64?], seq: [Int64?]) = ([], [], [], [])
-        var a: (data: [[UInt8]?], created: [Int64?], updated: [Int64?], seq: [Int64?]) = ([], [], [], [])
-        var total: Int64 = 0
-        for c in commits {
-            let bytes = c.imageBytes
-            total += bytes
-            seqs.append(Int64(c.seq)); times.append(c.commitTime.micros); sizes.append(bytes)
-            for (i, m) in c.mutations.enumerated() {
-                cSeq.append(Int64(c.seq)); ord.append(Int64(i)); path.append(Array(m.path.description.utf8))
-                b.data.append(m.before?.data); b.created.append(m.before?.createTime.micros)
-                b.updated.append(m.before?.updateTime.micros); b.seq.append(m.before.map { Int64($0.seq) })
-                a.data.append(m.after?.data); a.created.append(m.after?.createTime.micros)
-                a.updated.append(m.after?.updateTime.micros); a.seq.append(m.after.map { Int64($0.seq) })
-            }
-        }
-        try connection.query("INSERT INTO hearth_commits (seq, commit_us, bytes) SELECT * FROM unnest($1::int8[], $2::int8[], $3::int8[])",
-                             [.int8Array(seqs), .int8Array(times), .int8Array(sizes)], "logging \(commits.count) commits")
-        if !cSeq.isEmpty {
-            try connection.query("""
-                INSERT INTO hearth_changes (seq, ord, path, before_data, before_create_us, before_update_us, before_seq,
-                                            after_data, after_create_us, after_update_us, after_seq)
-                SELECT * FROM unnest($1::int8[], $2::int8[]::int4[], $3::bytea[], $4::bytea[], $5::int8[], $6::int8[], $7::int8[],
-                                     $8::bytea[], $9::int8[], $10::int8[], $11::int8[])
-                """, [.int8Array(cSeq), .int8Array(ord), .byteaArray(path), .byteaArray(b.data), .int8Array(b.created),
-                      .int8Array(b.updated), .int8Array(b.seq), .byteaArray(a.data), .int8Array(a.created), .int8Array(a.updated),
-                      .int8Array(a.seq)], "logging \(cSeq.count) mutations")
-        }
-        return total
     }
 
     /// The oldest commit above `after` in the log, or nil when there is none.

@@ -22,7 +22,7 @@ public enum PostgresTestCluster {
 
     /// Drops `schema` and everything in it.
     public static func dropSchema(_ schema: String) throws {
-        let result = try CLIProcess.run([try dsn(), "-v", "ON_ERROR_STOP=1", "-q", "-c", "DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE"],
+        let result = try CLIProcess.run([try dsn(), "-v", "ON_ERROR_STOP=1", "-q", "-c", "SET client_min_messages TO warning", "-c", "DROP SCHEMA IF EXISTS \"\(schema)\" CASCADE"],
                                         timeout: 60, binary: "/usr/bin/psql")
         guard result.status == 0 else { throw TestFailure("psql failed: \(result.stderr)") }
     }

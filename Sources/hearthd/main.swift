@@ -17,8 +17,8 @@ Serves Hearth's newline-delimited JSON protocol over TCP (see docs/protocol.md).
 options:
   --host ADDR              address to listen on (default 127.0.0.1)
   --port N                 TCP port (default 7411; 0 picks a free one, printed on start)
-  --data-dir DIR           where the SQLite store lives (default ./data; created if missing); with
-                           --postgres, the node's own files (its LOCK)
+  --data-dir DIR           where the SQLite store lives (default ./data; created if missing); the node's
+                           own LOCK when the store is in PostgreSQL
   --postgres DSN           keep the store in PostgreSQL instead (a libpq connection string or postgresql://
                            URI; also $HEARTH_POSTGRES); tables are created when missing (docs/storage.md)
   --postgres-schema NAME   the PostgreSQL schema holding the tables (default hearth)

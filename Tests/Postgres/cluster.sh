@@ -9,7 +9,7 @@
 set -euo pipefail
 cmd=${1:?usage: cluster.sh start|stop|halt|resume DIR}
 dir=${2:?usage: cluster.sh start|stop|halt|resume DIR}
-bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)
 [ -x "$bin/initdb" ] || { echo "cluster.sh: no PostgreSQL server binaries under /usr/lib/postgresql (apt-get install postgresql-15)" >&2; exit 1; }
 # The server must not inherit this script's caller's descriptors beyond 0-2 (a test harness's pipes: the
 # caller would wait for their end as long as PostgreSQL runs).
@@ -17,7 +17,7 @@ for fd in /proc/$$/fd/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] 2>/dev/null && eval "e
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 run_server() {
   as_pg "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-k $dir -p $1 -c listen_addresses=127.0.0.1 -c fsync=on -c shared_buffers=128MB -c max_connections=300" \
+    -o "-k '$dir' -p $1 -c listen_addresses=127.0.0.1 -c fsync=on -c shared_buffers=128MB -c max_connections=300" \
     start >/dev/null 2>&1
 }
 case $cmd in

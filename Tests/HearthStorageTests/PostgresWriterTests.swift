@@ -1,0 +1,97 @@
+import Foundation
+import HearthModel
+import HearthStorage
+import HearthStoragePostgres
+import HearthTesting
+import Testing
+
+/// The PostgreSQL writer's guards: the fence (both directions) and a session cut under it.
+@Suite struct PostgresWriterTests {
+    /// The writer sends a group in one round trip, trusting the meta row it last committed; the fence refuses
+    /// the group when the stored `last_seq` moved behind its back, nothing of it is applied, and every later
+    /// group is refused with the same cause (the engine's history is no longer the store's).
+    @Test func theFenceRefusesAGroupBuiltOnAnotherHistory() throws {
+        let f = try StoreFixture(.postgres)
+        defer { f.finish() }
+        var h = History()
+        try f.store.apply([h.put("c/a", bytes("1"))])
+        try f.store.apply([h.put("c/b", bytes("2"))])   // sent at once: the writer knows the meta row now
+        try PostgresTestCluster.exec(schema: f.schema, "UPDATE hearth_meta SET last_seq = last_seq + 5")
+        let refused = thrownError { () throws(HearthError) in try f.store.apply([h.put("c/c", bytes("3"))]) }
+        #expect(refused?.code == .unavailable, "\(String(describing: refused))")
+        #expect(refused?.message.contains("the stored last seq is not 2") == true, "\(String(describing: refused))")
+        #expect(refused?.message.contains("the store's history changed under this daemon") == true)
+        #expect(try f.store.get(path("c/c")) == nil)
+        #expect(try f.store.changes(after: 2, limit: 10)?.isEmpty == true)
+        let later = thrownError { () throws(HearthError) in try f.store.apply([h.put("c/d", bytes("4"))]) }
+        #expect(later?.message == refused?.message)
+        #expect(try f.store.get(path("c/b"))?.data == bytes("2"), "reads carry on")
+    }
+
+    /// The stored history moved backwards (PostgreSQL failed over to a standby that lacked the last commits):
+    /// the next group is refused although its seqs are above the stored last seq.
+    @Test func aStoreThatLostAcknowledgedCommitsRefusesWrites() throws {
+        let f = try StoreFixture(.postgres)
+        defer { f.finish() }
+        var h = History()
+        try f.store.apply([h.put("c/a", bytes("1"))])
+        try f.store.apply([h.put("c/b", bytes("2"))])
+        try PostgresTestCluster.exec(schema: f.schema, """
+            DELETE FROM hearth_documents WHERE id = 'b'::bytea; DELETE FROM hearth_changes WHERE seq = 2;
+            DELETE FROM hearth_commits WHERE seq = 2; UPDATE hearth_meta SET last_seq = 1
+            """)
+        for _ in 0..<2 {
+            let refused = thrownError { () throws(HearthError) in try f.store.apply([h.put("c/c", bytes("3"))]) }
+            #expect(refused?.code == .unavailable, "\(String(describing: refused))")
+            #expect(refused?.message.contains("the store's history changed under this daemon") == true, "\(String(describing: refused))")
+        }
+        #expect(try f.store.get(path("c/c")) == nil)
+    }
+
+    /// The writer's session is cut between two groups (as a PostgreSQL restart, a proxy or an idle timeout
+    /// would): the next group finds out only when it sends, asks PostgreSQL whether it was applied (it was
+    /// not, and the old session is gone: the writer holds the schema's lock again on a new one), and is sent
+    /// once more on the new session. Nothing fails, nothing is applied twice.
+    @Test func aWriterSessionCutBetweenGroupsIsRetriedOnANewSession() throws {
+        let f = try StoreFixture(.postgres)
+        defer { f.finish() }
+        var h = History()
+        try f.store.apply([h.put("c/a", bytes("1"))])
+        try f.store.apply([h.put("c/b", bytes("2"))])
+        try PostgresTestCluster.exec(schema: f.schema, """
+            SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted
+              AND objid = (hashtextextended('\(f.schema)', 7412) & 4294967295)::oid
+            """)
+        try f.store.apply([h.put("c/c", bytes("3"))])
+        #expect(try f.store.get(path("c/c"))?.data == bytes("3"))
+        #expect(try f.store.lastSeq() == 3)
+        let logged: [UInt64] = (try f.store.changes(after: 0, limit: 10) ?? []).map { $0.seq }
+        #expect(logged == [1, 2, 3])
+        try f.store.apply([h.put("c/d", bytes("4"))])
+        let dsn = try PostgresTestCluster.dsn()
+        let second = thrownError { () throws(HearthError) in _ = try PostgresStore(dsn: dsn, schema: f.schema) }
+        #expect(second?.message.contains("in use by another hearthd") == true, "the lock came back: \(String(describing: second))")
+    }
+
+    /// A snapshot whose session is cut fails its reads from then on instead of reading, on a new session,
+    /// a state other than its seq's.
+    @Test func aSnapshotNeverReadsOutsideItsTransaction() throws {
+        let f = try StoreFixture(.postgres)
+        defer { f.finish() }
+        var h = History()
+        try f.store.apply([h.put("c/a", bytes("1"))])
+        let s = try f.store.snapshot()
+        defer { s.close() }
+        #expect(try s.get(path("c/a"))?.data == bytes("1"))
+        try PostgresTestCluster.exec(schema: f.schema, """
+            SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+            WHERE application_name = 'hearthd' AND state LIKE 'idle in transaction%'
+            """)
+        try f.store.apply([h.put("c/a", bytes("2"))])
+        for _ in 0..<2 {
+            let e = thrownError { () throws(HearthError) in _ = try s.get(path("c/a")) }
+            #expect(e?.code == .unavailable, "\(String(describing: e))")
+        }
+        #expect(try f.store.get(path("c/a"))?.data == bytes("2"))
+    }
+}
