@@ -73,6 +73,21 @@ import Testing
         #expect(second?.message.contains("in use by another hearthd") == true, "the lock came back: \(String(describing: second))")
     }
 
+    /// A group larger than one statement may carry is sent in several statements of its transaction
+    /// (PostgreSQL refuses a message above 1 GiB): documents and change-log rows are split by their bytes.
+    @Test func aLargeGroupIsSplitAcrossStatements() throws {
+        var h = History()
+        let big = [UInt8](repeating: 0x61, count: 100)
+        let group = [h.commit((0..<5).map { ("c/d\($0)", big) }), h.commit((0..<5).map { ("c/d\($0)", big) })]
+        let rows = GroupRows(group, statementBytes: 250)
+        let documents = rows.descriptions.filter { $0.hasPrefix("storing") }
+        let changes = rows.descriptions.filter { $0.hasPrefix("logging") && $0.hasSuffix("mutations") }
+        // 5 final documents of ~105 bytes, 2 per statement; 10 mutations of 100-200 image bytes.
+        #expect(documents == ["storing 2 documents", "storing 2 documents", "storing 1 documents"], "\(rows.descriptions)")
+        #expect(changes.count >= 5, "\(rows.descriptions)")
+        #expect(GroupRows(group).descriptions.filter { $0.hasPrefix("storing") } == ["storing 5 documents"])
+    }
+
     /// A snapshot whose session is cut fails its reads from then on instead of reading, on a new session,
     /// a state other than its seq's.
     @Test func aSnapshotNeverReadsOutsideItsTransaction() throws {
