@@ -106,6 +106,9 @@ public final class PendingGroup: Sendable {
 
 /// The reads of one committed state of a backend that `PendingCommits` merges with.
 public protocol PendingBase: StoreReads {
+    /// `scanIndex` keeping the entries whose document the base lacks (their document nil): the base may lack
+    /// a document the pending groups hold, and the merged scan must then count that entry as a hit.
+    func scanIndexRows(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [(key: [UInt8], path: DocumentPath, document: StoredDocument?)]
     func list(collection: CollectionPath, afterID: String?, limit: Int) throws(HearthError) -> [StoredDocument]
     func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument]
     func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]?
@@ -213,18 +216,25 @@ public struct PendingCommits: Sendable {
     /// `StoreReads.scanIndex` merged: each entry joined with its newest document; entries whose document is
     /// missing are skipped and do not count toward `limit`.
     public func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
-                          base: some StoreReads) throws(HearthError) -> [IndexHit] {
+                          base: some PendingBase) throws(HearthError) -> [IndexHit] {
         guard limit > 0 else { return [] }
-        // The common case: the groups touch no key of the range. The base's hits are then the entries; only a
-        // document a group changed (its keys unchanged) is replaced by its newer version.
+        // The common case: the groups touch no key of the range. The base's entries are then the entries; a
+        // document a group changed (its keys unchanged) is replaced by its newer version, and an entry whose
+        // document the base lacks is a hit when a group holds that document. Only an entry left without a
+        // document, or a document a group deleted, sends the scan the long way (the page would come up short).
         if touchedKeys(from: lower, to: upper).isEmpty {
-            var hits = try base.scanIndex(from: lower, to: upper, reverse: reverse, limit: limit)
-            var deleted = false
-            for i in hits.indices {
-                guard let newer = document(hits[i].document.path) else { continue }
-                if let doc = newer { hits[i].document = doc } else { deleted = true }
+            var hits: [IndexHit] = []
+            var short = false
+            for row in try base.scanIndexRows(from: lower, to: upper, reverse: reverse, limit: limit) {
+                if let newer = document(row.path) {
+                    if let doc = newer { hits.append(IndexHit(key: row.key, document: doc)) } else { short = true }
+                } else if let doc = row.document {
+                    hits.append(IndexHit(key: row.key, document: doc))
+                } else {
+                    short = true
+                }
             }
-            if !deleted { return hits }
+            if !short { return hits }
         }
         var hits: [IndexHit] = []
         var lo = lower, hi = upper

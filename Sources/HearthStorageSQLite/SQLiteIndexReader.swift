@@ -13,6 +13,7 @@ package struct SQLiteIndexReader {
     /// `scan[reverse][bounded]`, `entries[reverse][bounded]`, `count[bounded]` (index 0: no upper bound,
     /// 1: `key < ?2`).
     private let scans: [[SQLiteStatement]]
+    private let rowScans: [[SQLiteStatement]]
     private let entryScans: [[SQLiteStatement]]
     private let counts: [SQLiteStatement]
 
@@ -22,6 +23,18 @@ package struct SQLiteIndexReader {
         """
         SELECT i.key, d.collection, d.id, d.data, d.create_us, d.update_us, d.seq, d.checksum
         FROM index_entries i JOIN documents d ON d.collection = i.collection AND d.id = i.id
+        WHERE i.key >= ?1\(bounded ? " AND i.key < ?2" : "")
+        ORDER BY i.key\(reverse ? " DESC" : "") LIMIT ?3
+        """
+    }
+
+    /// `scanSQL` keeping the entries whose document is missing (a LEFT JOIN: their document columns NULL),
+    /// for the scan that merges pending commits (`PendingBase.scanIndexRows`). Columns: key, the entry's
+    /// collection and id, then the document's data, create_us, update_us, seq, checksum.
+    package static func rowsSQL(reverse: Bool, bounded: Bool) -> String {
+        """
+        SELECT i.key, i.collection, i.id, d.data, d.create_us, d.update_us, d.seq, d.checksum
+        FROM index_entries i LEFT JOIN documents d ON d.collection = i.collection AND d.id = i.id
         WHERE i.key >= ?1\(bounded ? " AND i.key < ?2" : "")
         ORDER BY i.key\(reverse ? " DESC" : "") LIMIT ?3
         """
@@ -44,6 +57,7 @@ package struct SQLiteIndexReader {
 
     init(connection c: SQLiteConnection) throws(HearthError) {
         scans = try Self.prepareRangeScans(c, "scan index", Self.scanSQL)
+        rowScans = try Self.prepareRangeScans(c, "scan index rows", Self.rowsSQL)
         entryScans = try Self.prepareRangeScans(c, "scan index entries", Self.entriesSQL)
         counts = [try c.prepare(Self.countSQL(bounded: false), name: "count index to the end"),
                   try c.prepare(Self.countSQL(bounded: true), name: "count index")]
@@ -112,6 +126,36 @@ package struct SQLiteIndexReader {
             hits.append(IndexHit(key: s.bytes(0), document: doc))
         }
         return hits
+    }
+
+    /// `rowsSQL`'s rows: each entry with its document, or nil when the document is missing.
+    func scanRows(from lower: [UInt8], to upper: [UInt8], reverse: Bool,
+                  limit: Int) throws(HearthError) -> [(key: [UInt8], path: DocumentPath, document: StoredDocument?)] {
+        guard limit > 0 else { return [] }
+        let s = try Self.bound(rowScans, from: lower, to: upper, reverse: reverse, limit: limit)
+        defer { s.reset() }
+        var rows: [(key: [UInt8], path: DocumentPath, document: StoredDocument?)] = []
+        var paths = RowPaths()
+        while try s.step() {
+            let collection = s.text(1), id = s.text(2)
+            let path: DocumentPath
+            do { path = try paths.path(collection, id) } catch {
+                throw StorageDamage.indexEntry("\(collection)/\(id)", "invalid path: \(error.message)")
+            }
+            guard !s.isNull(6) else {
+                rows.append((s.bytes(0), path, nil))
+                continue
+            }
+            // The document's row, checked against its checksum before anything is made of it (the entry's
+            // collection and id are the document's: the join matched them).
+            var sum = RowChecksum()
+            sum.columns(s, 1..<7)
+            guard sum.value == s.int64(7) else { throw StorageDamage.document("\(collection)/\(id)", "checksum mismatch") }
+            let doc = StoredDocument(path: path, data: s.bytes(3), createTime: Timestamp(micros: s.int64(4)),
+                                     updateTime: Timestamp(micros: s.int64(5)), seq: s.uint64(6))
+            rows.append((s.bytes(0), path, doc))
+        }
+        return rows
     }
 
     /// The entries-only scan, each row handed to `visit` in the statement's own memory (`IndexEntryView`).

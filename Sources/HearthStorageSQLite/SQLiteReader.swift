@@ -232,6 +232,11 @@ final class SQLiteReader {
 
 /// The reader as the base state `PendingCommits` merges with.
 extension SQLiteReader: PendingBase {
+    func scanIndexRows(from lower: [UInt8], to upper: [UInt8], reverse: Bool,
+                       limit: Int) throws(HearthError) -> [(key: [UInt8], path: DocumentPath, document: StoredDocument?)] {
+        try index.scanRows(from: lower, to: upper, reverse: reverse, limit: limit)
+    }
+
     func scanIndex(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int) throws(HearthError) -> [IndexHit] {
         try index.scan(from: lower, to: upper, reverse: reverse, limit: limit)
     }
