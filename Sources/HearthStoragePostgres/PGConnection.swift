@@ -61,8 +61,10 @@ final class PGConnection {
 
     private func connect() throws(HearthError) {
         close()
-        // The defaults first, then the connection string expanded (`expand_dbname`): what it sets wins.
-        let settings = Self.defaultSettings + [("dbname", dsn)]
+        // The defaults first, then the connection string expanded (`expand_dbname`): what it sets wins, and
+        // PGCONNECT_TIMEOUT keeps its say over the connect timeout.
+        let defaults = Self.defaultSettings.filter { $0.0 != "connect_timeout" || getenv("PGCONNECT_TIMEOUT") == nil }
+        let settings = defaults + [("dbname", dsn)]
         let c = Self.withCStrings(settings.map(\.0)) { keys in
             Self.withCStrings(settings.map(\.1)) { values in PQconnectdbParams(keys, values, 1) }
         }
@@ -189,7 +191,8 @@ final class PGConnection {
             c = try live()
             names = try statements.map { (s) throws(HearthError) in try prepare(s.sql, s.params, c, s.what) }
         } catch {
-            throw .failed(error)
+            // Preparing changes nothing: a connection found broken here means nothing of the pipeline ran.
+            throw isBroken ? .notSent(error) : .failed(error)
         }
         guard PQenterPipelineMode(c) == 1 else {
             throw .failed(HearthError(.internal, "storage: entering pipeline mode failed (\(role) connection): \(PGFailure.message(of: c))"))
@@ -257,8 +260,10 @@ struct PGStatement {
 
 /// How a pipeline failed.
 enum PGPipelineFailure: Error {
-    /// A statement failed (named in the error) or nothing could be sent: the statements after it did not run.
+    /// A statement failed (named in the error): the statements after it did not run.
     case failed(HearthError)
+    /// The connection was found broken before anything was sent (it is reopened on its next use).
+    case notSent(HearthError)
     /// The connection broke with the pipeline in flight: which statements ran is unknown.
     case broken(HearthError)
 }

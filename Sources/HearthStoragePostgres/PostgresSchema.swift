@@ -10,6 +10,20 @@ package enum PostgresSchema {
     /// Bumped whenever the layout changes; a newer version refuses to open, an older one is migrated at open.
     static let version: Int64 = 1
 
+    /// The fence: a group's first statement locks the meta row and refuses the group unless `last_seq` is the one
+    /// the writer last committed (SQLSTATE HR001).
+    static let fenceFunction = """
+        -- A group's first statement: locks the meta row and refuses the group unless last_seq is the one the
+        -- writer last committed (a group built on another history changes nothing).
+        CREATE OR REPLACE FUNCTION hearth_fence(expected bigint) RETURNS void LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM 1 FROM hearth_meta WHERE id = 1 AND last_seq = expected FOR UPDATE;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'the stored last seq is not %: another writer committed', expected USING ERRCODE = 'HR001';
+            END IF;
+        END $$;
+        """
+
     /// Creates every table of the current version (run once, in the transaction that creates the store).
     package static let create = """
         CREATE TABLE hearth_meta (
@@ -59,15 +73,7 @@ package enum PostgresSchema {
             data bytea NOT NULL,                             -- the engine's declared composite indexes, opaque here
             seq  bigint NOT NULL                             -- the commit that stored it
         );
-        -- A group's first statement: locks the meta row and refuses the group unless last_seq is the one the
-        -- writer last committed (a group built on another history changes nothing).
-        CREATE FUNCTION hearth_fence(expected bigint) RETURNS void LANGUAGE plpgsql AS $$
-        BEGIN
-            PERFORM 1 FROM hearth_meta WHERE id = 1 AND last_seq = expected FOR UPDATE;
-            IF NOT FOUND THEN
-                RAISE EXCEPTION 'the stored last seq is not %: another writer committed', expected USING ERRCODE = 'HR001';
-            END IF;
-        END $$;
+        \(fenceFunction)
         """
 
     /// Creates the schema and its tables when missing, or checks (and migrates) them, under an advisory lock so
@@ -75,6 +81,8 @@ package enum PostgresSchema {
     static func prepare(_ c: PGConnection, schema: String) throws(HearthError) {
         let quoted = PGConnection.quoteIdentifier(schema)
         try c.exec("BEGIN", "starting the schema check")
+        c.pin()   // every statement below in this transaction, or none
+        defer { c.unpin() }
         do throws(HearthError) {
             // One lock per schema name, held to the end of this transaction.
             try c.query("SELECT pg_advisory_xact_lock(hashtextextended($1, 7411))", [.string(schema)], "locking the schema")
@@ -100,6 +108,8 @@ package enum PostgresSchema {
                 guard v == version else {
                     throw HearthError(.internal, "storage: schema \(schema) has schema version \(v), which this build cannot migrate")
                 }
+                // The fence function as this build defines it (stores made before it existed gain it).
+                try c.exec(fenceFunction, "defining hearth_fence")
             }
             try c.exec("COMMIT", "committing the schema")
         } catch {

@@ -128,6 +128,8 @@ final class PostgresWriter {
                 connection.rollBack()
                 if e.message.contains("SQLSTATE HR001") { throw historyChanged(e.message) }
                 throw e
+            case .notSent:
+                return false   // nothing reached PostgreSQL: the caller sends it step by step, relocking first
             case .broken:
                 // The COMMIT may have been applied even though its answer was lost: ask.
                 guard try committed(newest.seq, after: meta.lastSeq) else { return false }
@@ -143,8 +145,7 @@ final class PostgresWriter {
         known = nil
         var meta = Meta(lastSeq: 0, prunedThrough: 0, logBytes: 0)
         do throws(HearthError) {
-            try connection.query("BEGIN", [], "starting a commit")
-            connection.pin()
+            try beginLocked()
             let stored = try connection.query("SELECT last_seq, pruned_through, log_bytes FROM hearth_meta WHERE id = 1 FOR UPDATE", [],
                                               "locking the meta row")
             guard stored.count == 1 else { throw HearthError(.internal, "storage: hearth_meta has no row") }
@@ -180,6 +181,29 @@ final class PostgresWriter {
         meta.lastSeq = newest.seq
         known = meta
         expectedLastSeq = newest.seq
+    }
+
+    /// BEGIN on a session that holds the schema's writer lock, the connection pinned to it. An idle connection
+    /// learns that it broke only when BEGIN fails: the lock is then taken again on a new session, and BEGIN
+    /// sent once more (never on a session without the lock).
+    private func beginLocked() throws(HearthError) {
+        for attempt in 0..<2 {
+            try lockSchema()
+            connection.pin()
+            do throws(HearthError) {
+                try connection.query("BEGIN", [], "starting a commit")
+            } catch {
+                connection.unpin()
+                if attempt == 0 && connection.isBroken { continue }
+                throw error
+            }
+            guard connection.sessions == lockedSession else {
+                connection.unpin()
+                connection.rollBack()
+                throw HearthError(.unavailable, "storage: the writer's session changed under a commit; try again")
+            }
+            return
+        }
     }
 
     /// Refuses this group and every later one: the stored history is not the one the engine continues.

@@ -73,6 +73,29 @@ import Testing
         #expect(second?.message.contains("in use by another hearthd") == true, "the lock came back: \(String(describing: second))")
     }
 
+    /// The same cut where the next group goes step by step (the store's first group) or is the first sent at
+    /// once (its statements not yet prepared on the session): each is sent on a new session that holds the
+    /// schema's lock, never on one without it.
+    @Test func aCutBeforeTheFirstGroupOfEitherKindIsRetriedUnderTheLock() throws {
+        let f = try StoreFixture(.postgres)
+        defer { f.finish() }
+        let dsn = try PostgresTestCluster.dsn()
+        let cut = """
+            SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted
+              AND objid = (hashtextextended('\(f.schema)', 7412) & 4294967295)::oid
+            """
+        var h = History()
+        try PostgresTestCluster.exec(schema: f.schema, cut)      // before the first group (step by step)
+        try f.store.apply([h.put("c/a", bytes("1"))])
+        try PostgresTestCluster.exec(schema: f.schema, cut)      // before the first group sent at once
+        try f.store.apply([h.put("c/b", bytes("2"))])
+        try f.store.apply([h.put("c/c", bytes("3"))])
+        #expect(try f.store.lastSeq() == 3)
+        #expect(try f.store.get(path("c/b"))?.data == bytes("2"))
+        let second = thrownError { () throws(HearthError) in _ = try PostgresStore(dsn: dsn, schema: f.schema) }
+        #expect(second?.message.contains("in use by another hearthd") == true, "the lock is held: \(String(describing: second))")
+    }
+
     /// A group larger than one statement may carry is sent in several statements of its transaction
     /// (PostgreSQL refuses a message above 1 GiB): documents and change-log rows are split by their bytes.
     @Test func aLargeGroupIsSplitAcrossStatements() throws {
