@@ -7,6 +7,15 @@ import Testing
 
 /// The PostgreSQL writer's guards: the fence (both directions) and a session cut under it.
 @Suite struct PostgresWriterTests {
+    /// Ends the session of the store's writer (the one holding the schema's advisory lock) from outside, as a
+    /// PostgreSQL restart, a proxy or an idle timeout would.
+    static func cutWriterSession(_ f: StoreFixture) throws {
+        try PostgresTestCluster.exec(schema: f.schema, """
+            SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted
+              AND objid = (hashtextextended('\(f.schema)', 7412) & 4294967295)::oid
+            """)
+    }
+
     /// The writer sends a group in one round trip, trusting the meta row it last committed; the fence refuses
     /// the group when the stored `last_seq` moved behind its back, nothing of it is applied, and every later
     /// group is refused with the same cause (the engine's history is no longer the store's).
@@ -58,10 +67,7 @@ import Testing
         var h = History()
         try f.store.apply([h.put("c/a", bytes("1"))])
         try f.store.apply([h.put("c/b", bytes("2"))])
-        try PostgresTestCluster.exec(schema: f.schema, """
-            SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted
-              AND objid = (hashtextextended('\(f.schema)', 7412) & 4294967295)::oid
-            """)
+        try Self.cutWriterSession(f)
         try f.store.apply([h.put("c/c", bytes("3"))])
         #expect(try f.store.get(path("c/c"))?.data == bytes("3"))
         #expect(try f.store.lastSeq() == 3)
@@ -80,14 +86,10 @@ import Testing
         let f = try StoreFixture(.postgres)
         defer { f.finish() }
         let dsn = try PostgresTestCluster.dsn()
-        let cut = """
-            SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted
-              AND objid = (hashtextextended('\(f.schema)', 7412) & 4294967295)::oid
-            """
         var h = History()
-        try PostgresTestCluster.exec(schema: f.schema, cut)      // before the first group (step by step)
+        try Self.cutWriterSession(f)      // before the first group (step by step)
         try f.store.apply([h.put("c/a", bytes("1"))])
-        try PostgresTestCluster.exec(schema: f.schema, cut)      // before the first group sent at once
+        try Self.cutWriterSession(f)      // before the first group sent at once
         try f.store.apply([h.put("c/b", bytes("2"))])
         try f.store.apply([h.put("c/c", bytes("3"))])
         #expect(try f.store.lastSeq() == 3)

@@ -16,23 +16,7 @@ pg_name=pg_set.sh
 pg_settings="-c synchronous_commit=on"
 # shellcheck source=pg_cluster.sh
 . "$(dirname "$0")/pg_cluster.sh"
-# The document hearth bench set writes: 300 bytes of JSON with the pad filling it up.
-pad=$(printf 'x%.0s' $(seq 1 172))
-psql_ -c "create table bench (id text primary key, doc jsonb not null)"
-for field in active email name pad score seq; do
-  psql_ -c "create index bench_$field on bench ((doc->'$field'))"
-done
-psql_ -c "create index bench_tags on bench using gin ((doc->'tags'))"
-psql_ -c "insert into bench select 'k' || lpad(i::text, 4, '0'), jsonb_build_object('active', true,
-  'email', 'user@example.com', 'name', 'Bench Document', 'pad', '$pad', 'score', 42.5, 'seq', i,
-  'tags', jsonb_build_array('bench', 'load')) from generate_series(0, $keys - 1) as i"
-psql_ -c "vacuum analyze bench"
-cat > "$dir/set.sql" <<SQL
-\set k random(0, $keys - 1)
-\set n random(0, 999999999)
-insert into bench values ('k' || lpad(:k::text, 4, '0'), jsonb_build_object('active', true,
-  'email', 'user@example.com', 'name', 'Bench Document', 'pad', '$pad', 'score', 42.5, 'seq', :n,
-  'tags', jsonb_build_array('bench', 'load'))) on conflict (id) do update set doc = excluded.doc;
-SQL
-chown postgres "$dir/set.sql"
+# The table, its indexes, the keys and the upsert script.
+# shellcheck source=pg_set_table.sh
+. "$(dirname "$0")/pg_set_table.sh"
 as_pg pgbench -n -h 127.0.0.1 -p "$port" -U postgres -c "$clients" -j 2 -T "$seconds" -f "$dir/set.sql" postgres

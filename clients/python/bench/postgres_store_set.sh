@@ -18,22 +18,9 @@ pg_settings="-c synchronous_commit=on"
 # shellcheck source=pg_cluster.sh
 . "$here/pg_cluster.sh"
 dsn="host=127.0.0.1 port=$port user=postgres dbname=postgres"
-pad=$(printf 'x%.0s' $(seq 1 172))
-psql_ -c "create table bench (id text primary key, doc jsonb not null)"
-for field in active email name pad score seq; do psql_ -c "create index bench_$field on bench ((doc->'$field'))"; done
-psql_ -c "create index bench_tags on bench using gin ((doc->'tags'))"
-psql_ -c "insert into bench select 'k' || lpad(i::text, 4, '0'), jsonb_build_object('active', true,
-  'email', 'user@example.com', 'name', 'Bench Document', 'pad', '$pad', 'score', 42.5, 'seq', i,
-  'tags', jsonb_build_array('bench', 'load')) from generate_series(0, 9999) as i"
-psql_ -c "vacuum analyze bench"
-cat > "$dir/set.sql" <<SQL
-\set k random(0, 9999)
-\set n random(0, 999999999)
-insert into bench values ('k' || lpad(:k::text, 4, '0'), jsonb_build_object('active', true,
-  'email', 'user@example.com', 'name', 'Bench Document', 'pad', '$pad', 'score', 42.5, 'seq', :n,
-  'tags', jsonb_build_array('bench', 'load'))) on conflict (id) do update set doc = excluded.doc;
-SQL
-chown postgres "$dir/set.sql"
+keys=10000
+# shellcheck source=pg_set_table.sh
+. "$here/pg_set_table.sh"
 # PostgreSQL's CPU so far, in clock ticks: every live process of this cluster (utime + stime) plus what the
 # postmaster's children that already exited used (its cutime + cstime: pgbench's sessions end before the count).
 ticks() {
