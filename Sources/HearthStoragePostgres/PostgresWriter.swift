@@ -13,9 +13,13 @@ import HearthStorage
 final class PostgresWriter {
     private let connection: PGConnection
     private let retention: RetentionPolicy
-    /// The oldest commit still in the change log, as far as this writer knows (nil: not read yet). Pruning
-    /// needs its time for every group; reading it once and following it saves a statement per group.
-    private var oldest: (seq: UInt64, micros: Int64)?
+    /// The oldest commits still in the change log, in order (seq, commit time, image bytes): what retention
+    /// prunes next. Read in pages and followed in memory, so a group can prune in the same round trip as it
+    /// commits; `pageReachesEnd` says the page runs to the log's end, and then this writer's own commits join
+    /// it. Emptied on any failure (read again by the next group).
+    private var oldestPage: [(seq: UInt64, micros: Int64, bytes: Int64)] = []
+    private var pageReachesEnd = false
+    static let pageSize = 4096
     /// Set when a COMMIT's outcome could not be learned: every later group is refused with it, since this
     /// writer no longer knows which seq the stored history ends at (a restart reads it again).
     private(set) var doubt: HearthError?
@@ -76,9 +80,9 @@ final class PostgresWriter {
     ///
     /// Usually in one round trip: BEGIN, the fence (`hearth_fence`: the stored `last_seq` must be the one this
     /// writer last committed, else nothing is applied), the group's rows, the meta row and COMMIT, sent together
-    /// (`PGConnection.pipeline`). Step by step instead, reading the meta row under its lock first, when this
-    /// writer does not know the stored state yet (its first group, after a failure) or when retention must
-    /// prune (which reads the oldest commits).
+    /// (`PGConnection.pipeline`), with retention's DELETEs when its page of oldest commits says so. Step by
+    /// step instead, reading the meta row under its lock first, when this writer does not know the stored
+    /// state yet (its first group, after a failure) or when pruning would run past its page.
     func apply(_ commits: [CommitRecord]) throws(HearthError) {
         guard let newest = commits.last else { return }
         if let doubt { throw doubt }
@@ -92,9 +96,9 @@ final class PostgresWriter {
         try CommitValidation.check(commits, after: expected)
         let rows = GroupRows(commits)
         let cutoff = retention.ageCutoff(newest: newest.commitTime)
-        if let meta = known, meta.lastSeq == expected, let o = oldest, o.seq > meta.prunedThrough,
-           !retention.prunesOldest(commitMicros: o.micros, logBytes: meta.logBytes + rows.imageBytes, cutoff: cutoff) {
-            guard try !applyPipelined(rows, newest: newest, after: meta) else { return }
+        if let meta = known, meta.lastSeq == expected, pageReachesEnd || !oldestPage.isEmpty,
+           let plan = prunePlan(commits, after: meta, adding: rows.imageBytes, cutoff: cutoff) {
+            guard try !applyPipelined(rows, newest: newest, after: meta, plan: plan) else { return }
             // The connection broke under the group and PostgreSQL says it was not applied: once more, on the
             // new session (an idle connection learns that it broke only when it next sends something).
         }
@@ -112,17 +116,18 @@ final class PostgresWriter {
 
     /// The group in one round trip. Returns true when it is committed; false when the connection broke and
     /// PostgreSQL says nothing of it was applied (the caller may try again); throws otherwise.
-    private func applyPipelined(_ rows: GroupRows, newest: CommitRecord, after meta: Meta) throws(HearthError) -> Bool {
-        let logBytes = meta.logBytes + rows.imageBytes
+    private func applyPipelined(_ rows: GroupRows, newest: CommitRecord, after meta: Meta, plan: PrunePlan) throws(HearthError) -> Bool {
         var statements = [PGStatement(sql: "BEGIN", params: [], what: "starting a commit"),
                           PGStatement(sql: "SELECT hearth_fence($1)", params: [.int8(meta.lastSeq)], what: "checking the stored last seq")]
         statements += rows.statements
-        statements.append(Self.advance(newest, prunedThrough: meta.prunedThrough, logBytes: logBytes))
+        if plan.through != meta.prunedThrough { statements += Self.pruneStatements(through: plan.through) }
+        statements.append(Self.advance(newest, prunedThrough: plan.through, logBytes: plan.logBytes))
         statements.append(PGStatement(sql: "COMMIT", params: [], what: "committing seqs \(rows.firstSeq)...\(newest.seq)"))
         do throws(PGPipelineFailure) {
             _ = try connection.pipeline(statements)
         } catch {
             known = nil
+            forgetOldest()
             switch error {
             case .failed(let e):
                 connection.rollBack()
@@ -135,8 +140,9 @@ final class PostgresWriter {
                 guard try committed(newest.seq, after: meta.lastSeq) else { return false }
             }
         }
-        known = Meta(lastSeq: newest.seq, prunedThrough: meta.prunedThrough, logBytes: logBytes)
+        known = Meta(lastSeq: newest.seq, prunedThrough: plan.through, logBytes: plan.logBytes)
         expectedLastSeq = newest.seq
+        oldestPage = plan.page
         return true
     }
 
@@ -153,17 +159,15 @@ final class PostgresWriter {
             guard meta.lastSeq == expected else {
                 throw historyChanged("the stored last seq is \(meta.lastSeq), and this daemon last committed (or found) \(expected)")
             }
-            if let o = oldest, o.seq <= meta.prunedThrough { oldest = nil }
             for statement in rows.statements { try connection.query(statement.sql, statement.params, statement.what) }
             meta.logBytes += rows.imageBytes
-            if oldest == nil { oldest = try oldestCommit(after: meta.prunedThrough) }
             try prune(&meta.prunedThrough, &meta.logBytes, cutoff: cutoff)
             let advance = Self.advance(newest, prunedThrough: meta.prunedThrough, logBytes: meta.logBytes)
             try connection.query(advance.sql, advance.params, advance.what)
         } catch {
             connection.unpin()
             connection.rollBack()
-            oldest = nil
+            forgetOldest()
             throw error
         }
         do throws(HearthError) {
@@ -171,7 +175,7 @@ final class PostgresWriter {
             connection.unpin()
         } catch {
             connection.unpin()
-            oldest = nil
+            forgetOldest()
             // The COMMIT may have reached PostgreSQL and been applied even though its answer was lost: ask.
             guard connection.isBroken, try committed(newest.seq, after: expected) else {
                 connection.rollBack()
@@ -247,37 +251,70 @@ final class PostgresWriter {
         throw doubt!
     }
 
-    /// The oldest commit above `after` in the log, or nil when there is none.
-    private func oldestCommit(after: UInt64) throws(HearthError) -> (seq: UInt64, micros: Int64)? {
-        let rows = try connection.query("SELECT seq, commit_us FROM hearth_commits WHERE seq > $1 ORDER BY seq LIMIT 1",
-                                        [.int8(PostgresReads.seqBound(after))], "reading the oldest commit")
-        return rows.count == 0 ? nil : (rows.uint64(0, 0), rows.int64(0, 1))
+    private func forgetOldest() {
+        oldestPage = []
+        pageReachesEnd = false
     }
 
-    /// Removes the oldest whole commits while retention says so (`RetentionPolicy.prunesOldest`), reading
-    /// the log's oldest commits in pages only when the oldest one known is due.
-    private func prune(_ prunedThrough: inout UInt64, _ logBytes: inout Int64, cutoff: Int64) throws(HearthError) {
-        guard let o = oldest, retention.prunesOldest(commitMicros: o.micros, logBytes: logBytes, cutoff: cutoff) else { return }
-        var through = prunedThrough
-        var done = false
-        while !done {
-            let rows = try connection.query("SELECT seq, commit_us, bytes FROM hearth_commits WHERE seq > $1 ORDER BY seq LIMIT 256",
-                                            [.int8(PostgresReads.seqBound(through))], "reading the oldest commits")
-            if rows.count == 0 { break }
-            for i in 0..<rows.count {
-                guard retention.prunesOldest(commitMicros: rows.int64(i, 1), logBytes: logBytes, cutoff: cutoff) else {
-                    oldest = (rows.uint64(i, 0), rows.int64(i, 1))
-                    done = true
-                    break
-                }
-                logBytes -= rows.int64(i, 2)
-                through = rows.uint64(i, 0)
-            }
+    /// Reads the oldest commits above `after` into the page.
+    private func loadPage(after: UInt64) throws(HearthError) {
+        let rows = try connection.query("SELECT seq, commit_us, bytes FROM hearth_commits WHERE seq > $1 ORDER BY seq LIMIT $2",
+                                        [.int8(PostgresReads.seqBound(after)), .int8(Self.pageSize)], "reading the oldest commits")
+        oldestPage = (0..<rows.count).map { (rows.uint64($0, 0), rows.int64($0, 1), rows.int64($0, 2)) }
+        pageReachesEnd = rows.count < Self.pageSize
+    }
+
+    /// What retention prunes with a group, decided from the page alone: the last seq pruned, the log's bytes
+    /// after it, and the page as it will then be. Nil when the page cannot tell (it runs out before pruning
+    /// stops): the group then goes step by step, which reads more.
+    struct PrunePlan {
+        var through: UInt64
+        var logBytes: Int64
+        var page: [(seq: UInt64, micros: Int64, bytes: Int64)]
+    }
+
+    private func prunePlan(_ commits: [CommitRecord], after meta: Meta, adding bytes: Int64, cutoff: Int64) -> PrunePlan? {
+        var page = oldestPage
+        if pageReachesEnd {
+            page += commits.map { ($0.seq, $0.commitTime.micros, $0.imageBytes) }
+            guard page.count <= 2 * Self.pageSize else { return nil }   // let the step-by-step path read it afresh
         }
-        if !done { oldest = nil }   // the whole log was pruned
+        var plan = PrunePlan(through: meta.prunedThrough, logBytes: meta.logBytes + bytes, page: [])
+        var pruned = 0
+        while pruned < page.count, retention.prunesOldest(commitMicros: page[pruned].micros, logBytes: plan.logBytes, cutoff: cutoff) {
+            plan.logBytes -= page[pruned].bytes
+            plan.through = page[pruned].seq
+            pruned += 1
+        }
+        // Pruning that would go past the page needs the commits after it.
+        if pruned == page.count && !pageReachesEnd { return nil }
+        plan.page = Array(page[pruned...])
+        return plan
+    }
+
+    /// Removes the oldest whole commits while retention says so (`RetentionPolicy.prunesOldest`), from the
+    /// page, read again from the log as it runs out. Runs inside the group's transaction, after its rows.
+    private func prune(_ prunedThrough: inout UInt64, _ logBytes: inout Int64, cutoff: Int64) throws(HearthError) {
+        // Inside the transaction, the log holds this group's commits too: read the page afresh when it does
+        // not run to the end (or is not known).
+        try loadPage(after: prunedThrough)
+        var through = prunedThrough
+        while let first = oldestPage.first, retention.prunesOldest(commitMicros: first.micros, logBytes: logBytes, cutoff: cutoff) {
+            logBytes -= first.bytes
+            through = first.seq
+            oldestPage.removeFirst()
+            if oldestPage.isEmpty && !pageReachesEnd { try loadPage(after: through) }
+        }
         guard through != prunedThrough else { return }
-        try connection.query("DELETE FROM hearth_changes WHERE seq <= $1", [.int8(through)], "pruning the change log")
-        try connection.query("DELETE FROM hearth_commits WHERE seq <= $1", [.int8(through)], "pruning the change log")
+        for statement in Self.pruneStatements(through: through) {
+            try connection.query(statement.sql, statement.params, statement.what)
+        }
         prunedThrough = through
+    }
+
+    /// The statements that drop the change log through `through`.
+    private static func pruneStatements(through: UInt64) -> [PGStatement] {
+        [PGStatement(sql: "DELETE FROM hearth_changes WHERE seq <= $1", params: [.int8(through)], what: "pruning the change log"),
+         PGStatement(sql: "DELETE FROM hearth_commits WHERE seq <= $1", params: [.int8(through)], what: "pruning the change log")]
     }
 }

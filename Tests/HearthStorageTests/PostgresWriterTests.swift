@@ -98,6 +98,32 @@ import Testing
         #expect(second?.message.contains("in use by another hearthd") == true, "the lock is held: \(String(describing: second))")
     }
 
+    /// Retention prunes in the round trip that commits (the writer follows the oldest commits in memory and
+    /// reads them again when its page runs out): after every group the log is the in-memory store's, by age
+    /// and by bytes, across pages, failures and groups that prune their own commits.
+    @Test func retentionFromThePageMatchesTheReferenceStore() throws {
+        for retention in [RetentionPolicy(maxAgeMicros: 40_000, maxBytes: 1 << 30), RetentionPolicy(maxAgeMicros: 1 << 40, maxBytes: 2_500),
+                          RetentionPolicy(maxAgeMicros: 30_000, maxBytes: 1_800), RetentionPolicy(maxAgeMicros: 0, maxBytes: 0)] {
+            let f = try StoreFixture(.postgres, retention: retention)
+            defer { f.finish() }
+            let model = MemoryStore(retention: retention)
+            var h = History()
+            var random = SystemRandomNumberGenerator()
+            for round in 0..<120 {
+                let size = Int.random(in: 1...4, using: &random)
+                let group = (0..<size).map { _ in h.put("c/d\(Int.random(in: 0..<20, using: &random))", [UInt8](repeating: 0x61, count: Int.random(in: 10...200, using: &random))) }
+                try f.store.apply(group)
+                try model.apply(group)
+                if round == 60 { try Self.cutWriterSession(f) }
+                let oldest = try model.oldestResumableSeq()
+                #expect(try f.store.oldestResumableSeq() == oldest, "round \(round), \(retention)")
+                let stored: [UInt64] = (try f.store.changes(after: oldest, limit: 1000) ?? []).map { $0.seq }
+                let expected: [UInt64] = (try model.changes(after: oldest, limit: 1000) ?? []).map { $0.seq }
+                #expect(stored == expected, "round \(round), \(retention)")
+            }
+        }
+    }
+
     /// A group larger than one statement may carry is sent in several statements of its transaction
     /// (PostgreSQL refuses a message above 1 GiB): documents and change-log rows are split by their bytes.
     @Test func aLargeGroupIsSplitAcrossStatements() throws {
