@@ -236,6 +236,24 @@ final class PGConnection {
         return rows
     }
 
+    /// Discards the notifications received so far (the caller reads the state they announced anyway).
+    func drainNotifications() {
+        guard let conn, PQstatus(conn) == CONNECTION_OK else { return }
+        _ = PQconsumeInput(conn)
+        while let n = PQnotifies(conn) { PQfreemem(n) }
+    }
+
+    /// Waits up to `seconds` for a notification (or anything else) to arrive on the connection's socket.
+    /// Returns early when the connection is broken (the next call reopens it).
+    func waitForNotification(seconds: Double) {
+        guard let conn, PQstatus(conn) == CONNECTION_OK else { return }
+        _ = PQconsumeInput(conn)
+        if let n = PQnotifies(conn) { PQfreemem(n); return }
+        var fd = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
+        _ = poll(&fd, 1, Int32(max(0, min(seconds, 60)) * 1000))
+        _ = PQconsumeInput(conn)
+    }
+
     /// Rolls back whatever transaction is open (after a failed statement); a broken connection is left to
     /// be reset on its next use.
     func rollBack() {

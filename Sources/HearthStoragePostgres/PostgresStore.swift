@@ -154,6 +154,14 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
         return try snapshot.withReads(body)
     }
 
+    /// A commit feed on a connection of its own (see `CommitFeed`): every commit after a seq, whichever daemon
+    /// wrote it, woken by the writer's NOTIFY and looking again every `recheck` seconds.
+    public func feed(recheck: Double = 0.25) throws(HearthError) -> any CommitFeed {
+        if state.withLock({ $0 }) { throw CommitValidation.closed }
+        let c = try PGConnection(dsn: dsn, role: "feed", setup: setup)
+        return PostgresCommitFeed(connection: c, channel: PostgresCommitFeed.channel(for: schema), recheck: recheck)
+    }
+
     /// Takes back a snapshot's connection after its transaction ended.
     func release(_ c: PGConnection) {
         let keep = c.isIdle && idle.withLock { (idle) -> Bool in

@@ -27,6 +27,8 @@ final class PostgresWriter {
     /// The schema's writer lock belongs to this session of the connection.
     private var lockedSession = 0
     private let schema: String
+    /// The channel the commit feeds of this schema listen on.
+    private let channel: String
     /// The last seq this writer committed, or found stored when it first took the schema's lock: what the
     /// stored `last_seq` must be when its next group begins. Both directions matter: higher means another
     /// writer committed; lower means the database lost commits it had acknowledged (a failover to a standby
@@ -38,6 +40,7 @@ final class PostgresWriter {
     init(connection: PGConnection, schema: String, retention: RetentionPolicy, lockingNow: Bool) throws(HearthError) {
         self.connection = connection
         self.schema = schema
+        channel = PostgresCommitFeed.channel(for: schema)
         self.retention = retention
         if lockingNow { try lockSchema() }
     }
@@ -122,6 +125,7 @@ final class PostgresWriter {
         statements += rows.statements
         if plan.through != meta.prunedThrough { statements += Self.pruneStatements(through: plan.through) }
         statements.append(Self.advance(newest, prunedThrough: plan.through, logBytes: plan.logBytes))
+        statements.append(notify(newest))
         statements.append(PGStatement(sql: "COMMIT", params: [], what: "committing seqs \(rows.firstSeq)...\(newest.seq)"))
         do throws(PGPipelineFailure) {
             _ = try connection.pipeline(statements)
@@ -162,8 +166,9 @@ final class PostgresWriter {
             for statement in rows.statements { try connection.query(statement.sql, statement.params, statement.what) }
             meta.logBytes += rows.imageBytes
             try prune(&meta.prunedThrough, &meta.logBytes, cutoff: cutoff)
-            let advance = Self.advance(newest, prunedThrough: meta.prunedThrough, logBytes: meta.logBytes)
-            try connection.query(advance.sql, advance.params, advance.what)
+            for statement in [Self.advance(newest, prunedThrough: meta.prunedThrough, logBytes: meta.logBytes), notify(newest)] {
+                try connection.query(statement.sql, statement.params, statement.what)
+            }
         } catch {
             connection.unpin()
             connection.rollBack()
@@ -215,6 +220,12 @@ final class PostgresWriter {
         let e = HearthError(.unavailable, "storage: the store's history changed under this daemon (\(detail)): another writer committed, or PostgreSQL lost commits it had acknowledged (a failover to a standby that lacked them); writes are refused until hearthd restarts")
         doubt = e
         return e
+    }
+
+    /// Wakes every feed of the schema (`PostgresCommitFeed`) once the transaction commits (PostgreSQL delivers
+    /// a NOTIFY at commit, never for a transaction that rolls back); the payload is the group's last seq.
+    private func notify(_ newest: CommitRecord) -> PGStatement {
+        PGStatement(sql: "SELECT pg_notify($1, $2)", params: [.string(channel), .string(String(newest.seq))], what: "notifying the commit feeds")
     }
 
     /// The statement that records the group in the meta row.

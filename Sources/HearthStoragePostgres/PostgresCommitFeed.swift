@@ -1,0 +1,67 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CLibPQ
+import HearthModel
+import HearthStorage
+
+/// `CommitFeed` over PostgreSQL: a connection of its own that LISTENs on the schema's channel, which the
+/// writer NOTIFYs in every group's transaction (so the wake-up is delivered only once the group is committed
+/// and visible). `next` reads the change log after the seq asked for; when there is nothing, it waits on the
+/// connection's socket for a notification, or `recheck` seconds, and reads again. A broken connection is
+/// reopened (and LISTENs again) on the next call: commits made meanwhile are found by that first read, since
+/// the feed asks by seq rather than trusting wake-ups.
+final class PostgresCommitFeed: CommitFeed {
+    private let connection: PGConnection
+    private let channel: String
+    /// The session the LISTEN was made on.
+    private var listening = 0
+    let recheck: Double
+
+    init(connection: PGConnection, channel: String, recheck: Double) {
+        self.connection = connection
+        self.channel = channel
+        self.recheck = recheck
+    }
+
+    deinit { close() }
+
+    func close() { connection.close() }
+
+    func next(after: UInt64, limit: Int, timeout: Double) throws(HearthError) -> [CommitRecord]? {
+        let deadline = PostgresCommitFeed.now() + max(0, timeout)
+        while true {
+            try listen()
+            connection.drainNotifications()
+            let found = try PostgresReads(connection: connection).changes(after: after, limit: limit)
+            if found == nil || found?.isEmpty == false { return found }
+            let left = deadline - PostgresCommitFeed.now()
+            if left <= 0 { return [] }
+            connection.waitForNotification(seconds: min(left, recheck))
+        }
+    }
+
+    /// LISTEN on the current session (again after a reconnect).
+    private func listen() throws(HearthError) {
+        try connection.reconnectIfBroken()
+        guard listening != connection.sessions else { return }
+        try connection.exec("LISTEN \(PGConnection.quoteIdentifier(channel))", "listening for commits")
+        listening = connection.sessions
+    }
+
+    static func now() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+
+    /// The channel a schema's writer notifies: a name within PostgreSQL's 63 bytes whatever the schema's.
+    static func channel(for schema: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325   // FNV-1a
+        for b in schema.utf8 { hash = (hash ^ UInt64(b)) &* 0x100_0000_01b3 }
+        let hex = String(hash, radix: 16)
+        return "hearth_commits_" + String(repeating: "0", count: 16 - hex.count) + hex
+    }
+}
