@@ -192,20 +192,29 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
         guard limit > 0 else { return [] }
         let top = root.description
         return try readOffLoop { (r) throws(HearthError) in
+            // Two ordered range scans of the primary key, each at most `limit` rows, merged: the root's own
+            // documents (a collection's, or the document itself), then every collection below it ("0" follows
+            // "/"). An OR of the two would read and sort the whole subtree for every page.
             var params: [PGValue] = [PostgresReads.limit(limit), .utf8(top + "/"), .utf8(top + "0")]
-            var condition = "(parent >= $2 AND parent < $3)"   // every collection below `root` ("0" follows "/")
+            let own: String
             if root.count % 2 == 1 {
-                condition = "(parent = $4 OR \(condition))"       // a collection: its own documents too
+                own = "parent = $4"
                 params.append(.utf8(top))
             } else {
                 let doc = try DocumentPath(root)
-                condition = "((parent = $4 AND id = $5) OR \(condition))"   // a document: itself too
+                own = "parent = $4 AND id = $5"
                 params.append(.utf8(doc.collection.description)); params.append(.utf8(doc.id))
             }
-            let rows = try r.connection.query("SELECT parent, id FROM hearth_documents WHERE \(condition) ORDER BY parent, id LIMIT $1",
-                                              params, "listing the documents under \(top)")
+            let rows = try r.connection.query("""
+                SELECT parent, id FROM (
+                    (SELECT parent, id FROM hearth_documents WHERE \(own) ORDER BY parent, id LIMIT $1)
+                    UNION ALL
+                    (SELECT parent, id FROM hearth_documents WHERE parent >= $2 AND parent < $3 ORDER BY parent, id LIMIT $1)
+                ) AS subtree ORDER BY parent, id LIMIT $1
+                """, params, "listing the documents under \(top)")
             return try (0..<rows.count).map { (i) throws(HearthError) in
-                try DocumentPath(parsing: rows.text(i, 0) + "/" + rows.text(i, 1))
+                let segments = rows.text(i, 0).split(separator: "/", omittingEmptySubsequences: false).map(String.init) + [rows.text(i, 1)]
+                return try DocumentPath(ResourcePath(segments: segments))
             }
         }
     }

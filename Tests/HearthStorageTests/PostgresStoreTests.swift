@@ -30,6 +30,31 @@ import Testing
         #expect(try again.lastSeq() == 1)
     }
 
+    /// Collection IDs and a subtree's documents (listCollections, recursive deletes) are what the embedded
+    /// store answers for the same documents, page by page.
+    @Test func administrationListingsMatchTheEmbeddedStore() throws {
+        let p = try StoreFixture(.postgres)
+        defer { p.finish() }
+        let q = try StoreFixture(.sqlite)
+        defer { q.finish() }
+        var h = History()
+        let paths = ["a/1", "a/2", "a/1/b/x", "a/1/b/y", "a/1/b-c/z", "a/1/b/x/deep/q", "a-b/1", "ab/1", "a/10/b/w", "é/1", "B/1"]
+        let group = h.commit(paths.map { ($0, bytes("v")) })
+        try p.store.apply([group])
+        try q.store.apply([group])
+        let pg = try #require(p.store as? StoreAdministration)
+        let lite = try #require(q.store as? StoreAdministration)
+        for parent in [nil, path("a/1"), path("a/1/b/x"), path("a/2")] {
+            #expect(try pg.collectionIDs(under: parent) == lite.collectionIDs(under: parent), "\(String(describing: parent))")
+        }
+        for root in ["a", "a/1", "a/1/b", "a/1/b/x", "a-b", "zz"] {
+            for limit in [1, 2, 3, 100] {
+                let r = try ResourcePath.parse(root)
+                #expect(try pg.documentPaths(under: r, limit: limit) == lite.documentPaths(under: r, limit: limit), "\(root) limit \(limit)")
+            }
+        }
+    }
+
     @Test func aSchemaWrittenByANewerVersionIsRefused() throws {
         let f = try StoreFixture(.postgres)
         defer { f.finish() }
