@@ -123,7 +123,7 @@ final class PostgresWriter {
         var statements = [PGStatement(sql: "BEGIN", params: [], what: "starting a commit"),
                           PGStatement(sql: "SELECT hearth_fence($1)", params: [.int8(meta.lastSeq)], what: "checking the stored last seq")]
         statements += rows.statements
-        if plan.through != meta.prunedThrough { statements += Self.pruneStatements(through: plan.through) }
+        if plan.through != meta.prunedThrough { statements += Self.pruneStatements(after: meta.prunedThrough, through: plan.through) }
         statements.append(Self.advance(newest, prunedThrough: plan.through, logBytes: plan.logBytes))
         statements.append(notify(newest))
         statements.append(PGStatement(sql: "COMMIT", params: [], what: "committing seqs \(rows.firstSeq)...\(newest.seq)"))
@@ -317,15 +317,19 @@ final class PostgresWriter {
             if oldestPage.isEmpty && !pageReachesEnd { try loadPage(after: through) }
         }
         guard through != prunedThrough else { return }
-        for statement in Self.pruneStatements(through: through) {
+        for statement in Self.pruneStatements(after: prunedThrough, through: through) {
             try connection.query(statement.sql, statement.params, statement.what)
         }
         prunedThrough = through
     }
 
-    /// The statements that drop the change log through `through`.
-    private static func pruneStatements(through: UInt64) -> [PGStatement] {
-        [PGStatement(sql: "DELETE FROM hearth_changes WHERE seq <= $1", params: [.int8(through)], what: "pruning the change log"),
-         PGStatement(sql: "DELETE FROM hearth_commits WHERE seq <= $1", params: [.int8(through)], what: "pruning the change log")]
+    /// The statements that drop the change log from `after` (exclusive, what was pruned before) through
+    /// `through`. The lower bound matters: the rows pruned before stay in the indexes as dead entries until
+    /// vacuum, and a scan from the log's start would walk them all again on every group.
+    private static func pruneStatements(after: UInt64, through: UInt64) -> [PGStatement] {
+        [PGStatement(sql: "DELETE FROM hearth_changes WHERE seq > $1 AND seq <= $2", params: [.int8(after), .int8(through)],
+                     what: "pruning the change log"),
+         PGStatement(sql: "DELETE FROM hearth_commits WHERE seq > $1 AND seq <= $2", params: [.int8(after), .int8(through)],
+                     what: "pruning the change log")]
     }
 }
