@@ -10,6 +10,7 @@ final class FuzzConnection: ClientConnection {
     let peer = "fuzz"
     var onRead: ((UnsafeRawBufferPointer) -> Void)?
     var onDrain: (() -> Void)?
+    var onEndOfInput: (() -> Void)?
     var onClose: ((LoopError?) -> Void)?
     var pendingOutputBytes: Int { 0 }
     var output: [UInt8] = []

@@ -85,7 +85,7 @@ extension TCPConnection {
                 updateReading()
                 if !plain.isEmpty { scheduleFlush() }
             }
-            if progress.peerClosed { close() }
+            if progress.peerClosed { peerFinishedSending() }
         } catch {
             tlsFailed(error)
         }

@@ -38,6 +38,11 @@ public final class TCPConnection: LoopHandleOwner {
     /// empties the buffers). Set it only while you wait for a drain (for example while reading is paused
     /// for backpressure). Not called once ``close()`` has been requested.
     public var onDrain: (() -> Void)?
+    /// Called once when the peer has finished sending (EOF; for TLS, its close_notify): reading stops and the
+    /// connection stays open for output until the owner calls ``close()``, once it has answered everything the
+    /// peer asked (a client that sends its requests and shuts down its side still gets every response). When
+    /// nil, the connection closes gracefully at once, flushing only the output already sent.
+    public var onEndOfInput: (() -> Void)?
 
     // The output buffers are touched on every send, several times per delivered event, and only ever from
     // the loop thread, by methods of this class that never call out while they hold a buffer (no closure runs
@@ -55,6 +60,8 @@ public final class TCPConnection: LoopHandleOwner {
     var isDirty = false
 
     private var wantsReading = false
+    /// The peer finished sending: nothing is read again, whatever the owner asks.
+    private var inputEnded = false
     private var isReading = false
     private(set) var closeRequested = false
     private var shutdownStarted = false
@@ -109,7 +116,7 @@ public final class TCPConnection: LoopHandleOwner {
     func updateReading() {
         guard let handle, !closeRequested else { return }
         // A TLS handshake reads whatever the owner asked for: it needs the peer's messages to finish.
-        let wantsReading = self.wantsReading || tls?.session.state == .handshaking
+        let wantsReading = !inputEnded && (self.wantsReading || tls?.session.state == .handshaking)
         if wantsReading && !isReading {
             let status = uv_read_start(asStream(handle), connectionAllocCallback, connectionReadCallback)
             if status < 0 { fail(LoopError(code: status, operation: "uv_read_start")); return }
@@ -131,10 +138,24 @@ public final class TCPConnection: LoopHandleOwner {
             if nread == Int(LoopError.eof) {
                 isReading = false
                 wantsReading = false
-                close()     // peer finished sending: flush what we owe, then close (reason nil)
+                peerFinishedSending()
             } else {
                 fail(LoopError(code: Int32(truncatingIfNeeded: nread), operation: "read from \(peer)"))
             }
+        }
+    }
+
+    /// The peer will send nothing more: the owner finishes and closes, or, without an owner that wants to,
+    /// the connection closes now, flushing what it owes (reason nil).
+    func peerFinishedSending() {
+        inputEnded = true
+        if isReading, let handle { uv_read_stop(asStream(handle)); isReading = false }
+        wantsReading = false
+        if let onEndOfInput {
+            self.onEndOfInput = nil
+            onEndOfInput()
+        } else {
+            close()
         }
     }
 

@@ -12,6 +12,8 @@ package protocol ClientConnection: AnyObject {
     var onRead: ((UnsafeRawBufferPointer) -> Void)? { get set }
     var onDrain: (() -> Void)? { get set }
     var onClose: ((LoopError?) -> Void)? { get set }
+    /// Called once when the peer has finished sending; the connection stays open for output until `close()`.
+    var onEndOfInput: (() -> Void)? { get set }
     /// Output bytes not yet accepted by the peer's kernel.
     var pendingOutputBytes: Int { get }
     func startReading()

@@ -90,6 +90,10 @@ final class Session: SnapshotWaiter {
             self.drainedListeners()
             self.updateReading()
         }
+        conn.onEndOfInput = { [unowned self] in
+            self.inputEnded = true
+            self.closeIfAnswered()
+        }
         conn.onClose = { [unowned self] _ in
             self.closed = true
             self.endSubscriptions()
@@ -217,8 +221,21 @@ final class Session: SnapshotWaiter {
         if isParked { runParked() } else { updateReading() }
     }
 
+    /// The client finished sending (it shut down its side): every line it sent is answered, then the
+    /// connection closes (`closeIfAnswered`).
+    private var inputEnded = false
+
+    /// After the client finished sending, closes once nothing it asked is still to be answered: no response
+    /// awaited (a write, a read on a reader thread or held for its seq) and no line parked behind one. Checked
+    /// from `updateReading`, where every path that answers something ends.
+    private func closeIfAnswered() {
+        guard inputEnded, !closed, !responses.hasOutstanding, !isParked, !readInFlight, heldRead == nil, pendingWrites == 0 else { return }
+        conn.close()
+    }
+
     /// Pauses reading while lines are parked or output is above the high-water mark; resumes otherwise.
     func updateReading() {
+        closeIfAnswered()
         guard !closed, !server.shuttingDown else { return }
         let shouldPause = isParked || readInFlight || conn.pendingOutputBytes > server.config.outputHighWater
         if shouldPause && !readingPaused {

@@ -70,6 +70,8 @@ final class CommitPipeline: @unchecked Sendable {
     private var poisoned: HearthError?
     /// The last seq of the retired log segment, while it exists.
     private var retiredThrough: UInt64?
+    /// Logs retired so far (renamed to `CommitLog.retiredName`), under the lock.
+    private var rotationCount = 0
     /// Tests: leave the newest `heldGroups` groups pending unless draining.
     private var heldGroups = 0
     private var draining = 0
@@ -183,6 +185,7 @@ final class CommitPipeline: @unchecked Sendable {
             nextRotationBytes = 0
             try! locked {
                 retiredThrough = loggedSeq
+                rotationCount += 1
                 pthread_cond_broadcast(changed)
             }
         } catch {
@@ -339,6 +342,9 @@ final class CommitPipeline: @unchecked Sendable {
     }
 
     /// Tests: keeps the newest `groups` groups pending (0: none), so reads exercise the merge.
+    /// Logs retired since the pipeline started.
+    var rotations: Int { try! locked { rotationCount } }
+
     func hold(_ groups: Int) {
         try! locked {
             heldGroups = groups

@@ -237,6 +237,9 @@ public final class SQLiteStore: DocumentStore {
     /// Tests: keeps the newest `groups` acknowledged groups out of SQLite (0: none), so that reads merge them.
     package func holdApplier(_ groups: Int) { pipeline?.hold(groups) }
 
+    /// Tests: how many times the commit log was retired (renamed `commit.log.1`) since the store opened.
+    package var logRotations: Int { pipeline?.rotations ?? 0 }
+
     /// The background applier's counters (nil: a store without a commit log).
     public var applier: ApplierStatus? { pipeline?.counters }
 

@@ -129,6 +129,11 @@ public final class WireClient {
         }
     }
 
+    /// Shuts down the sending side (a FIN, as `nc -N` sends at the end of its input); reading goes on.
+    public func shutdownWrite() {
+        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+    }
+
     /// True when the server closed the connection (EOF within `timeout`).
     public func isClosedByPeer(timeout: Double = 5) -> Bool {
         if let tls {

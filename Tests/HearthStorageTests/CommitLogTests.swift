@@ -325,13 +325,12 @@ import Testing
             return (data.lastIndex(where: { $0 != 0 }) ?? -1) + 1
         }
         var largest = 0
-        var rotated = false
         for i in 0..<200 {
             try store.apply([h.put("c/d\(i % 20)", Array(repeating: UInt8(i % 251), count: 500))])
             largest = max(largest, logSize(logPath) + logSize(retiredPath))
-            rotated = rotated || FileManager.default.fileExists(atPath: retiredPath)
         }
-        #expect(rotated, "the log was never retired")
+        // Counted, not sampled: the applier may remove a retired segment before the next look at the directory.
+        #expect(store.logRotations > 0, "the log was never retired")
         #expect(largest > 0 && largest < 4096 * (CommitPipeline.hardLimitFactor + 1) + 1024, "the log peaked at \(largest) bytes")
         try store.drainApplier()
         store.close()

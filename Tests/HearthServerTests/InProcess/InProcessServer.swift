@@ -12,6 +12,7 @@ final class FakeConnection: ClientConnection {
     var onRead: ((UnsafeRawBufferPointer) -> Void)?
     var onDrain: (() -> Void)?
     var onClose: ((LoopError?) -> Void)?
+    var onEndOfInput: (() -> Void)?
     var pendingOutputBytes = 0
     private(set) var reading = false
     private(set) var closed = false
@@ -40,6 +41,17 @@ final class FakeConnection: ClientConnection {
         let bytes = Array(lines.map { $0 + "\n" }.joined().utf8)
         bytes.withUnsafeBytes { onRead?($0) }
     }
+
+    /// The client shuts down its side: nothing more will be read.
+    func endInput() {
+        reading = false
+        let cb = onEndOfInput
+        onEndOfInput = nil
+        cb?()
+    }
+
+    /// True once the session closed the connection.
+    var isClosed: Bool { closed }
 
     /// Feeds bytes as they are (no newline added): a line may stay unfinished.
     func writeRaw(_ text: String) {
