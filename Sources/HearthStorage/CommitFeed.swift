@@ -6,7 +6,11 @@ import HearthModel
 /// (PostgreSQL's NOTIFY), and it also looks on its own every `recheck` seconds, so a lost wake-up costs at
 /// most that long.
 ///
-/// Used by one thread at a time. `close()` it when done.
+/// Used by one thread at a time. Read it or `close()` it: an open feed that is never read may hold back what
+/// the store keeps for it (PostgreSQL queues notifications until every listener has read them, and a full
+/// queue fails commits). After `close()`, `next` throws UNAVAILABLE. A feed follows the store's history as
+/// it is: commits the database lost (a failover to an asynchronous standby that lacked them) and whose seqs
+/// were then taken again are not detected by the feed; the writer refuses to continue such a history.
 public protocol CommitFeed: AnyObject {
     /// The commits after `after`, ascending, at most `limit`, each as `DocumentStore.changes` returns it;
     /// waits up to `timeout` seconds for the first one when there is none yet, then returns what there is

@@ -18,27 +18,35 @@ final class PostgresCommitFeed: CommitFeed {
     private let channel: String
     /// The session the LISTEN was made on.
     private var listening = 0
+    private var closed = false
     let recheck: Double
 
+    /// `recheck` is at least 10 ms (a smaller one would query PostgreSQL in a loop).
     init(connection: PGConnection, channel: String, recheck: Double) {
         self.connection = connection
         self.channel = channel
-        self.recheck = recheck
+        self.recheck = recheck.isNaN ? 0.25 : max(0.01, recheck)
     }
 
     deinit { close() }
 
-    func close() { connection.close() }
+    func close() {
+        closed = true
+        connection.close()
+    }
 
     func next(after: UInt64, limit: Int, timeout: Double) throws(HearthError) -> [CommitRecord]? {
-        let deadline = PostgresCommitFeed.now() + max(0, timeout)
+        guard !closed else { throw CommitValidation.closed }
+        let deadline = PostgresCommitFeed.now() + (timeout.isNaN ? 0 : max(0, timeout))
         while true {
             try listen()
             connection.drainNotifications()
-            let found = try PostgresReads(connection: connection).changes(after: after, limit: limit)
-            if found == nil || found?.isEmpty == false { return found }
+            let found = try PostgresReads(connection: connection).changes(after: after, limit: max(0, limit))
+            if found == nil || found?.isEmpty == false || limit < 1 { return found }
             let left = deadline - PostgresCommitFeed.now()
             if left <= 0 { return [] }
+            // The read may have reopened the connection (a session without the LISTEN): listen first.
+            guard listening == connection.sessions else { continue }
             connection.waitForNotification(seconds: min(left, recheck))
         }
     }

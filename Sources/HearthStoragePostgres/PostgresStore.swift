@@ -33,8 +33,16 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
     /// creates the tables in `schema` when missing, or checks them. Takes the schema's writer lock (one hearthd
     /// writes to a schema at a time; UNAVAILABLE naming the schema when another holds it), or, without
     /// `lockingSchema` (a second store opened to read what the first wrote), only when it first writes.
-    public init(dsn: String, schema: String = PostgresStore.defaultSchema, retention: RetentionPolicy = .default,
-                lockingSchema: Bool = true) throws(HearthError) {
+    public convenience init(dsn: String, schema: String = PostgresStore.defaultSchema, retention: RetentionPolicy = .default,
+                            lockingSchema: Bool = true) throws(HearthError) {
+        try self.init(dsn: dsn, schema: schema, retention: retention, lockingSchema: lockingSchema,
+                      retentionPageSize: PostgresWriter.defaultPageSize)
+    }
+
+    /// Tests: `retentionPageSize` is how many of the oldest commits the writer reads at a time to prune from
+    /// (`PostgresWriter`); a small one makes pruning cross pages.
+    package init(dsn: String, schema: String, retention: RetentionPolicy, lockingSchema: Bool,
+                 retentionPageSize: Int) throws(HearthError) {
         guard !schema.isEmpty, schema.utf8.count <= 63, !schema.utf8.contains(0) else {
             throw HearthError(.invalidArgument, "storage: \"\(schema)\" is not a PostgreSQL schema name (1 to 63 bytes)")
         }
@@ -45,7 +53,8 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
         // role or database lowered it (`off`, `local`), and a stronger setting (`remote_apply`…) is kept.
         let w = try PGConnection(dsn: dsn, role: "writer", setup: setup + "; SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') IN ('off', 'local')")
         try PostgresSchema.prepare(w, schema: schema)
-        writer = Locked(try PostgresWriter(connection: w, schema: schema, retention: retention, lockingNow: lockingSchema))
+        writer = Locked(try PostgresWriter(connection: w, schema: schema, retention: retention, lockingNow: lockingSchema,
+                                           pageSize: retentionPageSize))
         reader = Locked(try PGConnection(dsn: dsn, role: "reader", setup: setup + "; SET default_transaction_read_only TO on"))
     }
 

@@ -19,7 +19,9 @@ final class PostgresWriter {
     /// it. Emptied on any failure (read again by the next group).
     private var oldestPage: [(seq: UInt64, micros: Int64, bytes: Int64)] = []
     private var pageReachesEnd = false
-    static let pageSize = 4096
+    /// Commits read into the page at a time (4,096; tests make it small to cross pages).
+    private let pageSize: Int
+    static let defaultPageSize = 4096
     /// Set when a COMMIT's outcome could not be learned: every later group is refused with it, since this
     /// writer no longer knows which seq the stored history ends at (a restart reads it again).
     private(set) var doubt: HearthError?
@@ -37,7 +39,9 @@ final class PostgresWriter {
 
     /// Takes the schema's writer lock, or throws UNAVAILABLE when another hearthd holds it.
     /// With `lockingNow` false the lock is first taken by the first group (a store opened to read beside another).
-    init(connection: PGConnection, schema: String, retention: RetentionPolicy, lockingNow: Bool) throws(HearthError) {
+    init(connection: PGConnection, schema: String, retention: RetentionPolicy, lockingNow: Bool,
+         pageSize: Int = PostgresWriter.defaultPageSize) throws(HearthError) {
+        self.pageSize = max(1, pageSize)
         self.connection = connection
         self.schema = schema
         channel = PostgresCommitFeed.channel(for: schema)
@@ -270,9 +274,9 @@ final class PostgresWriter {
     /// Reads the oldest commits above `after` into the page.
     private func loadPage(after: UInt64) throws(HearthError) {
         let rows = try connection.query("SELECT seq, commit_us, bytes FROM hearth_commits WHERE seq > $1 ORDER BY seq LIMIT $2",
-                                        [.int8(PostgresReads.seqBound(after)), .int8(Self.pageSize)], "reading the oldest commits")
+                                        [.int8(PostgresReads.seqBound(after)), .int8(pageSize)], "reading the oldest commits")
         oldestPage = (0..<rows.count).map { (rows.uint64($0, 0), rows.int64($0, 1), rows.int64($0, 2)) }
-        pageReachesEnd = rows.count < Self.pageSize
+        pageReachesEnd = rows.count < pageSize
     }
 
     /// What retention prunes with a group, decided from the page alone: the last seq pruned, the log's bytes
@@ -288,7 +292,7 @@ final class PostgresWriter {
         var page = oldestPage
         if pageReachesEnd {
             page += commits.map { ($0.seq, $0.commitTime.micros, $0.imageBytes) }
-            guard page.count <= 2 * Self.pageSize else { return nil }   // let the step-by-step path read it afresh
+            guard page.count <= 2 * pageSize else { return nil }   // let the step-by-step path read it afresh
         }
         var plan = PrunePlan(through: meta.prunedThrough, logBytes: meta.logBytes + bytes, page: [])
         var pruned = 0
@@ -306,8 +310,8 @@ final class PostgresWriter {
     /// Removes the oldest whole commits while retention says so (`RetentionPolicy.prunesOldest`), from the
     /// page, read again from the log as it runs out. Runs inside the group's transaction, after its rows.
     private func prune(_ prunedThrough: inout UInt64, _ logBytes: inout Int64, cutoff: Int64) throws(HearthError) {
-        // Inside the transaction, the log holds this group's commits too: read the page afresh when it does
-        // not run to the end (or is not known).
+        // Inside the transaction, the log holds this group's commits too: the page is read afresh (this path
+        // runs for a writer's first group, after a failure, or once pruning ran past the page).
         try loadPage(after: prunedThrough)
         var through = prunedThrough
         while let first = oldestPage.first, retention.prunesOldest(commitMicros: first.micros, logBytes: logBytes, cutoff: cutoff) {

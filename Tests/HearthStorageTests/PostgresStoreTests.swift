@@ -47,7 +47,7 @@ import Testing
         for parent in [nil, path("a/1"), path("a/1/b/x"), path("a/2")] {
             #expect(try pg.collectionIDs(under: parent) == lite.collectionIDs(under: parent), "\(String(describing: parent))")
         }
-        for root in ["a", "a/1", "a/1/b", "a/1/b/x", "a-b", "zz"] {
+        for root in ["a", "a/1", "a/1/b", "a/1/b/x", "a-b", "zz", "a/10", "a/10/b"] {
             for limit in [1, 2, 3, 100] {
                 let r = try ResourcePath.parse(root)
                 #expect(try pg.documentPaths(under: r, limit: limit) == lite.documentPaths(under: r, limit: limit), "\(root) limit \(limit)")
