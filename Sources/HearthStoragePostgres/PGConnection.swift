@@ -150,18 +150,18 @@ final class PGConnection {
     /// every statement the store runs outside a transaction is a read or session setup.
     @discardableResult
     func query(_ sql: String, _ params: [PGValue] = [], _ what: @autoclosure () -> String) throws(HearthError) -> PGRows {
-        let description = what()
-        return try retryingOnce { () throws(HearthError) in try queryOnce(sql, params, description) }
+        // `what` names the statement in errors only: it is not built on the way that succeeds.
+        try retryingOnce { () throws(HearthError) in try queryOnce(sql, params, what) }
     }
 
-    private func queryOnce(_ sql: String, _ params: [PGValue], _ what: String) throws(HearthError) -> PGRows {
+    private func queryOnce(_ sql: String, _ params: [PGValue], _ what: () -> String) throws(HearthError) -> PGRows {
         let c = try live()
         let name = try prepare(sql, params, c, what)
         let result = PGValue.withParameters(params) { count, _, values, lengths, formats in
             PQexecPrepared(c, name, count, values, lengths, formats, 1)
         }
         do {
-            try PGFailure.check(result, c, "\(what) (\(role) connection)")
+            try PGFailure.check(result, c, "\(what()) (\(role) connection)")
         } catch {
             PQclear(result)
             throw error
@@ -170,12 +170,12 @@ final class PGConnection {
     }
 
     /// The name of `sql` prepared in this session, preparing it first when it is new.
-    private func prepare(_ sql: String, _ params: [PGValue], _ c: OpaquePointer, _ what: String) throws(HearthError) -> String {
+    private func prepare(_ sql: String, _ params: [PGValue], _ c: OpaquePointer, _ what: () -> String) throws(HearthError) -> String {
         if let known = prepared[sql] { return known }
         let name = "h\(prepared.count)"
         let made = PQprepare(c, name, sql, Int32(params.count), params.map(\.type))
         defer { PQclear(made) }
-        try PGFailure.check(made, c, "preparing \(what) (\(role) connection)")
+        try PGFailure.check(made, c, "preparing \(what()) (\(role) connection)")
         prepared[sql] = name
         return name
     }
@@ -189,7 +189,7 @@ final class PGConnection {
         let names: [String]
         do throws(HearthError) {
             c = try live()
-            names = try statements.map { (s) throws(HearthError) in try prepare(s.sql, s.params, c, s.what) }
+            names = try statements.map { (s) throws(HearthError) in try prepare(s.sql, s.params, c, { s.what }) }
         } catch {
             // Preparing changes nothing: a connection found broken here means nothing of the pipeline ran.
             throw isBroken ? .notSent(error) : .failed(error)
@@ -347,13 +347,13 @@ enum PGFailure {
     static func message(of conn: OpaquePointer) -> String { oneLine(String(cString: PQerrorMessage(conn))) }
 
     /// Throws unless `result` reports success.
-    static func check(_ result: OpaquePointer?, _ conn: OpaquePointer, _ operation: String) throws(HearthError) {
+    static func check(_ result: OpaquePointer?, _ conn: OpaquePointer, _ operation: @autoclosure () -> String) throws(HearthError) {
         guard let result else {
-            throw HearthError(.unavailable, "storage: \(operation) failed: \(message(of: conn))")
+            throw HearthError(.unavailable, "storage: \(operation()) failed: \(message(of: conn))")
         }
         let status = PQresultStatus(result)
         if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK { return }
-        throw error(result, conn, operation)
+        throw error(result, conn, operation())
     }
 
     /// The error of a failed result: its SQLSTATE decides the code. Connection trouble, a server shutting down,

@@ -37,13 +37,13 @@ final class PostgresCommitFeed: CommitFeed {
 
     func next(after: UInt64, limit: Int, timeout: Double) throws(HearthError) -> [CommitRecord]? {
         guard !closed else { throw CommitValidation.closed }
-        let deadline = PostgresCommitFeed.now() + (timeout.isNaN ? 0 : max(0, timeout))
+        let deadline = MonotonicClock.seconds() + (timeout.isNaN ? 0 : max(0, timeout))
         while true {
             try listen()
             connection.drainNotifications()
             let found = try PostgresReads(connection: connection).changes(after: after, limit: max(0, limit))
             if found == nil || found?.isEmpty == false || limit < 1 { return found }
-            let left = deadline - PostgresCommitFeed.now()
+            let left = deadline - MonotonicClock.seconds()
             if left <= 0 { return [] }
             // The read may have reopened the connection (a session without the LISTEN): listen first.
             guard listening == connection.sessions else { continue }
@@ -57,12 +57,6 @@ final class PostgresCommitFeed: CommitFeed {
         guard listening != connection.sessions else { return }
         try connection.exec("LISTEN \(PGConnection.quoteIdentifier(channel))", "listening for commits")
         listening = connection.sessions
-    }
-
-    static func now() -> Double {
-        var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
-        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
 
     /// The channel a schema's writer notifies: a name within PostgreSQL's 63 bytes whatever the schema's.

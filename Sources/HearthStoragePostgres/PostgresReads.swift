@@ -158,15 +158,19 @@ struct PostgresReads {
 
     /// The document in columns `column...column+5` (parent, id, data, create_us, update_us, seq).
     static func document(_ rows: PGRows, _ row: Int, column: Int) throws(HearthError) -> StoredDocument {
-        let parent = rows.text(row, column), id = rows.text(row, column + 1)
-        let path: DocumentPath
-        do { path = try DocumentPath(ResourcePath(segments: parent.split(separator: "/", omittingEmptySubsequences: false).map(String.init) + [id])) } catch {
-            throw StorageDamage.document("\(parent)/\(id)", "invalid path: \(error.message)")
-        }
-        if id.utf8.contains(47) { throw StorageDamage.document("\(parent)/\(id)", "invalid path: its ID holds a \"/\"") }
+        let path = try storedPath(rows.text(row, column), rows.text(row, column + 1))
         return StoredDocument(path: path, data: rows.bytes(row, column + 2) ?? [],
                               createTime: Timestamp(micros: rows.int64(row, column + 3)),
                               updateTime: Timestamp(micros: rows.int64(row, column + 4)), seq: rows.uint64(row, column + 5))
+    }
+
+    /// The path of a stored row (its parent collection and ID, as stored: not parsed as a client's path, which
+    /// refuses reserved IDs a store may hold from an import); DATA_LOSS when they do not form one.
+    static func storedPath(_ parent: String, _ id: String) throws(HearthError) -> DocumentPath {
+        if id.utf8.contains(47) { throw StorageDamage.document("\(parent)/\(id)", "invalid path: its ID holds a \"/\"") }
+        do { return try DocumentPath(ResourcePath(segments: parent.split(separator: "/", omittingEmptySubsequences: false).map(String.init) + [id])) } catch {
+            throw StorageDamage.document("\(parent)/\(id)", "invalid path: \(error.message)")
+        }
     }
 
     /// A change-log image in columns `column...column+3` (data, create_us, update_us, seq), nil when NULL.

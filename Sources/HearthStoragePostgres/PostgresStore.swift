@@ -221,10 +221,7 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
                     (SELECT parent, id FROM hearth_documents WHERE parent >= $2 AND parent < $3 ORDER BY parent, id LIMIT $1)
                 ) AS subtree ORDER BY parent, id LIMIT $1
                 """, params, "listing the documents under \(top)")
-            return try (0..<rows.count).map { (i) throws(HearthError) in
-                let segments = rows.text(i, 0).split(separator: "/", omittingEmptySubsequences: false).map(String.init) + [rows.text(i, 1)]
-                return try DocumentPath(ResourcePath(segments: segments))
-            }
+            return try (0..<rows.count).map { (i) throws(HearthError) in try PostgresReads.storedPath(rows.text(i, 0), rows.text(i, 1)) }
         }
     }
 

@@ -56,11 +56,11 @@ final class PostgresWriter {
     private func lockSchema(patience: Double = 3) throws(HearthError) {
         try connection.reconnectIfBroken()
         guard lockedSession != connection.sessions else { return }
-        let deadline = Self.now() + patience
+        let deadline = MonotonicClock.seconds() + patience
         while true {
             let rows = try connection.query("SELECT pg_try_advisory_lock(hashtextextended($1, 7412))", [.string(schema)], "locking schema \(schema) for writing")
             if rows.bytes(0, 0) == [1] { break }
-            guard Self.now() < deadline else {
+            guard MonotonicClock.seconds() < deadline else {
                 throw HearthError(.unavailable, "storage: schema \(schema) is in use by another hearthd (it holds the schema's writer lock); one daemon writes to a schema at a time")
             }
             usleep(50_000)
@@ -70,13 +70,6 @@ final class PostgresWriter {
             let rows = try connection.query("SELECT last_seq FROM hearth_meta WHERE id = 1", [], "reading last_seq")
             expectedLastSeq = rows.uint64(0, 0)
         }
-    }
-
-    /// Seconds on a monotonic clock.
-    private static func now() -> Double {
-        var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
-        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
 
     func close() { connection.close() }
@@ -247,11 +240,11 @@ final class PostgresWriter {
     /// which PostgreSQL releases only when the old one ends. PostgreSQL is asked again for up to 30 s (a
     /// restart); when it cannot answer by then, or answers neither, the doubt refuses every later group.
     private func committed(_ seq: UInt64, after: UInt64) throws(HearthError) -> Bool {
-        let deadline = Self.now() + 30
+        let deadline = MonotonicClock.seconds() + 30
         var cause = HearthError(.unavailable, "no answer")
-        while Self.now() < deadline {
+        while MonotonicClock.seconds() < deadline {
             do throws(HearthError) {
-                try lockSchema(patience: max(0, deadline - Self.now()))
+                try lockSchema(patience: max(0, deadline - MonotonicClock.seconds()))
                 let stored = try connection.query("SELECT last_seq FROM hearth_meta WHERE id = 1", [], "reading last_seq after a lost COMMIT").uint64(0, 0)
                 if stored == seq { return true }
                 if stored == after { return false }
