@@ -42,6 +42,17 @@ final class FakeConnection: ClientConnection {
         bytes.withUnsafeBytes { onRead?($0) }
     }
 
+    /// The client shuts down its side (a FIN): nothing more will be read.
+    func endInput() {
+        reading = false
+        let cb = onEndOfInput
+        onEndOfInput = nil
+        cb?()
+    }
+
+    /// True once the session closed the connection.
+    var isClosed: Bool { closed }
+
     /// Feeds bytes as they are (no newline added): a line may stay unfinished.
     func writeRaw(_ text: String) {
         Array(text.utf8).withUnsafeBytes { onRead?($0) }
