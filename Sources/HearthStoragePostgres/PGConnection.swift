@@ -8,7 +8,7 @@ import HearthModel
 import HearthStorage
 
 /// One libpq connection (`PGconn`), used by one thread at a time (the store's locks give the exclusion). Every
-/// statement is sent with binary parameters and asks for binary results (`PGValue`, `PGRow`), so bytes stay
+/// statement is sent with binary parameters and asks for binary results (`PGValue`, `PGRows`), so bytes stay
 /// bytes and integers cross as 8 big-endian bytes. A connection that breaks (PostgreSQL restarted, the network
 /// dropped it) is reset on its next use; the statement that met the break fails with UNAVAILABLE.
 final class PGConnection {
@@ -106,7 +106,7 @@ final class PGConnection {
 
     /// The connection, reconnected first when it broke since its last use (unless pinned).
     private func live() throws(HearthError) -> OpaquePointer {
-        if let conn, PQstatus(conn) == CONNECTION_OK { return conn }
+        if !isBroken, let conn { return conn }
         if pinned {
             throw HearthError(.unavailable, "storage: the \(role) connection to PostgreSQL broke inside a transaction; the transaction is lost")
         }
@@ -121,7 +121,7 @@ final class PGConnection {
         do {
             return try body()
         } catch {
-            guard !pinned, let conn, PQstatus(conn) != CONNECTION_OK else { throw error }
+            guard !pinned, conn != nil, isBroken else { throw error }
             return try body()
         }
     }
@@ -157,7 +157,7 @@ final class PGConnection {
     private func queryOnce(_ sql: String, _ params: [PGValue], _ what: () -> String) throws(HearthError) -> PGRows {
         let c = try live()
         let name = try prepare(sql, params, c, what)
-        let result = PGValue.withParameters(params) { count, _, values, lengths, formats in
+        let result = PGValue.withParameters(params) { count, values, lengths, formats in
             PQexecPrepared(c, name, count, values, lengths, formats, 1)
         }
         do {
@@ -181,10 +181,10 @@ final class PGConnection {
     }
 
     /// Sends every statement at once and then reads their results (libpq's pipeline mode: one round trip for
-    /// all of them). Statements run in order; after one fails, the rest do not run. Returns each one's rows,
-    /// or throws the first failure, naming its statement (`.failed`). A break of the connection once anything
+    /// all of them). Statements run in order; after one fails, the rest do not run. Throws the first failure,
+    /// naming its statement (`.failed`); what the statements return is not kept. A break of the connection once anything
     /// was sent throws `.broken` (what ran is unknown) and leaves the connection to be reopened on its next use.
-    func pipeline(_ statements: [PGStatement]) throws(PGPipelineFailure) -> [PGRows] {
+    func pipeline(_ statements: [PGStatement]) throws(PGPipelineFailure) {
         let c: OpaquePointer
         let names: [String]
         do throws(HearthError) {
@@ -203,21 +203,18 @@ final class PGConnection {
             return e
         }
         for (s, name) in zip(statements, names) {
-            let sent = PGValue.withParameters(s.params) { count, _, values, lengths, formats in
+            let sent = PGValue.withParameters(s.params) { count, values, lengths, formats in
                 PQsendQueryPrepared(c, name, count, values, lengths, formats, 1)
             }
             guard sent == 1 else { throw .broken(broken("sending \(s.what)")) }
         }
         guard PQpipelineSync(c) == 1 else { throw .broken(broken("sending the pipeline's sync")) }
-        var rows: [PGRows] = []
         var failure: HearthError?
         for s in statements {
             guard let r = PQgetResult(c) else { throw .broken(broken(s.what)) }
             let status = PQresultStatus(r)
-            if status == PGRES_PIPELINE_ABORTED {
+            if status == PGRES_PIPELINE_ABORTED || status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
                 PQclear(r)
-            } else if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK {
-                rows.append(PGRows(r))
             } else if PQstatus(c) != CONNECTION_OK {
                 PQclear(r)
                 throw .broken(broken(s.what))
@@ -233,12 +230,11 @@ final class PGConnection {
         PQclear(sync)
         guard synced, PQexitPipelineMode(c) == 1 else { throw .broken(broken("ending the pipeline")) }
         if let failure { throw .failed(failure) }
-        return rows
     }
 
     /// Discards the notifications received so far (the caller reads the state they announced anyway).
     func drainNotifications() {
-        guard let conn, PQstatus(conn) == CONNECTION_OK else { return }
+        guard !isBroken, let conn else { return }
         _ = PQconsumeInput(conn)
         while let n = PQnotifies(conn) { PQfreemem(n) }
     }
@@ -246,7 +242,7 @@ final class PGConnection {
     /// Waits up to `seconds` for a notification (or anything else) to arrive on the connection's socket.
     /// Returns early when the connection is broken (the next call reopens it).
     func waitForNotification(seconds: Double) {
-        guard let conn, PQstatus(conn) == CONNECTION_OK else { return }
+        guard !isBroken, let conn else { return }
         _ = PQconsumeInput(conn)
         if let n = PQnotifies(conn) { PQfreemem(n); return }
         var fd = pollfd(fd: PQsocket(conn), events: Int16(POLLIN), revents: 0)
@@ -297,9 +293,6 @@ final class PGRows {
     }
 
     deinit { PQclear(result) }
-
-    /// Rows a statement changed (INSERT, UPDATE, DELETE).
-    var affected: Int { Int(String(cString: PQcmdTuples(result))) ?? 0 }
 
     func isNull(_ row: Int, _ column: Int) -> Bool { PQgetisnull(result, Int32(row), Int32(column)) == 1 }
 

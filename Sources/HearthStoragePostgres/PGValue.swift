@@ -8,11 +8,9 @@ struct PGValue {
 
     static let byteaOID: Oid = 17
     static let int8OID: Oid = 20
-    static let int4OID: Oid = 23
     static let textOID: Oid = 25
     static let byteaArrayOID: Oid = 1001
     static let int8ArrayOID: Oid = 1016
-    static let int4ArrayOID: Oid = 1007
 
     static func bytea(_ b: [UInt8]?) -> PGValue { PGValue(type: byteaOID, bytes: b) }
     /// UTF-8 bytes as `bytea` (paths and IDs are stored as bytea).
@@ -31,13 +29,6 @@ struct PGValue {
     /// A one-dimensional `int8[]` (nil elements are NULL).
     static func int8Array(_ elements: [Int64?]) -> PGValue {
         PGValue(type: int8ArrayOID, bytes: array(elements.map { $0.map(bigEndian) }, elementType: int8OID))
-    }
-
-    static func int4Array(_ elements: [Int32]) -> PGValue {
-        PGValue(type: int4ArrayOID, bytes: array(elements.map { v -> [UInt8]? in
-            let u = UInt32(bitPattern: v)
-            return [UInt8(u >> 24), UInt8(truncatingIfNeeded: u >> 16), UInt8(truncatingIfNeeded: u >> 8), UInt8(truncatingIfNeeded: u)]
-        }, elementType: int4OID))
     }
 
     private static func bigEndian(_ v: Int64) -> [UInt8] {
@@ -74,11 +65,12 @@ struct PGValue {
         return out
     }
 
-    /// Calls `body` with the C arrays `PQexecParams` takes (every parameter binary).
+    /// Calls `body` with the C arrays `PQexecPrepared` takes (every parameter binary; the types were given
+    /// when the statement was prepared).
     static func withParameters<R>(_ params: [PGValue],
-                                  _ body: (Int32, UnsafePointer<Oid>?, UnsafePointer<UnsafePointer<CChar>?>?,
-                                           UnsafePointer<Int32>?, UnsafePointer<Int32>?) -> R) -> R {
-        if params.isEmpty { return body(0, nil, nil, nil, nil) }
+                                  _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?,
+                                           UnsafePointer<Int32>?) -> R) -> R {
+        if params.isEmpty { return body(0, nil, nil, nil) }
         // All values in one buffer; pointers into it are made while it is pinned.
         var buffer: [UInt8] = []
         var offsets: [Int] = []
@@ -93,12 +85,11 @@ struct PGValue {
             }
         }
         buffer.append(0)   // a non-empty buffer, so that every pointer is valid
-        let types = params.map(\.type)
         let formats = [Int32](repeating: 1, count: params.count)
         return buffer.withUnsafeBufferPointer { raw in
             let base = UnsafeRawPointer(raw.baseAddress!).assumingMemoryBound(to: CChar.self)
             let values: [UnsafePointer<CChar>?] = params.indices.map { params[$0].bytes == nil ? nil : base + offsets[$0] }
-            return body(Int32(params.count), types, values, lengths, formats)
+            return body(Int32(params.count), values, lengths, formats)
         }
     }
 }

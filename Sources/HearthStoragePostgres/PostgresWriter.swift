@@ -96,36 +96,37 @@ final class PostgresWriter {
         try CommitValidation.check(commits, after: expected)
         let rows = GroupRows(commits)
         let cutoff = retention.ageCutoff(newest: newest.commitTime)
-        if let meta = known, meta.lastSeq == expected, pageReachesEnd || !oldestPage.isEmpty,
-           let plan = prunePlan(commits, after: meta, adding: rows.imageBytes, cutoff: cutoff) {
-            guard try !applyPipelined(rows, newest: newest, after: meta, plan: plan) else { return }
+        if let log = known, pageReachesEnd || !oldestPage.isEmpty,
+           let plan = prunePlan(commits, after: log, adding: rows.imageBytes, cutoff: cutoff) {
+            guard try !applyPipelined(rows, newest: newest, after: expected, log: log, plan: plan) else { return }
             // The connection broke under the group and PostgreSQL says it was not applied: once more, on the
             // new session (an idle connection learns that it broke only when it next sends something).
         }
         try applyStepByStep(rows, newest: newest, cutoff: cutoff, expected: expected)
     }
 
-    /// The meta row as this writer last committed it (nil: unknown, read again by the next group).
-    private var known: Meta?
+    /// The change log's pruning point and bytes as this writer last committed them in the meta row (nil:
+    /// unknown, read again by the next group); its `last_seq` is `expectedLastSeq`.
+    private var known: LogState?
 
-    struct Meta {
-        var lastSeq: UInt64
+    struct LogState {
         var prunedThrough: UInt64
         var logBytes: Int64
     }
 
     /// The group in one round trip. Returns true when it is committed; false when the connection broke and
     /// PostgreSQL says nothing of it was applied (the caller may try again); throws otherwise.
-    private func applyPipelined(_ rows: GroupRows, newest: CommitRecord, after meta: Meta, plan: PrunePlan) throws(HearthError) -> Bool {
+    private func applyPipelined(_ rows: GroupRows, newest: CommitRecord, after lastSeq: UInt64, log: LogState,
+                                plan: PrunePlan) throws(HearthError) -> Bool {
         var statements = [PGStatement(sql: "BEGIN", params: [], what: "starting a commit"),
-                          PGStatement(sql: "SELECT hearth_fence($1)", params: [.int8(meta.lastSeq)], what: "checking the stored last seq")]
+                          PGStatement(sql: "SELECT hearth_fence($1)", params: [.int8(lastSeq)], what: "checking the stored last seq")]
         statements += rows.statements
-        if plan.through != meta.prunedThrough { statements += Self.pruneStatements(after: meta.prunedThrough, through: plan.through) }
+        if plan.through != log.prunedThrough { statements += Self.pruneStatements(after: log.prunedThrough, through: plan.through) }
         statements.append(Self.advance(newest, prunedThrough: plan.through, logBytes: plan.logBytes))
         statements.append(notify(newest))
         statements.append(PGStatement(sql: "COMMIT", params: [], what: "committing seqs \(rows.firstSeq)...\(newest.seq)"))
         do throws(PGPipelineFailure) {
-            _ = try connection.pipeline(statements)
+            try connection.pipeline(statements)
         } catch {
             known = nil
             forgetOldest()
@@ -138,10 +139,10 @@ final class PostgresWriter {
                 return false   // nothing reached PostgreSQL: the caller sends it step by step, relocking first
             case .broken:
                 // The COMMIT may have been applied even though its answer was lost: ask.
-                guard try committed(newest.seq, after: meta.lastSeq) else { return false }
+                guard try committed(newest.seq, after: lastSeq) else { return false }
             }
         }
-        known = Meta(lastSeq: newest.seq, prunedThrough: plan.through, logBytes: plan.logBytes)
+        known = LogState(prunedThrough: plan.through, logBytes: plan.logBytes)
         expectedLastSeq = newest.seq
         oldestPage = plan.page
         return true
@@ -150,20 +151,21 @@ final class PostgresWriter {
     /// The group statement by statement, reading the meta row under its lock first and pruning when due.
     private func applyStepByStep(_ rows: GroupRows, newest: CommitRecord, cutoff: Int64, expected: UInt64) throws(HearthError) {
         known = nil
-        var meta = Meta(lastSeq: 0, prunedThrough: 0, logBytes: 0)
+        var log = LogState(prunedThrough: 0, logBytes: 0)
         do throws(HearthError) {
             try beginLocked()
             let stored = try connection.query("SELECT last_seq, pruned_through, log_bytes FROM hearth_meta WHERE id = 1 FOR UPDATE", [],
                                               "locking the meta row")
             guard stored.count == 1 else { throw HearthError(.internal, "storage: hearth_meta has no row") }
-            meta = Meta(lastSeq: stored.uint64(0, 0), prunedThrough: stored.uint64(0, 1), logBytes: stored.int64(0, 2))
-            guard meta.lastSeq == expected else {
-                throw historyChanged("the stored last seq is \(meta.lastSeq), and this daemon last committed (or found) \(expected)")
+            let storedLastSeq = stored.uint64(0, 0)
+            guard storedLastSeq == expected else {
+                throw historyChanged("the stored last seq is \(storedLastSeq), and this daemon last committed (or found) \(expected)")
             }
+            log = LogState(prunedThrough: stored.uint64(0, 1), logBytes: stored.int64(0, 2))
             for statement in rows.statements { try connection.query(statement.sql, statement.params, statement.what) }
-            meta.logBytes += rows.imageBytes
-            try prune(&meta.prunedThrough, &meta.logBytes, cutoff: cutoff)
-            for statement in [Self.advance(newest, prunedThrough: meta.prunedThrough, logBytes: meta.logBytes), notify(newest)] {
+            log.logBytes += rows.imageBytes
+            try prune(&log.prunedThrough, &log.logBytes, cutoff: cutoff)
+            for statement in [Self.advance(newest, prunedThrough: log.prunedThrough, logBytes: log.logBytes), notify(newest)] {
                 try connection.query(statement.sql, statement.params, statement.what)
             }
         } catch {
@@ -184,8 +186,7 @@ final class PostgresWriter {
                 throw error
             }
         }
-        meta.lastSeq = newest.seq
-        known = meta
+        known = log
         expectedLastSeq = newest.seq
     }
 
@@ -281,13 +282,13 @@ final class PostgresWriter {
         var page: [(seq: UInt64, micros: Int64, bytes: Int64)]
     }
 
-    private func prunePlan(_ commits: [CommitRecord], after meta: Meta, adding bytes: Int64, cutoff: Int64) -> PrunePlan? {
+    private func prunePlan(_ commits: [CommitRecord], after log: LogState, adding bytes: Int64, cutoff: Int64) -> PrunePlan? {
         var page = oldestPage
         if pageReachesEnd {
             page += commits.map { ($0.seq, $0.commitTime.micros, $0.imageBytes) }
             guard page.count <= 2 * pageSize else { return nil }   // let the step-by-step path read it afresh
         }
-        var plan = PrunePlan(through: meta.prunedThrough, logBytes: meta.logBytes + bytes, page: [])
+        var plan = PrunePlan(through: log.prunedThrough, logBytes: log.logBytes + bytes, page: [])
         var pruned = 0
         while pruned < page.count, retention.prunesOldest(commitMicros: page[pruned].micros, logBytes: plan.logBytes, cutoff: cutoff) {
             plan.logBytes -= page[pruned].bytes
