@@ -113,19 +113,25 @@ package struct SQLiteIndexReader {
         var paths = RowPaths()
         while try s.step() {
             let collection = s.text(1), id = s.text(2)
-            // The document's row, checked against its checksum before anything is made of it.
-            var sum = RowChecksum()
-            sum.columns(s, 1..<7)
-            guard sum.value == s.int64(7) else { throw StorageDamage.document("\(collection)/\(id)", "checksum mismatch") }
-            let path: DocumentPath
-            do { path = try paths.path(collection, id) } catch {
-                throw StorageDamage.document("\(collection)/\(id)", "invalid path: \(error.message)")
+            let doc = try Self.document(s, collection, id) { () throws(HearthError) in
+                do throws(HearthError) { return try paths.path(collection, id) } catch {
+                    throw StorageDamage.document("\(collection)/\(id)", "invalid path: \(error.message)")
+                }
             }
-            let doc = StoredDocument(path: path, data: s.bytes(3), createTime: Timestamp(micros: s.int64(4)),
-                                     updateTime: Timestamp(micros: s.int64(5)), seq: s.uint64(6))
             hits.append(IndexHit(key: s.bytes(0), document: doc))
         }
         return hits
+    }
+
+    /// The document in columns 1...7 of a scan's row (collection, id, data, create_us, update_us, seq,
+    /// checksum), checked against its checksum before anything is made of it, then given its `path`.
+    private static func document(_ s: SQLiteStatement, _ collection: String, _ id: String,
+                                 path: () throws(HearthError) -> DocumentPath) throws(HearthError) -> StoredDocument {
+        var sum = RowChecksum()
+        sum.columns(s, 1..<7)
+        guard sum.value == s.int64(7) else { throw StorageDamage.document("\(collection)/\(id)", "checksum mismatch") }
+        return StoredDocument(path: try path(), data: s.bytes(3), createTime: Timestamp(micros: s.int64(4)),
+                              updateTime: Timestamp(micros: s.int64(5)), seq: s.uint64(6))
     }
 
     /// `rowsSQL`'s rows: each entry with its document, or nil when the document is missing.
@@ -146,14 +152,8 @@ package struct SQLiteIndexReader {
                 rows.append((s.bytes(0), path, nil))
                 continue
             }
-            // The document's row, checked against its checksum before anything is made of it (the entry's
-            // collection and id are the document's: the join matched them).
-            var sum = RowChecksum()
-            sum.columns(s, 1..<7)
-            guard sum.value == s.int64(7) else { throw StorageDamage.document("\(collection)/\(id)", "checksum mismatch") }
-            let doc = StoredDocument(path: path, data: s.bytes(3), createTime: Timestamp(micros: s.int64(4)),
-                                     updateTime: Timestamp(micros: s.int64(5)), seq: s.uint64(6))
-            rows.append((s.bytes(0), path, doc))
+            // The entry's collection and id are the document's: the join matched them.
+            rows.append((s.bytes(0), path, try Self.document(s, collection, id) { path }))
         }
         return rows
     }
