@@ -25,12 +25,12 @@ public final class Engine {
     private let clock: () -> Int64
 
     /// Highest seq given to a commit.
-    public private(set) var lastAssignedSeq: UInt64
+    public internal(set) var lastAssignedSeq: UInt64
     /// Highest seq durable and published.
-    public private(set) var lastDurableSeq: UInt64
+    public internal(set) var lastDurableSeq: UInt64
     /// The store's history (`DocumentStore.historyID`): a seq is a position in this history only.
     public let historyID: UInt64
-    private var lastCommitMicros: Int64 = 0
+    var lastCommitMicros: Int64 = 0
 
     /// Documents changed by commits not yet durable: the newest version of each, with its seq.
     private var overlay: [DocumentPath: OverlayEntry] = [:]
@@ -54,6 +54,13 @@ public final class Engine {
     /// Called when the index catalog changes (a declaration, a drop, a backfill finished), with the index that
     /// changed and how, for the log.
     public var onIndexesChanged: ((IndexDefinition, IndexEvent) -> Void)?
+
+    /// Set while this node does not commit (it follows another node's commits, or is becoming the committer):
+    /// `commit` throws it at once and changes nothing.
+    public var commitRefusal: HearthError?
+    /// Other nodes commit to the store: it may hold commits this node has not published yet, and the loop's
+    /// reads go through `publishedReads`'s snapshot and rollback rather than to the store directly.
+    public var storeMayLead = false
 
     /// Set while the store's disk is full (by the server, which also clears it): a commit that would store
     /// more than it removes fails with this error at once, while one that only deletes documents (or verifies
@@ -113,6 +120,10 @@ public final class Engine {
         self.lastAssignedSeq = last
         self.lastDurableSeq = last
         self.historyID = try store.historyID()
+        // Commit times never go backwards, even across a restart on a clock that did, or on another node.
+        if last > 0, let newest = try? store.changes(after: last - 1, limit: 1)?.first, newest.seq == last {
+            lastCommitMicros = newest.commitTime.micros
+        }
         if let catalogCodec = indexCatalogCodec, let data = try store.indexCatalog() {
             let catalog: IndexCatalog
             do { catalog = try catalogCodec.decode(data) } catch {
@@ -156,7 +167,10 @@ public final class Engine {
     public func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
         thread.check("Engine.get")
         if let doc = cache.get(path) { return doc }
-        guard let doc = try storeRead({ (s) throws(HearthError) in try s.get(path) }) else { return nil }
+        guard let doc = try publishedReads({ (s, ahead) throws(HearthError) in
+            if let version = ahead[path] { return version }
+            return try s.get(path)
+        }) else { return nil }
         // Verified once, here, on its way in: the cache (and so every later get) holds verified documents only.
         try verified(doc)
         // A version newer than the published seq is from a batch that landed but is not yet published: the
@@ -241,6 +255,7 @@ public final class Engine {
                        review: ((CommitReview) throws(HearthError) -> Void)? = nil,
                        completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) throws(HearthError) -> UInt64 {
         thread.check("Engine.commit")
+        if let commitRefusal { throw commitRefusal }
         let prefixIndexes = nameIndexes ?? (writes.count > 1)
         guard !writes.isEmpty else { throw .invalid("a commit needs at least one write") }
         guard writes.count <= Limits.maxWritesPerCommit else {

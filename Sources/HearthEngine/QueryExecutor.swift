@@ -130,14 +130,6 @@ public struct PreparedQuery: Sendable {
 }
 
 extension Engine {
-    /// Runs `body`, handing a DATA_LOSS it throws to `onDataLoss` (the server logs it) on its way out.
-    func reportingDataLoss<R>(_ body: () throws(HearthError) -> R) throws(HearthError) -> R {
-        do { return try body() } catch {
-            if error.code == .dataLoss { onDataLoss?(error) }
-            throw error
-        }
-    }
-
     /// Plans `query` for a run off the loop thread (`PreparedQuery.run(on:codec:)`).
     public func prepare(_ query: ValidQuery, needFields: Bool = true) throws(HearthError) -> PreparedQuery {
         thread.check("Engine.prepare")
@@ -160,14 +152,22 @@ extension Engine {
     /// instead of the stored one (nil: absent). Listeners use it to see the state as of an earlier seq.
     func runQuery(_ query: ValidQuery, rollback: [DocumentPath: StoredDocument?], needFields: Bool = true) throws(HearthError) -> QueryResult {
         let p = try prepare(query, needFields: needFields)
-        let (rows, examined) = try reportingDataLoss { () throws(HearthError) in try QueryExecution.run(p, rollback: rollback, reads: readStore, codec: codec) }
+        let (rows, examined) = try publishedReads { (reads, ahead) throws(HearthError) in
+            // The listener's rollback is the older state: it wins where both name a document.
+            var versions = ahead
+            for (path, version) in rollback { versions[path] = version }
+            return try QueryExecution.run(p, rollback: versions, reads: reads, codec: codec)
+        }
         return QueryResult(documents: rows, seq: lastDurableSeq, stats: QueryStats(plan: p.plan, examined: examined, returned: rows.count))
     }
 
     /// Computes aggregations over a query's results (after cursors, offset and limit).
     public func runAggregate(_ query: ValidQuery, _ aggregations: [Aggregation]) throws(HearthError) -> (values: [Value], seq: UInt64) {
         let p = try prepare(query)
-        if let n = try reportingDataLoss({ () throws(HearthError) in try QueryExecution.countFromIndex(p, aggregations, reads: readStore) }) {
+        if let n = try publishedReads({ (reads, ahead) throws(HearthError) -> Int? in
+            // Index entries of documents changed after the published seq would be counted as they are now.
+            ahead.isEmpty ? try QueryExecution.countFromIndex(p, aggregations, reads: reads) : nil
+        }) {
             return ([.int(Int64(n))], lastDurableSeq)
         }
         let r = try runQuery(query)

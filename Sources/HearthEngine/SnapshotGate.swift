@@ -129,7 +129,7 @@ public final class SnapshotGate {
     /// finished. Parking twice before then is parking once.
     public func wait(_ waiter: SnapshotWaiter) {
         thread.check("SnapshotGate.wait")
-        assert(phase != .quiet, "parking with no publication to wait for would never wake")
+        assert(phase != .quiet || expectsPublications, "parking with no publication to wait for would never wake")
         guard waiting.insert(ObjectIdentifier(waiter)).inserted else { return }
         waiters.append(waiter)
     }
@@ -149,6 +149,16 @@ public final class SnapshotGate {
         precondition(phase == .quiet, "a batch was taken while another is in flight")
         self.batch = batch
         phase = .inFlight
+    }
+
+    /// Publications come without this node's batches (it publishes another node's commits from the feed,
+    /// `Engine.adopt`): a read may wait while the gate is quiet, for a seq the feed has not brought yet.
+    public var expectsPublications = false
+
+    /// A publication of commits this node did not make (`Engine.adopt`): no batch of its own is in flight.
+    func adoptionStarted() {
+        precondition(phase == .quiet, "another node's commits are published only while no batch is in flight")
+        phase = .publishing
     }
 
     func publicationStarted() {

@@ -5,7 +5,7 @@ import HearthRules
 
 /// `hello` (connection options and identity) and `rules` (the admin's reload and status).
 enum AuthHandlers {
-    /// `{op:"hello"[,token|adminKey][,as][,heartbeatMs]}`: sets heartbeats and who the connection speaks for.
+    /// `{op:"hello"[,token|adminKey][,as][,heartbeatMs][,minSeq]}`: sets heartbeats and who the connection speaks for.
     /// A token is verified (UNAUTHENTICATED with why when it is not); the admin key bypasses rules, and with
     /// `as` the admin speaks as a given user (`{"uid","token":{claims}}`) or as nobody (`null`), which is how
     /// `hearth rules test` tries rules. A hello again on the same connection replaces the identity (token
@@ -39,13 +39,30 @@ enum AuthHandlers {
                 throw e
             }
         }
+        // Read-your-writes across nodes: the answer (and every line after it) waits until this node has
+        // published `minSeq`, a seq the client saw elsewhere.
+        let minSeq = try req.optionalInt("minSeq").map { UInt64($0) }
+        var waitFor: UInt64?
+        if let minSeq, minSeq > ctx.engine.lastDurableSeq {
+            let last = try ctx.engine.store.lastSeq()
+            guard minSeq <= last else {
+                throw HearthError(.failedPrecondition, "minSeq \(minSeq) is beyond the database's last seq \(last) (a seq from another database, or one restored since)")
+            }
+            waitFor = minSeq
+        }
         if let heartbeat { ctx.session.setHeartbeat(heartbeat) }
-        let seq = ctx.engine.lastDurableSeq
-        ctx.reply(req) { w in
+        let seq = max(ctx.engine.lastDurableSeq, waitFor ?? 0)
+        let fields = { (w: inout JSONWriter) in
             w.key("version"); w.string(HearthVersion.string)
             w.key("seq"); w.uint(seq)
             w.key("history"); w.string(HistoryToken.encode(ctx.engine.historyID))
             if let principal { writeAuth(principal, into: &w) }
+        }
+        if let waitFor {
+            let line = ctx.dispatcher.okLine(req.id, fields)
+            ctx.session.offLoopReadDone(ctx.session.beginOffLoopRead(), line: line, seq: waitFor)
+        } else {
+            ctx.reply(req, fields)
         }
         if let principal { ctx.session.authenticated(as: principal) }
     }

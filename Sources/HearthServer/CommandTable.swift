@@ -32,7 +32,12 @@ struct Command: Sendable {
     let fields: Set<String>
     let access: Access
     var clearance: Clearance = .identified
+    /// Changes the catalog, so it runs on the committer: a follower forwards it there, as it does every
+    /// `.write` (`ClusterCoordinator.forward`).
+    var onCommitter = false
     let run: @Sendable (Context, Request) throws(HearthError) -> Void
+    /// Runs on the committer: a follower forwards it.
+    var forwarded: Bool { access == .write || onCommitter }
     /// Its position in `CommandTable.all` (its counters in `ServerMetrics.ops`); set by `Dispatcher`.
     var slot = 0
 }
@@ -72,13 +77,13 @@ enum CommandTable {
         Command(name: "explain", synopsis: "{op:\"explain\",<query fields>} runs the query and returns its plan: index, ranges, entries examined, documents returned",
                 fields: QueryDecoding.fields, access: .read, run: QueryHandlers.explain),
         Command(name: "index", synopsis: "{op:\"index\",action:\"create\"|\"list\"|\"drop\",collection,scope,fields:[[f,asc|desc|array-contains]],indexId} manages composite indexes",
-                fields: ["action", "collection", "scope", "fields", "indexId"], access: .meta, clearance: .admin, run: IndexHandlers.index),
+                fields: ["action", "collection", "scope", "fields", "indexId"], access: .meta, clearance: .admin, onCommitter: true, run: IndexHandlers.index),
         Command(name: "listen", synopsis: "{op:\"listen\",path|query:{...}[,resumeAfter:N[,history:H]][,heartbeatMs:ms]} subscribes: {sub,history}, then pushed snapshots",
                 fields: ["path", "query", "resumeAfter", "history", "heartbeatMs"], access: .read, run: ListenHandlers.listen),
         Command(name: "unlisten", synopsis: "{op:\"unlisten\",sub} ends a subscription; nothing for it follows the response",
                 fields: ["sub"], access: .meta, clearance: .anyone, run: ListenHandlers.unlisten),
-        Command(name: "hello", synopsis: "{op:\"hello\"[,token:JWT|adminKey:K[,as:{uid,token}|null]][,heartbeatMs:ms]} sets who the connection is and heartbeats: {version,seq,history[,auth]}",
-                fields: ["heartbeatMs", "token", "adminKey", "as"], access: .meta, clearance: .anyone, run: AuthHandlers.hello),
+        Command(name: "hello", synopsis: "{op:\"hello\"[,token:JWT|adminKey:K[,as:{uid,token}|null]][,heartbeatMs:ms][,minSeq:N]} sets who the connection is and heartbeats, and waits until this node has published seq N: {version,seq,history[,auth]}",
+                fields: ["heartbeatMs", "token", "adminKey", "as", "minSeq"], access: .meta, clearance: .anyone, run: AuthHandlers.hello),
         Command(name: "rules", synopsis: "{op:\"rules\",action:\"reload\"|\"status\"} (admin) reloads the rules file or says which rules are in force",
                 fields: ["action"], access: .meta, clearance: .admin, run: AuthHandlers.rules),
         Command(name: "backup", synopsis: "{op:\"backup\",dir:\"/abs/dir\"} (admin) copies the store online into a new data directory at one seq, with progress lines: {seq,pages,bytes,micros,dir}",
@@ -92,7 +97,7 @@ enum CommandTable {
         Command(name: "deleteRecursive", synopsis: "{op:\"deleteRecursive\",path[,batchSize:1..500][,progress:true]} (admin) deletes a collection or document and everything below it in batches: {deleted}",
                 fields: ["path", "batchSize", "progress"], access: .meta, clearance: .admin, run: AdminHandlers.deleteRecursive),
         Command(name: "ttl", synopsis: "{op:\"ttl\",action:\"set\"|\"remove\"|\"list\",collectionGroup,field} (admin) TTL policies: documents whose field holds a past timestamp are deleted",
-                fields: ["action", "collectionGroup", "field"], access: .meta, clearance: .admin, run: AdminHandlers.ttl),
+                fields: ["action", "collectionGroup", "field"], access: .meta, clearance: .admin, onCommitter: true, run: AdminHandlers.ttl),
         Command(name: "compact", synopsis: "{op:\"compact\"} (admin) gives the space of deleted data back to the filesystem: {method,bytesBefore,bytesAfter,ms}",
                 fields: [], access: .meta, clearance: .admin, run: AdminHandlers.compact),
     ]

@@ -92,6 +92,9 @@ final class Dispatcher {
             session.server.metrics.ops[command.slot].refused()
             return .handled
         }
+        if command.forwarded, let cluster = session.server.cluster, cluster.forward(line, id: id, command: command, session: session) {
+            return .handled
+        }
         let request = Request(op: op, body: root, line: line, id: id)
         let gate = session.server.engine.gate
         ticket = nil

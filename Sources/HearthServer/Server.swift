@@ -103,6 +103,8 @@ public final class Server {
     }
 
     private let socket: ServerSocket?
+    /// This node's part in a cluster over a shared store (`config.cluster`), once running.
+    private(set) var cluster: ClusterCoordinator?
 
     /// DATA_LOSS messages already logged (each damaged document is logged once, however often it is asked for).
     private var loggedDamage = Set<String>()
@@ -162,7 +164,13 @@ public final class Server {
     /// Returns when the loop has ended.
     public func run() throws {
         engine.adoptCurrentThread()
-        try importIndexFile()
+        if let settings = config.cluster, let shared = store as? any ClusterStore {
+            let c = try ClusterCoordinator(server: self, store: shared, settings: settings)
+            cluster = c
+            try c.start()
+        } else {
+            try importIndexFile()
+        }
         raiseFileLimit()
         let socket = try self.socket ?? ServerSocket(loop: loop, addresses: config.listenAddresses, metrics: config.metricsAddress)
         socket.target.accept = { [unowned self] conn, tls, port in self.acceptTCP(conn, tls: tls, port: port) }
@@ -381,6 +389,7 @@ public final class Server {
             }
         }
         engine.finish(batch, error: error)
+        cluster?.engineSettled()
         if error == nil && engine.diskFull != nil { checkDiskSpace() }
         if shuttingDown { maybeFinishShutdown() }
     }
@@ -388,7 +397,7 @@ public final class Server {
     /// One page of index backfill or purge per loop turn, so building an index never blocks writes.
     /// Paused while the disk is full.
     private func runIndexWork() {
-        guard engine.hasIndexWork, !shuttingDown, engine.diskFull == nil, engine.pendingCommitCount < 64 else { return }
+        guard engine.hasIndexWork, !shuttingDown, engine.diskFull == nil, engine.commitRefusal == nil, engine.pendingCommitCount < 64 else { return }
         do { try engine.indexWorkStep() } catch { logger.warn("index work failed, will retry: \(error)") }
         // Keep the loop turning while work remains, even when no client is active.
         if engine.hasIndexWork && indexTimer == nil {
@@ -442,6 +451,7 @@ public final class Server {
     }
 
     private func stopLoop() {
+        cluster?.stop()
         closeReaders()
         stopMetrics()
         jobs.stop()

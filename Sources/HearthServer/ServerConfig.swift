@@ -47,6 +47,8 @@ public struct ServerConfig: Sendable {
 
     /// TLS: certificate, key, optional client CA and port (see `TLSSettings`); nil serves plain text only.
     public var tls: TLSSettings?
+    /// One node of several over a shared store (`--postgres`): its name, address and the committer's lease.
+    public var cluster: ClusterSettings?
 
     var budgetLimits: ConnectionBudget.Limits {
         .init(maxConnections: maxConnections, maxPerAddress: maxConnectionsPerAddress, inputBytes: inputBudget,

@@ -286,6 +286,9 @@ final class Session: SnapshotWaiter {
         guard !closed else { return }
         sentSinceTick = true
         responses.fill(slot, with: response) { conn.send($0) }
-        if pendingWrites == 0 && isParked { server.engine.gate.wait(self) } else { updateReading() }
+        guard pendingWrites == 0 && isParked else { return updateReading() }
+        // During a publication the parked lines run once it has finished; a write answered outside one (a
+        // follower's forwarded write, `ClusterCoordinator`) lets them run now.
+        if server.engine.gate.phase == .quiet { runParked() } else { server.engine.gate.wait(self) }
     }
 }

@@ -214,6 +214,11 @@ public protocol StoreSnapshot: StoreReads {
     /// cannot enumerate documents throws UNIMPLEMENTED (the default, `StoreMaintenance.swift`).
     func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument]
 
+    /// The change log as the snapshot holds it (`DocumentStore.changes`): for a node that publishes commits
+    /// it did not make, which reads the state at its published seq as a snapshot ahead of it with the commits
+    /// after that seq rolled back. A backend without shared nodes throws UNIMPLEMENTED (the default).
+    func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]?
+
     func close()
 }
 

@@ -54,4 +54,8 @@ extension StoreSnapshot {
     public func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument] {
         throw HearthError(.unimplemented, "storage: this backend cannot enumerate documents for an export")
     }
+
+    public func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
+        throw HearthError(.unimplemented, "storage: this backend cannot read the change log in a snapshot")
+    }
 }

@@ -41,13 +41,38 @@ final class PostgresCommitFeed: CommitFeed {
         while true {
             try listen()
             connection.drainNotifications()
-            let found = try PostgresReads(connection: connection).changes(after: after, limit: max(0, limit))
+            let found = try read(after: after, limit: limit)
             if found == nil || found?.isEmpty == false || limit < 1 { return found }
             let left = deadline - MonotonicClock.seconds()
             if left <= 0 { return [] }
             // The read may have reopened the connection (a session without the LISTEN): listen first.
             guard listening == connection.sessions else { continue }
             connection.waitForNotification(seconds: min(left, recheck))
+        }
+    }
+
+    /// The commits after `after` and the index catalog a commit among them stored, in one snapshot (a
+    /// REPEATABLE READ transaction): the catalog row holds only the latest catalog, so read later it could
+    /// already be a newer commit's, and the one these commits carry would be missed.
+    private func read(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
+        try connection.exec("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", "starting a read of the change log")
+        connection.pin()
+        defer { connection.unpin() }
+        do throws(HearthError) {
+            let reads = PostgresReads(connection: connection)
+            var found = try reads.changes(after: after, limit: max(0, limit))
+            if let last = found?.last?.seq {
+                let catalog = try connection.query("SELECT seq, data FROM hearth_index_catalog WHERE id = 1 AND seq > $1 AND seq <= $2",
+                                                   [.int8(after), .int8(last)], "reading the index catalog")
+                if catalog.count == 1, let i = found!.firstIndex(where: { $0.seq == catalog.uint64(0, 0) }) {
+                    found![i].indexCatalog = catalog.bytes(0, 1)
+                }
+            }
+            try connection.exec("COMMIT", "ending a read of the change log")
+            return found
+        } catch {
+            connection.rollBack()
+            throw error
         }
     }
 

@@ -8,7 +8,18 @@ import HearthStorage
 /// documents are the codec's opaque bytes (jsonb would reorder keys and drop `3.0`).
 package enum PostgresSchema {
     /// Bumped whenever the layout changes; a newer version refuses to open, an older one is migrated at open.
-    static let version: Int64 = 1
+    static let version: Int64 = 2
+
+    /// The committer's lease (added in version 2; `ClusterStore`).
+    static let leaseTable = """
+        CREATE TABLE IF NOT EXISTS hearth_lease (
+            id          int PRIMARY KEY CHECK (id = 1),      -- one row, absent until a node is first elected
+            term        bigint NOT NULL,                     -- every election adds one
+            committer   text NOT NULL,                       -- the committer's --node-name
+            address     text,                                -- its --advertise HOST:PORT (NULL: not reachable)
+            lease_until timestamptz NOT NULL                 -- PostgreSQL's clock; renewed by the committer
+        );
+        """
 
     /// The fence: a group's first statement locks the meta row and refuses the group unless `last_seq` is the one
     /// the writer last committed (SQLSTATE HR001).
@@ -73,6 +84,7 @@ package enum PostgresSchema {
             data bytea NOT NULL,                             -- the engine's declared composite indexes, opaque here
             seq  bigint NOT NULL                             -- the commit that stored it
         );
+        \(leaseTable)
         \(fenceFunction)
         """
 
@@ -105,8 +117,13 @@ package enum PostgresSchema {
                 if v > version {
                     throw HearthError(.internal, "storage: schema \(schema) has schema version \(v), written by a newer Hearth; this build reads version \(version) (upgrade hearthd)")
                 }
-                guard v == version else {
+                guard v >= 1 else {
                     throw HearthError(.internal, "storage: schema \(schema) has schema version \(v), which this build cannot migrate")
+                }
+                if v < 2 {
+                    // Version 2 adds the committer's lease.
+                    try c.exec(leaseTable, "adding hearth_lease")
+                    try c.query("UPDATE hearth_meta SET schema_version = $1 WHERE id = 1", [.int8(version)], "recording schema version \(version)")
                 }
                 // The fence function as this build defines it (stores made before it existed gain it).
                 try c.exec(fenceFunction, "defining hearth_fence")

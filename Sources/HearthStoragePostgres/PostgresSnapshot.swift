@@ -45,6 +45,10 @@ final class PostgresSnapshot: StoreSnapshot, @unchecked Sendable {
         try reads().documents(in: scope, after: after, limit: limit)
     }
 
+    func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
+        try reads().changes(after: after, limit: limit)
+    }
+
     func close() {
         guard let c = connection else { return }
         connection = nil

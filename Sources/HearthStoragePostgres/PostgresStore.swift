@@ -14,7 +14,7 @@ import HearthStorage
 /// session (flushed to PostgreSQL's WAL, and to synchronous standbys where the cluster has them). A COMMIT
 /// whose answer is lost is resolved by reading `last_seq` back; when that cannot be done the store refuses
 /// further writes until it is reopened (it cannot know which history the engine must continue).
-public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked Sendable {
+public final class PostgresStore: ClusterStore, StoreAdministration, @unchecked Sendable {
     /// The schema used when none is named.
     public static let defaultSchema = "hearth"
 
@@ -33,16 +33,19 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
     /// creates the tables in `schema` when missing, or checks them. Takes the schema's writer lock (one hearthd
     /// writes to a schema at a time; UNAVAILABLE naming the schema when another holds it), or, without
     /// `lockingSchema` (a second store opened to read what the first wrote), only when it first writes.
+    ///
+    /// With `clustered` the store is one node's of several (`ClusterStore`): it writes only while it is the
+    /// elected committer (`campaign`), and never takes the lock on its own.
     public convenience init(dsn: String, schema: String = PostgresStore.defaultSchema, retention: RetentionPolicy = .default,
-                            lockingSchema: Bool = true) throws(HearthError) {
-        try self.init(dsn: dsn, schema: schema, retention: retention, lockingSchema: lockingSchema,
-                      retentionPageSize: PostgresWriter.defaultPageSize)
+                            lockingSchema: Bool = true, clustered: Bool = false) throws(HearthError) {
+        try self.init(dsn: dsn, schema: schema, retention: retention, lockingSchema: lockingSchema && !clustered,
+                      retentionPageSize: PostgresWriter.defaultPageSize, clustered: clustered)
     }
 
     /// Tests: `retentionPageSize` is how many of the oldest commits the writer reads at a time to prune from
     /// (`PostgresWriter`); a small one makes pruning cross pages.
     package init(dsn: String, schema: String, retention: RetentionPolicy, lockingSchema: Bool,
-                 retentionPageSize: Int) throws(HearthError) {
+                 retentionPageSize: Int, clustered: Bool = false) throws(HearthError) {
         guard !schema.isEmpty, schema.utf8.count <= 63, !schema.utf8.contains(0) else {
             throw HearthError(.invalidArgument, "storage: \"\(schema)\" is not a PostgreSQL schema name (1 to 63 bytes)")
         }
@@ -54,7 +57,7 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
         let w = try PGConnection(dsn: dsn, role: "writer", setup: setup + "; SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') IN ('off', 'local')")
         try PostgresSchema.prepare(w, schema: schema)
         writer = Locked(try PostgresWriter(connection: w, schema: schema, retention: retention, lockingNow: lockingSchema,
-                                           pageSize: retentionPageSize))
+                                           clustered: clustered, pageSize: retentionPageSize))
         reader = Locked(try PGConnection(dsn: dsn, role: "reader", setup: setup + "; SET default_transaction_read_only TO on"))
     }
 
@@ -128,6 +131,27 @@ public final class PostgresStore: DocumentStore, StoreAdministration, @unchecked
             if let doubt = w.doubt { throw doubt }
             try w.apply(commits)
         }
+    }
+
+    // MARK: The committer's election (ClusterStore)
+
+    private func withWriter<R>(_ body: (PostgresWriter) throws(HearthError) -> R) throws(HearthError) -> R {
+        try writer.withLock { (w) throws(HearthError) -> R in
+            guard let w else { throw CommitValidation.closed }
+            return try body(w)
+        }
+    }
+
+    public func campaign(_ node: ClusterNode, leaseMs: Int) throws(HearthError) -> CommitterLease {
+        try withWriter { (w) throws(HearthError) in try w.campaign(node, leaseMs: leaseMs) }
+    }
+
+    public func renewLease(term: UInt64, leaseMs: Int) throws(HearthError) -> Bool {
+        try withWriter { (w) throws(HearthError) in try w.renewLease(term: term, leaseMs: leaseMs) }
+    }
+
+    public func resign(term: UInt64) {
+        _ = try? withWriter { (w) throws(HearthError) in w.resign(term: term) }
     }
 
     // MARK: Snapshots

@@ -11,7 +11,7 @@ import HearthStorage
 /// on another history, or racing another writer, changes nothing). Each group's rows go in a few statements
 /// over arrays (`unnest`), netted per document and per index key first. Used by one thread at a time.
 final class PostgresWriter {
-    private let connection: PGConnection
+    let connection: PGConnection
     private let retention: RetentionPolicy
     /// The oldest commits still in the change log, in order (seq, commit time, image bytes): what retention
     /// prunes next. Read in pages and followed in memory, so a group can prune in the same round trip as it
@@ -24,29 +24,48 @@ final class PostgresWriter {
     static let defaultPageSize = 4096
     /// Set when a COMMIT's outcome could not be learned: every later group is refused with it, since this
     /// writer no longer knows which seq the stored history ends at (a restart reads it again).
-    private(set) var doubt: HearthError?
+    var doubt: HearthError?
 
-    /// The schema's writer lock belongs to this session of the connection.
-    private var lockedSession = 0
-    private let schema: String
+    /// The schema's writer lock belongs to this session of the connection (0: not held).
+    var lockedSession = 0
+    let schema: String
+    /// One of several nodes over the schema (`ClusterStore`): the lock is taken only by `campaign`, never
+    /// again on its own after the session that held it ended (another node may be the committer by then).
+    let clustered: Bool
     /// The channel the commit feeds of this schema listen on.
     private let channel: String
     /// The last seq this writer committed, or found stored when it first took the schema's lock: what the
     /// stored `last_seq` must be when its next group begins. Both directions matter: higher means another
     /// writer committed; lower means the database lost commits it had acknowledged (a failover to a standby
     /// that had not received them), and the engine's history is then no longer the store's.
-    private var expectedLastSeq: UInt64?
+    var expectedLastSeq: UInt64?
 
     /// Takes the schema's writer lock, or throws UNAVAILABLE when another hearthd holds it.
     /// With `lockingNow` false the lock is first taken by the first group (a store opened to read beside another).
-    init(connection: PGConnection, schema: String, retention: RetentionPolicy, lockingNow: Bool,
+    init(connection: PGConnection, schema: String, retention: RetentionPolicy, lockingNow: Bool, clustered: Bool = false,
          pageSize: Int = PostgresWriter.defaultPageSize) throws(HearthError) {
         self.pageSize = max(1, pageSize)
+        self.clustered = clustered
         self.connection = connection
         self.schema = schema
         channel = PostgresCommitFeed.channel(for: schema)
         self.retention = retention
-        if lockingNow { try lockSchema() }
+        if lockingNow && !clustered { try lockSchema() }
+    }
+
+    /// Before a group: the session holds the schema's writer lock. A single daemon takes it again after a
+    /// reconnect; a cluster node does not (the lock is the committer's role, taken only by `campaign`).
+    private func requireLock() throws(HearthError) {
+        guard clustered else { return try lockSchema() }
+        try connection.reconnectIfBroken()
+        guard lockedSession != 0, lockedSession == connection.sessions else {
+            lockedSession = 0
+            throw Self.notCommitter(schema)
+        }
+    }
+
+    static func notCommitter(_ schema: String) -> HearthError {
+        HearthError(.unavailable, "storage: this node is not the committer of schema \(schema) (it does not hold the writer lock); the write was not applied")
     }
 
     /// One hearthd commits to a schema at a time: a session-level advisory lock, held by the writer's session
@@ -87,7 +106,7 @@ final class PostgresWriter {
         guard let newest = commits.last else { return }
         if let doubt { throw doubt }
         do throws(HearthError) {
-            try lockSchema()
+            try requireLock()
         } catch {
             known = nil
             throw error
@@ -107,7 +126,7 @@ final class PostgresWriter {
 
     /// The change log's pruning point and bytes as this writer last committed them in the meta row (nil:
     /// unknown, read again by the next group); its `last_seq` is `expectedLastSeq`.
-    private var known: LogState?
+    var known: LogState?
 
     struct LogState {
         var prunedThrough: UInt64
@@ -195,7 +214,7 @@ final class PostgresWriter {
     /// sent once more (never on a session without the lock).
     private func beginLocked() throws(HearthError) {
         for attempt in 0..<2 {
-            try lockSchema()
+            try requireLock()
             connection.pin()
             do throws(HearthError) {
                 try connection.query("BEGIN", [], "starting a commit")
@@ -215,6 +234,12 @@ final class PostgresWriter {
 
     /// Refuses this group and every later one: the stored history is not the one the engine continues.
     private func historyChanged(_ detail: String) -> HearthError {
+        if clustered {
+            // Another node committed: this one is no longer the committer (its next campaign says who is).
+            lockedSession = 0
+            known = nil
+            return HearthError(.unavailable, "storage: this node is no longer the committer of schema \(schema) (\(detail)); the write was not applied")
+        }
         let e = HearthError(.unavailable, "storage: the store's history changed under this daemon (\(detail)): another writer committed, or PostgreSQL lost commits it had acknowledged (a failover to a standby that lacked them); writes are refused until hearthd restarts")
         doubt = e
         return e
@@ -241,6 +266,14 @@ final class PostgresWriter {
     /// which PostgreSQL releases only when the old one ends. PostgreSQL is asked again for up to 30 s (a
     /// restart); when it cannot answer by then, or answers neither, the doubt refuses every later group.
     private func committed(_ seq: UInt64, after: UInt64) throws(HearthError) -> Bool {
+        if clustered {
+            // The lock went with the session, and another node may take it before this one could ask: the
+            // node stops committing, and the commit feed, which every node publishes from, shows whether the
+            // group was applied.
+            lockedSession = 0
+            known = nil
+            throw HearthError(.unavailable, "storage: PostgreSQL did not answer the COMMIT of seq \(seq), so whether it was applied is unknown; this node stops committing and the commit feed will show it")
+        }
         let deadline = MonotonicClock.seconds() + 30
         var cause = HearthError(.unavailable, "no answer")
         while MonotonicClock.seconds() < deadline {
@@ -260,7 +293,7 @@ final class PostgresWriter {
         throw doubt!
     }
 
-    private func forgetOldest() {
+    func forgetOldest() {
         oldestPage = []
         pageReachesEnd = false
     }

@@ -22,6 +22,12 @@ options:
   --postgres DSN           keep the store in PostgreSQL instead (a libpq connection string or postgresql://
                            URI; also $HEARTH_POSTGRES); tables are created when missing (docs/storage.md)
   --postgres-schema NAME   the PostgreSQL schema holding the tables (default hearth)
+  --advertise HOST:PORT    with --postgres: where the other nodes reach this one to forward writes while it is
+                           the committer (default: none, and then only it takes writes while it commits)
+  --node-name NAME         with --postgres: this node's name in logs and in the committer's lease (default:
+                           the --advertise address, else the host name and process ID)
+  --lease-ms N             with --postgres: how long the committer's lease lasts unrenewed (default 5000); a
+                           frozen committer is replaced after this long
   --max-line-bytes N       longest accepted request line (default 16777216)
   --output-high-water N    bytes of unsent output at which a connection's reading pauses (default 4194304)
   --retention-seconds N    change-log retention by age, for resuming listeners (default 86400)
@@ -107,6 +113,9 @@ var checkFirst = false
 // The PostgreSQL store, when chosen: the flag, else the environment.
 var postgresDSN: String? = getenv("HEARTH_POSTGRES").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 }
 var postgresSchema = PostgresStore.defaultSchema
+var advertise: String?
+var nodeName: String?
+var leaseMs = ClusterSettings.defaultLeaseMs
 // TLS flags, checked together once all flags are read.
 var tlsCert: String?
 var tlsKey: String?
@@ -146,6 +155,12 @@ while let arg = args.popFirst() {
     case "--postgres-schema":
         guard let v = value(), !v.isEmpty, v.utf8.count <= 63 else { fail("--postgres-schema needs a schema name of 1 to 63 bytes") }
         postgresSchema = v
+    case "--advertise":
+        guard let v = value(), let colon = v.lastIndex(of: ":"), let p = Int(v[v.index(after: colon)...]), p > 0, p <= 65535,
+              colon != v.startIndex else { fail("--advertise needs HOST:PORT") }
+        advertise = v
+    case "--node-name": guard let v = value(), !v.isEmpty, v.utf8.count <= 200 else { fail("--node-name needs a name of 1 to 200 bytes") }; nodeName = v
+    case "--lease-ms": leaseMs = intValue("--lease-ms", value(), min: 300)
     case "--max-line-bytes": config.maxLineBytes = intValue("--max-line-bytes", value(), min: 1024)
     case "--output-high-water": config.outputHighWater = intValue("--output-high-water", value(), min: 4096)
     case "--retention-seconds": config.retentionSeconds = Int64(intValue("--retention-seconds", value()))
@@ -224,7 +239,14 @@ case (nil, nil):
     if tlsPort != nil { fail("--tls-port needs --tls-cert and --tls-key") }
 }
 
+if postgresDSN == nil && (advertise != nil || nodeName != nil) {
+    fail("--advertise and --node-name name a node of several over PostgreSQL: they need --postgres")
+}
 if postgresDSN != nil {
+    var host = [CChar](repeating: 0, count: 256)
+    gethostname(&host, host.count - 1)
+    let name = nodeName ?? advertise ?? "\(String(cString: host))/\(getpid())"
+    config.cluster = ClusterSettings(node: ClusterNode(name: name, address: advertise), leaseMs: leaseMs)
     if checkFirst { fail("--check reads the embedded store's files; a PostgreSQL store is checked by PostgreSQL (amcheck, data checksums)") }
     // The reserve keeps room on the embedded store's disk; PostgreSQL's disk is PostgreSQL's.
     config.diskReserveBytes = 0
@@ -254,9 +276,10 @@ do {
     if let postgresDSN {
         // The node's own directory is locked as the embedded store's is: one daemon per data directory.
         nodeLock = try DataDirectoryLock.creating(config.dataDir)
-        let postgres = try PostgresStore(dsn: postgresDSN, schema: postgresSchema, retention: retention)
+        let postgres = try PostgresStore(dsn: postgresDSN, schema: postgresSchema, retention: retention, clustered: true)
         let seq = try postgres.lastSeq()
-        logger.info("store: PostgreSQL at \(postgres.serverDescription), schema \(postgresSchema), seq \(seq)")
+        let node = config.cluster!.node
+        logger.info("store: PostgreSQL at \(postgres.serverDescription), schema \(postgresSchema), seq \(seq); node \(node.name)\(node.address.map { " advertised at \($0)" } ?? " (not advertised)")")
         store = postgres
     } else {
         let sqlite = try SQLiteStore(directory: config.dataDir, retention: retention)

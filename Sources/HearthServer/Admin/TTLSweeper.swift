@@ -33,7 +33,8 @@ final class TTLSweeper {
 
     /// Starts a sweep of every policy now, unless one is running.
     func sweep() {
-        guard !sweeping, !stopped, !server.engine.ttlPolicies.isEmpty else { return }
+        // Only the node that commits sweeps (a follower's would fail, and the committer's deletes reach it).
+        guard !sweeping, !stopped, !server.engine.ttlPolicies.isEmpty, server.engine.commitRefusal == nil else { return }
         sweeping = true
         sweepPolicy(server.engine.ttlPolicies, 0, after: nil)
     }

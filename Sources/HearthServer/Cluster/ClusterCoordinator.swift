@@ -1,0 +1,331 @@
+import HearthEngine
+import HearthLoop
+import HearthModel
+import HearthProtocol
+import HearthStorage
+
+/// This node's part in a cluster over a shared store (docs/architecture.md, "Nodes over PostgreSQL"):
+///
+/// - the election: every third of the lease, the committer renews its lease and the followers run a round of
+///   the election (`ClusterStore.campaign`), on a thread of its own;
+/// - the feed: a follower reads the commits after its published seq from the store's `CommitFeed` on another
+///   thread, and publishes them through the engine (`Engine.adopt`) whenever the engine has nothing pending;
+/// - forwarding: a follower sends the writes its clients make to the committer (`PeerLink`) and answers each
+///   once it has published the seq the committer gave it.
+///
+/// The role moves follower → promoting (elected, publishing up to the stored last seq of the new term) →
+/// committer, and back to follower when a renewal fails. Loop thread only, but for the work handed to the
+/// two threads.
+final class ClusterCoordinator {
+    unowned let server: Server
+    let store: any ClusterStore
+    let settings: ClusterSettings
+    private(set) var role: ClusterRole = .follower(committer: nil)
+    private let electionThread: WorkerPool
+    private let feedThread: WorkerPool
+    private let feed: FeedBox
+    private var electing = false
+    private var tailing = false
+    private var stopped = false
+    private var roundTimer: LoopTimer?
+    private var retryTimer: LoopTimer?
+    /// Commits read from the feed and not yet published (the engine had a batch of its own pending).
+    private var fetched: [CommitRecord] = []
+    /// The link to the committer, made on the first write forwarded to it.
+    private var link: PeerLink?
+    /// Forwarded writes the committer answered, waiting until this node has published their seq.
+    private var answered: [(seq: UInt64, pending: PeerLink.Pending, line: [UInt8])] = []
+    /// Failures of the election or the feed, logged at most once a second.
+    private lazy var problems = LogThrottle(loop: server.loop, logger: server.logger, summary: "more cluster errors")
+    /// Commits published from the feed, and writes forwarded (for stats).
+    private(set) var adopted: UInt64 = 0
+    private(set) var forwarded: UInt64 = 0
+    private(set) var elections = 0
+
+    init(server: Server, store: any ClusterStore, settings: ClusterSettings) throws(HearthError) {
+        self.server = server
+        self.store = store
+        self.settings = settings
+        electionThread = WorkerPool(loop: server.loop, threads: 1)
+        feedThread = WorkerPool(loop: server.loop, threads: 1)
+        feed = FeedBox(try store.feed(recheck: 0.25))
+    }
+
+    private var engine: Engine { server.engine }
+    private var node: ClusterNode { settings.node }
+
+    /// Runs one round of the election at once (a single node is the committer before it serves), then the
+    /// rounds and the feed. Loop thread, before serving.
+    func start() throws(HearthError) {
+        engine.gate.expectsPublications = true
+        becomeFollower(committer: nil, quietly: true)
+        settle(try store.campaign(node, leaseMs: settings.leaseMs))
+        let every = settings.roundMs
+        roundTimer = server.loop.timer(after: every, repeat: every) { [unowned self] in self.electionRound() }
+        fetchMore()
+    }
+
+    /// Stops the rounds and the feed; a committer gives its lease up so that another node takes over at
+    /// once. After in-flight commits are done (shutdown waits for them).
+    func stop() {
+        guard !stopped else { return }
+        stopped = true
+        roundTimer?.cancel()
+        retryTimer?.cancel()
+        electionThread.close()
+        feedThread.close()
+        feed.feed.close()
+        link?.fail(HearthError(.unavailable, "this node is shutting down"))
+        if let term = role.term {
+            store.resign(term: term)
+            server.logger.info("cluster: gave up the committer's lease (term \(term))")
+        }
+    }
+
+    // MARK: The election
+
+    private func electionRound() {
+        guard !electing, !stopped else { return }
+        electing = true
+        let store = self.store, node = self.node, leaseMs = settings.leaseMs
+        let outcome = ElectionOutcome()
+        let term = role.term
+        electionThread.submit({
+            do throws(HearthError) {
+                if let term { outcome.renewed = try store.renewLease(term: term, leaseMs: leaseMs) } else { outcome.lease = try store.campaign(node, leaseMs: leaseMs) }
+            } catch {
+                outcome.error = error
+            }
+        }, done: { [unowned self] in
+            electing = false
+            guard !stopped else { return }
+            if let error = outcome.error {
+                problems.note("cluster: \(term == nil ? "election round" : "renewing the lease") failed (tried again in \(settings.roundMs) ms): \(error.message)")
+                return
+            }
+            if let renewed = outcome.renewed, term == role.term {
+                if !renewed {
+                    server.logger.warn("cluster: lost the committer's lease (term \(term ?? 0)): another node is elected, or the session to the database ended; following")
+                    becomeFollower(committer: nil, quietly: false)
+                }
+            } else if let lease = outcome.lease, role.term == nil {
+                settle(lease)
+            }
+        })
+    }
+
+    /// Takes the outcome of a round of the election.
+    private func settle(_ lease: CommitterLease) {
+        if lease.isMine {
+            elections += 1
+            role = .promoting(term: lease.term, from: lease.lastSeq)
+            engine.commitRefusal = HearthError(.unavailable, "this node was just elected committer and is publishing up to seq \(lease.lastSeq) first; try again")
+            server.logger.info("cluster: \(node.name) elected committer, term \(lease.term); publishing up to seq \(lease.lastSeq) first")
+            dropLink(HearthError(.unavailable, "this node became the committer before the previous one answered; the write may or may not have been applied"))
+            publishFetched()
+            return
+        }
+        guard case .follower(let known) = role else { return }
+        if known != lease.committer {
+            if let c = lease.committer {
+                server.logger.info("cluster: following committer \(c.name) at \(c.address ?? "(no address)"), term \(lease.term)")
+            }
+            becomeFollower(committer: lease.committer, quietly: true)
+        }
+    }
+
+    private func becomeFollower(committer: ClusterNode?, quietly: Bool) {
+        role = .follower(committer: committer)
+        engine.commitRefusal = HearthError(.unavailable, "this node is not the committer\(committer.map { " (\($0.name) is)" } ?? "")")
+        engine.storeMayLead = true
+        if link?.committer != committer {
+            dropLink(HearthError(.unavailable, "the committer changed before it answered; the write may or may not have been applied"))
+        }
+        fetchMore()
+    }
+
+    /// Once elected: commits once every commit of earlier terms is published and nothing of this node is
+    /// pending.
+    private func checkPromotion() {
+        guard case .promoting(let term, let from) = role, engine.isIdle, engine.lastDurableSeq >= from else { return }
+        role = .committer(term: term)
+        engine.continueFromPublished()
+        engine.storeMayLead = false
+        engine.commitRefusal = nil
+        server.logger.info("cluster: \(node.name) is the committer, term \(term), from seq \(engine.lastDurableSeq)")
+    }
+
+    // MARK: The feed
+
+    private func fetchMore() {
+        guard !tailing, !stopped else { return }
+        if case .committer = role { return }   // its own commits are published as they land
+        tailing = true
+        let after = max(engine.lastDurableSeq, fetched.last?.seq ?? 0)
+        let feed = self.feed
+        let outcome = FeedOutcome()
+        feedThread.submit({
+            do throws(HearthError) {
+                outcome.records = try feed.feed.next(after: after, limit: 1000, timeout: 0.25)
+            } catch {
+                outcome.error = error
+            }
+        }, done: { [unowned self] in
+            tailing = false
+            guard !stopped else { return }
+            if let error = outcome.error {
+                problems.note("cluster: reading the commit feed failed (tried again in 250 ms): \(error.message)")
+                retryLater()
+                return
+            }
+            guard let records = outcome.records else {
+                problems.note("cluster: this node fell behind the change log's retention (published seq \(engine.lastDurableSeq)); it cannot publish the commits it missed: restart it")
+                retryLater(ms: 5000)
+                return
+            }
+            fetched += records
+            publishFetched()
+            fetchMore()
+        })
+    }
+
+    private func retryLater(ms: UInt64 = 250) {
+        retryTimer?.cancel()
+        retryTimer = server.loop.timer(after: ms) { [unowned self] in
+            retryTimer = nil
+            fetchMore()
+        }
+    }
+
+    /// Publishes what the feed brought, if the engine has nothing of its own pending; else it waits for
+    /// `engineSettled`.
+    private func publishFetched() {
+        let published = engine.lastDurableSeq
+        if let i = fetched.firstIndex(where: { $0.seq > published }) {
+            if i > 0 { fetched.removeFirst(i) }
+        } else {
+            fetched.removeAll()
+        }
+        if let first = fetched.first, first.seq != published + 1 {
+            fetched.removeAll()   // not continuous with what is published (a batch of this node failed): read again
+        }
+        if !fetched.isEmpty, engine.isIdle {
+            let batch = fetched
+            fetched.removeAll()
+            adopted += UInt64(batch.count)
+            engine.adopt(batch)
+            answerPublished()
+        }
+        checkPromotion()
+    }
+
+    /// The engine finished a batch of its own (`Server.batchLanded`).
+    func engineSettled() {
+        guard !stopped else { return }
+        publishFetched()
+    }
+
+    // MARK: Forwarding
+
+    /// A write (or an index or TTL change) that a follower sends to the committer: true when it was forwarded
+    /// or refused here, false when this node runs it itself (it is the committer, or becoming it).
+    func forward(_ line: UnsafeRawBufferPointer, id: [UInt8]?, command: Command, session: Session) -> Bool {
+        guard case .follower(let committer) = role else { return false }
+        let dispatcher = server.dispatcher
+        guard let committer else {
+            dispatcher.replyError(HearthError(.unavailable, "no committer is elected yet; try again").prefixed(command.name), id: id, session: session)
+            return true
+        }
+        if server.access.enforcing {
+            dispatcher.replyError(HearthError(.failedPrecondition, "this node is a follower and forwards writes only while rules are off; write to the committer \(committer.name) at \(committer.address ?? "(no address)")").prefixed(command.name), id: id, session: session)
+            return true
+        }
+        let link = self.link ?? makeLink(committer)
+        forwarded += 1
+        let slot = session.beginWrite()
+        link.forward(line, PeerLink.Pending(session: session, slot: slot, id: id,
+                                            timing: RequestTiming(slot: command.slot, started: ServerMetrics.nanos())))
+        return true
+    }
+
+    private func makeLink(_ committer: ClusterNode) -> PeerLink {
+        let l = PeerLink(loop: server.loop, committer: committer, maxLineBytes: max(server.config.maxResponseBytes, server.config.maxLineBytes) + 4096)
+        l.onAnswer = { [unowned self] p, line, seq in forwardAnswered(p, line: line, seq: seq) }
+        l.onFailure = { [unowned self, unowned l] owed, error in
+            if link === l { link = nil }
+            for p in owed { finish(p, line: server.dispatcher.errorLine(error, id: p.id), failed: true) }
+        }
+        link = l
+        l.open()
+        return l
+    }
+
+    private func dropLink(_ error: HearthError) {
+        link?.fail(error)
+        link = nil
+    }
+
+    /// The committer's answer to a forwarded write: sent once this node has published its seq.
+    private func forwardAnswered(_ p: PeerLink.Pending, line: [UInt8], seq: UInt64?) {
+        var bytes = line
+        bytes.append(0x0A)
+        guard let seq, seq > engine.lastDurableSeq else { return finish(p, line: bytes, failed: seq == nil && !Self.isOK(line)) }
+        answered.append((seq, p, bytes))
+    }
+
+    private static func isOK(_ line: [UInt8]) -> Bool {
+        // {"id":…,"ok":true…} or {"ok":true…}: cheap, the committer's own encoding.
+        line.withUnsafeBytes { b in
+            guard let r = try? JSONParser(rejectsDuplicateKeys: false).parse(b) else { return false }
+            return r["ok"]?.bool == true
+        }
+    }
+
+    /// After a publication: answers the forwarded writes whose seq it reached, in the order they were answered.
+    private func answerPublished() {
+        guard !answered.isEmpty else { return }
+        let published = engine.lastDurableSeq
+        var waiting: [(seq: UInt64, pending: PeerLink.Pending, line: [UInt8])] = []
+        let ready = answered
+        answered = []
+        for a in ready {
+            if a.seq <= published { finish(a.pending, line: a.line, failed: false) } else { waiting.append(a) }
+        }
+        answered = waiting + answered
+    }
+
+    private func finish(_ p: PeerLink.Pending, line: [UInt8], failed: Bool) {
+        server.requestFinished(p.timing, failed: failed, id: p.id, session: p.session)
+        p.session.endWrite(p.slot, response: line)
+    }
+
+    // MARK: Figures
+
+    /// How far this node's publication is behind the store (a follower's lag), from the store's seq.
+    var summary: (role: String, term: UInt64?, committer: String?, adopted: UInt64, forwarded: UInt64, waiting: Int) {
+        var committer: String?
+        switch role {
+        case .follower(let c): committer = c?.name
+        case .promoting, .committer: committer = node.name
+        }
+        return (role.name, role.term, committer, adopted, forwarded, answered.count + (link?.unanswered ?? 0))
+    }
+}
+
+/// The feed, handed to its thread (used by one thread at a time: the feed thread, then the loop at stop).
+private final class FeedBox: @unchecked Sendable {
+    let feed: any CommitFeed
+    init(_ feed: any CommitFeed) { self.feed = feed }
+}
+
+/// Written on the election thread before `done` runs (libuv orders it).
+private final class ElectionOutcome: @unchecked Sendable {
+    var lease: CommitterLease?
+    var renewed: Bool?
+    var error: HearthError?
+}
+
+private final class FeedOutcome: @unchecked Sendable {
+    var records: [CommitRecord]?
+    var error: HearthError?
+}

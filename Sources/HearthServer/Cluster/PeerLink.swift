@@ -1,0 +1,129 @@
+import HearthLoop
+import HearthModel
+import HearthProtocol
+import HearthStorage
+
+/// A follower's connection to the committer, over the same line protocol clients speak: each write a client
+/// sends to the follower goes out on it as the client sent it (its `id` included), and the committer answers
+/// in order, so answers are matched to writes by position. A write is answered to its client only once the
+/// follower has published the seq the committer gave it (`ClusterCoordinator.forwardAnswered`), so the
+/// client reads its own write on this node.
+///
+/// When the link fails (the committer stopped, or another node was elected), every write still unanswered
+/// fails with UNAVAILABLE saying that it may or may not have been applied. Loop thread only.
+final class PeerLink {
+    /// A write sent and not answered yet.
+    struct Pending {
+        let session: Session
+        let slot: ResponseQueue.Slot
+        let id: [UInt8]?
+        let timing: RequestTiming
+    }
+
+    let committer: ClusterNode
+    private let loop: EventLoop
+    private var conn: TCPConnection?
+    private var connecting = true
+    private(set) var closed = false
+    /// Lines queued while connecting.
+    private var outbox: [[UInt8]] = []
+    private var pending: [Pending] = []
+    private var pendingHead = 0
+    private var framer: LineFramer
+    private let parser = JSONParser(rejectsDuplicateKeys: false)
+    /// An answer: the write and the committer's whole line (without its newline).
+    var onAnswer: ((Pending, [UInt8], _ seq: UInt64?) -> Void)?
+    /// The link failed: the writes still unanswered, and why.
+    var onFailure: (([Pending], HearthError) -> Void)?
+
+    init(loop: EventLoop, committer: ClusterNode, maxLineBytes: Int) {
+        self.loop = loop
+        self.committer = committer
+        framer = LineFramer(maxLineBytes: maxLineBytes)
+    }
+
+    /// Connects to the committer's address.
+    func open() {
+        guard let address = committer.address, let (host, port) = Self.split(address) else {
+            loop.timer(after: 0) { [self] in fail(HearthError(.unavailable, "the committer \(committer.name) has no usable --advertise address (\(committer.address ?? "none"))")) }
+            return
+        }
+        loop.connect(host: host, port: port) { [self] result in
+            switch result {
+            case .failure(let e):
+                fail(HearthError(.unavailable, "cannot reach the committer \(committer.name) at \(address): \(e.message)"))
+            case .success(let c):
+                guard !closed else { c.close(); return }
+                conn = c
+                connecting = false
+                c.onRead = { [unowned self] bytes in received(bytes) }
+                c.onClose = { [unowned self] error in
+                    fail(HearthError(.unavailable, "the connection to the committer \(committer.name) at \(address) closed\(error.map { " (\($0.message))" } ?? "")"))
+                }
+                c.startReading()
+                for line in outbox { c.send(line) }
+                outbox = []
+            }
+        }
+    }
+
+    /// Sends a client's write line to the committer.
+    func forward(_ line: UnsafeRawBufferPointer, _ p: Pending) {
+        var bytes = [UInt8](line)
+        bytes.append(0x0A)
+        pending.append(p)
+        if let conn { conn.send(bytes) } else { outbox.append(bytes) }
+    }
+
+    var unanswered: Int { pending.count - pendingHead }
+
+    private func received(_ bytes: UnsafeRawBufferPointer) {
+        framer.feed(bytes) { event in
+            guard case .line(let line) = event else {
+                fail(HearthError(.unavailable, "the committer \(committer.name) sent an answer longer than the line limit"))
+                return
+            }
+            guard !closed else { return }
+            guard pendingHead < pending.count else {
+                // A line with no write waiting for it: a connection-level error (the committer is closing it).
+                return
+            }
+            let p = pending[pendingHead]
+            pendingHead += 1
+            if pendingHead == pending.count { pending.removeAll(keepingCapacity: true); pendingHead = 0 }
+            onAnswer?(p, [UInt8](line), seq(of: line))
+        }
+    }
+
+    /// The seq of an ok answer (a durable commit), nil for an error or an answer without one.
+    private func seq(of line: UnsafeRawBufferPointer) -> UInt64? {
+        guard let root = try? parser.parse(line), root.kind == .object, root["ok"]?.bool == true,
+              let s = root["seq"], s.kind == .int, let v = s.int64, v >= 0 else { return nil }
+        return UInt64(v)
+    }
+
+    /// Ends the link: the writes it still owes an answer fail with `error`.
+    func fail(_ error: HearthError) {
+        guard !closed else { return }
+        closed = true
+        let owed = Array(pending[pendingHead...])
+        pending = []
+        pendingHead = 0
+        outbox = []
+        conn?.onRead = nil
+        conn?.onClose = nil
+        conn?.close()
+        conn = nil
+        onFailure?(owed, error)
+    }
+
+    /// "host:port", "[v6]:port".
+    static func split(_ address: String) -> (String, Int)? {
+        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
+              port > 0, port <= 65535 else { return nil }
+        var host = String(address[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { return nil }
+        return (host, port)
+    }
+}
