@@ -136,7 +136,7 @@ final class ClusterCoordinator {
 
     private func becomeFollower(committer: ClusterNode?, quietly: Bool) {
         role = .follower(committer: committer)
-        engine.commitRefusal = HearthError(.unavailable, "this node is not the committer\(committer.map { " (\($0.name) is)" } ?? "")")
+        engine.commitRefusal = HearthError(.unavailable, "this node is a follower and does not commit; run this on the committer\(committer.map { " (\($0.name) at \($0.address ?? "no address"))" } ?? "")")
         engine.storeMayLead = true
         if link?.committer != committer {
             dropLink(HearthError(.unavailable, "the committer changed before it answered; the write may or may not have been applied"))
@@ -243,7 +243,7 @@ final class ClusterCoordinator {
         let link = self.link ?? makeLink(committer)
         forwarded += 1
         let slot = session.beginWrite()
-        link.forward(line, PeerLink.Pending(session: session, slot: slot, id: id,
+        link.forward(line, PeerLink.Pending(session: session, slot: slot, id: id, op: command.name,
                                             timing: RequestTiming(slot: command.slot, started: ServerMetrics.nanos())))
         return true
     }
@@ -253,7 +253,7 @@ final class ClusterCoordinator {
         l.onAnswer = { [unowned self] p, line, seq in forwardAnswered(p, line: line, seq: seq) }
         l.onFailure = { [unowned self, unowned l] owed, error in
             if link === l { link = nil }
-            for p in owed { finish(p, line: server.dispatcher.errorLine(error, id: p.id), failed: true) }
+            for p in owed { finish(p, line: server.dispatcher.errorLine(error.prefixed(p.op), id: p.id), failed: true) }
         }
         link = l
         l.open()

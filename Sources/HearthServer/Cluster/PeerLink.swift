@@ -17,6 +17,7 @@ final class PeerLink {
         let session: Session
         let slot: ResponseQueue.Slot
         let id: [UInt8]?
+        let op: String
         let timing: RequestTiming
     }
 
