@@ -88,6 +88,9 @@ public final class MemoryStore: StoreAdministration {
         func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument] {
             MemoryStore.documents(state, in: scope, after: after, limit: limit)
         }
+        func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
+            MemoryStore.changes(state, after: after, limit: limit)
+        }
         func close() {}
     }
 
@@ -174,17 +177,19 @@ public final class MemoryStore: StoreAdministration {
     }
 
     public func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
-        try read { s in
-            guard after >= s.prunedThrough else { return nil }
-            guard limit > 0 else { return [] }
-            // Binary search for the first retained commit with seq > after.
-            var lo = s.logStart, hi = s.log.count
-            while lo < hi {
-                let mid = (lo + hi) / 2
-                if s.log[mid].record.seq <= after { lo = mid + 1 } else { hi = mid }
-            }
-            return s.log[lo..<(lo + min(limit, s.log.count - lo))].map(\.record)
+        try read { s in Self.changes(s, after: after, limit: limit) }
+    }
+
+    private static func changes(_ s: borrowing State, after: UInt64, limit: Int) -> [CommitRecord]? {
+        guard after >= s.prunedThrough else { return nil }
+        guard limit > 0 else { return [] }
+        // Binary search for the first retained commit with seq > after.
+        var lo = s.logStart, hi = s.log.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if s.log[mid].record.seq <= after { lo = mid + 1 } else { hi = mid }
         }
+        return s.log[lo..<(lo + min(limit, s.log.count - lo))].map(\.record)
     }
 
     public func apply(_ commits: [CommitRecord]) throws(HearthError) {

@@ -56,7 +56,7 @@ public enum PostgresTestCluster {
     nonisolated(unsafe) private static var clusterDirectory: String?
 
     /// Tests/Postgres/cluster.sh in this checkout.
-    private static func scriptPath() -> String {
+    static func scriptPath() -> String {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         return root.appendingPathComponent("Tests/Postgres/cluster.sh").path
     }

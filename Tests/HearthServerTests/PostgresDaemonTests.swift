@@ -4,7 +4,7 @@ import Testing
 
 /// The real `hearthd --postgres`: the protocol over TCP on a store kept in PostgreSQL, a kill -9 under load that
 /// loses no acknowledged write, a listener resuming after the restart without a gap or a duplicate, one daemon
-/// per schema, and clear refusals of what cannot work.
+/// that commits per schema (another joins as a follower), and clear refusals of what cannot work.
 @Suite(.serialized) struct PostgresDaemonTests {
     let schema = PostgresTestCluster.freshSchema()
 
@@ -107,18 +107,26 @@ import Testing
         throw TestFailure("the index never became ready")
     }
 
-    @Test func aSecondDaemonOnTheSameSchemaIsRefused() throws {
+    @Test func aSecondDaemonOnTheSameSchemaJoinsAsAFollower() throws {
         defer { try? PostgresTestCluster.dropSchema(schema) }
         let first = try daemon()
         defer { first.stop() }
-        let dataDir = NSTemporaryDirectory() + "hearth-test-" + UUID().uuidString
-        defer { try? FileManager.default.removeItem(atPath: dataDir) }
-        let second = try DaemonProcess.runToExit(["--port", "0", "--data-dir", dataDir, "--postgres", try PostgresTestCluster.dsn(),
-                                                  "--postgres-schema", schema])
-        #expect(second.status != 0)
-        #expect(second.stderr.contains("schema \(schema) is in use by another hearthd"), "\(second.stderr)")
-        // The first carries on.
-        #expect(try first.connect().request(#"{"op":"set","path":"c/d","data":{}}"#).isOK)
+        #expect(first.log.contains("elected committer, term 1"), "\(first.log)")
+        // Without --advertise the committer cannot be reached by the others: the follower says so for writes,
+        // and serves reads and listeners from the feed.
+        let second = try daemon()
+        defer { second.stop() }
+        #expect(second.waitForLog("following committer"), "\(second.log)")
+        let c1 = try first.connect(), c2 = try second.connect()
+        let w = try c1.request(#"{"op":"set","path":"c/d","data":{"x":1}}"#)
+        #expect(w.isOK)
+        let refused = try c2.request(#"{"op":"set","path":"c/e","data":{}}"#)
+        #expect(refused.errorCode == "UNAVAILABLE" && refused.errorMessage?.contains("no usable --advertise address") == true, "\(refused)")
+        #expect(try c2.request(#"{"op":"hello","minSeq":\#(w["seq"] as? Int ?? 0)}"#).isOK)
+        let doc = try c2.request(#"{"op":"get","path":"c/d"}"#)["doc"] as? [String: Any]
+        #expect((doc?["data"] as? [String: Any])?["x"] as? Int == 1)
+        let beyond = try c2.request(#"{"op":"hello","minSeq":1000000}"#)
+        #expect(beyond.errorCode == "FAILED_PRECONDITION" && beyond.errorMessage?.contains("beyond the database's last seq") == true, "\(beyond)")
     }
 
     @Test func whatCannotWorkIsRefusedAtStart() throws {

@@ -124,27 +124,3 @@ import Testing
     }
 }
 
-/// A PostgreSQL cluster of one test's own (`Tests/Postgres/cluster.sh`), for what cannot be done to the shared
-/// one: stopping and starting it.
-final class PrivateCluster {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-pg-\(UUID().uuidString)").path
-    let dsn: String
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Postgres/cluster.sh").path
-
-    init() throws {
-        let started = try CLIProcess.run(["start", directory], timeout: 120, binary: Self.script)
-        guard started.status == 0 else { throw TestFailure("cluster.sh start failed: \(started.stderr)") }
-        dsn = started.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    func stop() throws { try control("halt") }
-    func start() throws { try control("resume") }
-
-    private func control(_ action: String) throws {
-        let r = try CLIProcess.run([action, directory], timeout: 120, binary: Self.script)
-        guard r.status == 0 else { throw TestFailure("cluster.sh \(action) failed: \(r.stderr)") }
-    }
-
-    func remove() { _ = try? CLIProcess.run(["stop", directory], timeout: 120, binary: Self.script) }
-}

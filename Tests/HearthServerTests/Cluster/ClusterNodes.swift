@@ -7,21 +7,24 @@ final class ClusterNodes: @unchecked Sendable {
     let schema = PostgresTestCluster.freshSchema()
     let ports: [Int]
     let leaseMs: Int
+    /// The database: the shared test cluster's, or a private one's.
+    let dsn: String
     private(set) var nodes: [DaemonProcess] = []
 
-    init(count: Int = 3, leaseMs: Int = 1500) throws {
+    init(count: Int = 3, leaseMs: Int = 1500, dsn: String? = nil) throws {
         self.leaseMs = leaseMs
+        self.dsn = try dsn ?? PostgresTestCluster.dsn()
         ports = try (0..<count).map { _ in try Self.freePort() }
         for i in 0..<count { nodes.append(try DaemonProcess(extraArgs: try args(i))) }
     }
 
     deinit {
         for n in nodes where n.isRunning { n.kill9() }
-        try? PostgresTestCluster.dropSchema(schema)
+        if dsn == (try? PostgresTestCluster.dsn()) { try? PostgresTestCluster.dropSchema(schema) }
     }
 
     func args(_ i: Int) throws -> [String] {
-        ["--postgres", try PostgresTestCluster.dsn(), "--postgres-schema", schema, "--port", "\(ports[i])",
+        ["--postgres", dsn, "--postgres-schema", schema, "--port", "\(ports[i])",
          "--advertise", "127.0.0.1:\(ports[i])", "--node-name", "n\(i)", "--lease-ms", "\(leaseMs)",
          "--subscriber-budget", "67108864"]
     }
@@ -36,10 +39,10 @@ final class ClusterNodes: @unchecked Sendable {
 
     /// The committer's index, once one node says it is the committer and every running node follows it
     /// (polled: each poll is a round trip to every node).
-    func committer(timeout: Double = 30) throws -> Int {
+    func committer(among: Set<Int>? = nil, timeout: Double = 30) throws -> Int {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while Date() < deadline {
-            let running = nodes.indices.filter { nodes[$0].isRunning }
+            let running = nodes.indices.filter { nodes[$0].isRunning && among?.contains($0) != false }
             let views = try running.map { (i: $0, c: try cluster($0)) }
             if let leader = views.first(where: { $0.c["role"] as? String == "committer" }),
                views.allSatisfy({ $0.i == leader.i || $0.c["committer"] as? String == "n\(leader.i)" }) {
@@ -47,7 +50,7 @@ final class ClusterNodes: @unchecked Sendable {
             }
             usleep(20_000)
         }
-        throw TestFailure("no committer that every node follows within \(timeout) s: \(try nodes.indices.filter { nodes[$0].isRunning }.map { try cluster($0) })")
+        throw TestFailure("no committer that every node follows within \(timeout) s: \(try nodes.indices.filter { nodes[$0].isRunning && among?.contains($0) != false }.map { try cluster($0) })")
     }
 
     /// Waits until node `i` has published `seq` (`hello` with `minSeq` is answered once it has).
@@ -115,4 +118,63 @@ struct ListenedQuery {
 func canonical(_ value: Any) -> String {
     guard let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed]) else { return "\(value)" }
     return String(decoding: data, as: UTF8.self)
+}
+
+/// Writers under load: each writes its own document (`load/wN`, `{"v":i}` with i going up) through a random
+/// node of those allowed, again and again, and remembers the last value acknowledged. A failed write (the
+/// node is down, the committer changes) is not acknowledged, and the writer goes on with the next value.
+final class ClusterLoad: @unchecked Sendable {
+    let acked = Locked<[Int: Int]>([:])
+    let acknowledged = Locked(0)
+    let failed = Locked(0)
+    let allowed: Locked<Set<Int>>
+    private let stopped = Locked(false)
+    private let group = DispatchGroup()
+
+    init(_ c: ClusterNodes, writers: Int = 4) {
+        allowed = Locked(Set(c.nodes.indices))
+        for w in 0..<writers {
+            group.enter()
+            Thread.detachNewThread { [self] in
+                defer { group.leave() }
+                var conns: [Int: WireClient] = [:]
+                var i = 0
+                while !stopped.value {
+                    i += 1
+                    guard let node = allowed.value.randomElement() else { usleep(10_000); continue }
+                    do {
+                        let conn = try conns[node] ?? c[node].connect()
+                        conns[node] = conn
+                        let r = try conn.request(#"{"op":"set","path":"load/w\#(w)","data":{"v":\#(i)}}"#, timeout: 10)
+                        if r.isOK {
+                            acked.update { $0[w] = i }
+                            acknowledged.update { $0 += 1 }
+                        } else {
+                            failed.update { $0 += 1 }
+                            usleep(20_000)
+                        }
+                    } catch {
+                        conns[node] = nil
+                        failed.update { $0 += 1 }
+                        usleep(20_000)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits until `n` more writes are acknowledged than when called (a barrier on progress).
+    func waitForProgress(_ n: Int, timeout: Double = 60) throws {
+        let target = acknowledged.value + n
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        while acknowledged.value < target {
+            guard Date() < deadline else { throw TestFailure("writes stalled: \(acknowledged.value) of \(target) acknowledged, \(failed.value) failed") }
+            usleep(5_000)
+        }
+    }
+
+    func stop() {
+        stopped.update { $0 = true }
+        group.wait()
+    }
 }

@@ -1,0 +1,74 @@
+@testable import HearthEngine
+import HearthModel
+import HearthStorage
+import Testing
+
+/// An engine that follows another one over the same store (a node of a cluster): it publishes the other's
+/// commits from the change log (`adopt`), in chunks that leave the store ahead of it, and meanwhile reads
+/// exactly at its own published seq (`publishedReads`). Its listeners' snapshots equal, seq for seq and change
+/// for change, those of the same listeners on the committing engine, limit windows (refilled from the store
+/// while it is ahead) included.
+@Suite struct FollowerTests {
+    @Test(arguments: 0..<6)
+    func aFollowerPublishesTheSameSnapshotsAndReadsAtItsSeq(seed: Int) throws {
+        var r = QueryOracleTests.RNG(state: UInt64(seed) &* 6_007 &+ 11)
+        let store = MemoryStore()
+        let leader = try EngineHarness(store: store)
+        _ = leader.commit((0..<30).map { set("w/d\($0)", m(["v": .int(Int64(r.next() % 100))])) })
+        let follower = try EngineHarness(store: store, codec: leader.codec)
+        follower.engine.storeMayLead = true
+        follower.engine.commitRefusal = HearthError(.unavailable, "a follower")
+        #expect(follower.engine.lastDurableSeq == 1)
+
+        let window = ListenerWindowTests()
+        let qs = try ListenerWindowTests.queries()
+        let leaderSink = ListenerWindowTests.Sink(), followerSink = ListenerWindowTests.Sink()
+        for (tag, q) in qs {
+            _ = try leader.engine.listeners.add(.query(q), tag: tag, sink: leaderSink, resumeAfter: nil)
+            _ = try follower.engine.listeners.add(.query(q), tag: tag, sink: followerSink, resumeAfter: nil)
+        }
+        // The committing engine's results after each seq: what the follower must read at that seq.
+        var resultsAt: [UInt64: [String: [DocumentPath]]] = [:]
+        func results(_ e: Engine) throws -> [String: [DocumentPath]] {
+            var out: [String: [DocumentPath]] = [:]
+            for (tag, q) in qs { out[tag] = try e.runQuery(q).documents.map(\.stored.path) }
+            return out
+        }
+        resultsAt[1] = try results(leader.engine)
+        var adopted = 0
+        for _ in 0..<80 {
+            for _ in 0..<(1 + Int(r.next() % 4)) {
+                guard case .success(let o) = leader.commit(window.randomCommit(&r)) else { continue }
+                resultsAt[o.seq] = try results(leader.engine)
+            }
+            // The follower takes part of what is stored: the store stays ahead of it.
+            let published = follower.engine.lastDurableSeq
+            let pending = try store.changes(after: published, limit: 100) ?? []
+            let take = pending.isEmpty ? 0 : Int(r.next() % UInt64(pending.count + 1))
+            if take > 0 { follower.engine.adopt(Array(pending.prefix(take))); adopted += take }
+            let at = follower.engine.lastDurableSeq
+            let expected = resultsAt.filter { $0.key <= at }.max { $0.key < $1.key }!.value
+            let storeSeq = try store.lastSeq()
+            let read = try results(follower.engine)
+            #expect(read == expected, "the follower reads at seq \(at), the store is at \(storeSeq)")
+            let d7 = try follower.engine.get(path("w/d7"))?.seq ?? 0
+            #expect(d7 <= at)
+        }
+        follower.engine.adopt(try store.changes(after: follower.engine.lastDurableSeq, limit: 10_000) ?? [])
+        #expect(follower.engine.lastDurableSeq == leader.engine.lastDurableSeq)
+        #expect(adopted > 50)
+        let refused = thrownError { () throws(HearthError) in _ = try follower.engine.commit([delete("w/d1")]) { _ in } }
+        #expect(refused?.message == "a follower")
+
+        // Seq for seq, change for change.
+        func stream(_ sink: ListenerWindowTests.Sink, _ tag: String) -> [String] {
+            sink.events.filter { $0.tag == tag }.map { e -> String in
+                guard case .query(let seq, let initial, _, _, let changes) = e.event else { return "\(e.event)" }
+                return "\(seq) \(initial) " + changes.map { "\($0.kind) \($0.document.stored.path) \($0.oldIndex) \($0.newIndex) \($0.document.stored.updateTime)" }.joined(separator: ",")
+            }
+        }
+        for (tag, _) in qs {
+            #expect(stream(followerSink, tag) == stream(leaderSink, tag), "\(tag)")
+        }
+    }
+}
