@@ -48,9 +48,17 @@ class Client:
     def __init__(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, reconnect: bool = False,
                  reconnect_delay: float = 0.05, max_reconnect_delay: float = 2.0,
                  max_line_bytes: int = 1 << 28, credentials: Credentials | None = None,
-                 ssl: _ssl.SSLContext | None = None, server_hostname: str | None = None) -> None:
-        self.host = host
-        self.port = port
+                 ssl: _ssl.SSLContext | None = None, server_hostname: str | None = None,
+                 addresses: Iterable[str | tuple[str, int]] | None = None) -> None:
+        self.addresses: list[tuple[str, int]] = parse_addresses(addresses) if addresses is not None else [(host, port)]
+        """The nodes this client may connect to, tried in turn (several nodes of one database)."""
+        self.host, self.port = self.addresses[0]
+        """The address of the current (or last) connection."""
+        self._next_address = 0
+        self.seen_seq = 0
+        """The highest seq this client has seen (answers, snapshots, heartbeats): a connection to another node
+        first waits until that node has published it (``hello`` with ``minSeq``), so the client never reads
+        older state than it saw."""
         self.ssl = ssl
         """The TLS context (``None``: plain text); re-connections use it too."""
         self.server_hostname = server_hostname
@@ -83,18 +91,41 @@ class Client:
         return self
 
     async def _connect(self) -> Connection:
-        """A new connection with this client's address and TLS settings, authenticated (unless anonymous)
-        before anything else is sent on it."""
-        conn = await Connection.open(self.host, self.port, self._ids, max_line_bytes=self._max_line_bytes,
-                                     ssl=self.ssl, server_hostname=self.server_hostname)
-        try:
-            fields = await self._credentials.hello_fields()
-            if fields is not None:
-                self.auth = (await conn.request({"op": "hello", **fields})).get("auth")
-        except BaseException:
-            await conn.close()
-            raise
-        return conn
+        """A new connection with this client's TLS settings, to the next of its addresses that accepts one
+        (each tried once, in turn, starting after the last one used), authenticated (unless anonymous) and
+        caught up with the seq this client has seen before anything else is sent on it. Raises the last
+        address's error when none accepts."""
+        failure: BaseException | None = None
+        for _ in range(len(self.addresses)):
+            host, port = self.addresses[self._next_address]
+            self._next_address = (self._next_address + 1) % len(self.addresses)
+            try:
+                conn = await Connection.open(host, port, self._ids, max_line_bytes=self._max_line_bytes,
+                                             ssl=self.ssl, server_hostname=self.server_hostname)
+            except OSError as e:
+                failure = e
+                continue
+            try:
+                fields: dict[str, Any] | None = await self._credentials.hello_fields()
+                if self.seen_seq > 0:
+                    fields = {**(fields or {}), "minSeq": self.seen_seq}
+                if fields is not None:
+                    answer = await conn.request({"op": "hello", **fields})
+                    if "auth" in answer:
+                        self.auth = answer.get("auth")
+                    self._note_seq(answer)
+            except BaseException:
+                await conn.close()
+                raise
+            self.host, self.port = host, port
+            return conn
+        assert failure is not None
+        raise failure
+
+    def _note_seq(self, answer: dict[str, Any]) -> None:
+        seq = answer.get("seq")
+        if isinstance(seq, int) and not isinstance(seq, bool) and seq > self.seen_seq:
+            self.seen_seq = seq
 
     # -- connection state ------------------------------------------------------------------------------
 
@@ -152,7 +183,8 @@ class Client:
             try:
                 conn = await self._connect()
             except OSError as e:
-                self._set_state("disconnected", f"cannot connect to {self.host}:{self.port}: {e}")
+                where = ", ".join(f"{h}:{p}" for h, p in self.addresses)
+                self._set_state("disconnected", f"cannot connect to {where}: {e}")
                 delay = min(delay * 2, self.max_reconnect_delay)
                 continue
             except Exception as e:  # the hello was refused, or the token source failed: ask again later
@@ -226,7 +258,9 @@ class Client:
     async def request(self, op: str, **fields: Any) -> dict[str, Any]:
         """Sends ``{"op": op, "id": n, **fields}`` and returns the ok response (see the module docstring)."""
         conn = await self._wait_connection()
-        return await conn.request({"op": op, **fields})
+        answer = await conn.request({"op": op, **fields})
+        self._note_seq(answer)
+        return answer
 
     # -- reads --------------------------------------------------------------------------------------------
 
@@ -388,7 +422,7 @@ def connect(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, reconnect: bo
             reconnect_delay: float = 0.05, max_reconnect_delay: float = 2.0,
             max_line_bytes: int = 1 << 28, token: TokenSource | None = None, token_file: str | None = None,
             admin_key: str | None = None, admin_key_file: str | None = None, ssl: _ssl.SSLContext | None = None,
-            server_hostname: str | None = None) -> _Connector:
+            server_hostname: str | None = None, addresses: Iterable[str | tuple[str, int]] | None = None) -> _Connector:
     """Connects to hearthd: ``client = await hearth.connect(port=7411)`` or
     ``async with hearth.connect(...) as client:``. The first connection must succeed (``OSError`` otherwise,
     :class:`UnauthenticatedError` when the hello is refused); with ``reconnect=True`` later losses are
@@ -401,8 +435,37 @@ def connect(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, reconnect: bo
     TLS: pass ``ssl``, an :class:`ssl.SSLContext`, as :func:`asyncio.open_connection` takes it, e.g.
     ``ssl.create_default_context(cafile="ca.pem")`` (add ``load_cert_chain("client.pem", "client.key")`` for a
     daemon that requires client certificates). The daemon's certificate must name ``host``, or
-    ``server_hostname`` when given."""
+    ``server_hostname`` when given.
+
+    Several nodes of one database (``hearthd --postgres``): pass ``addresses`` (``["10.0.0.1:7411",
+    "10.0.0.2:7411"]`` or ``(host, port)`` pairs) instead of ``host`` and ``port``. The client connects to the
+    first that accepts, and after a loss (``reconnect=True``) to the next one in turn; the new node first
+    catches up with the seq the client has seen (``hello`` with ``minSeq``), and listeners resume there."""
     credentials = Credentials(token=token, token_file=token_file, admin_key=admin_key, admin_key_file=admin_key_file)
+    if addresses is not None:
+        parse_addresses(addresses)   # a malformed address fails here, not on the first connect
     return _Connector(lambda: Client(host, port, reconnect=reconnect, reconnect_delay=reconnect_delay,
                                      max_reconnect_delay=max_reconnect_delay, max_line_bytes=max_line_bytes,
-                                     credentials=credentials, ssl=ssl, server_hostname=server_hostname))
+                                     credentials=credentials, ssl=ssl, server_hostname=server_hostname,
+                                     addresses=addresses))
+
+
+def parse_addresses(addresses: Iterable[str | tuple[str, int]]) -> list[tuple[str, int]]:
+    """``"host:port"`` strings (``"[::1]:7411"`` for IPv6) or ``(host, port)`` pairs, at least one."""
+    out: list[tuple[str, int]] = []
+    for a in addresses:
+        if isinstance(a, tuple):
+            host, port = a
+        else:
+            host, sep, text = str(a).rpartition(":")
+            if not sep or not host or not text.isdigit():
+                raise ValueError(f"address {a!r} is not host:port")
+            port = int(text)
+            if host.startswith("[") and host.endswith("]"):
+                host = host[1:-1]
+        if not 0 < port < 65536:
+            raise ValueError(f"address {a!r}: port {port} is out of range")
+        out.append((host, port))
+    if not out:
+        raise ValueError("addresses is empty")
+    return out

@@ -367,6 +367,8 @@ class Listener:
         """Notes that the state is now exact at ``seq`` of the current subscription's history."""
         st = self._state
         st.last_seq = seq
+        if seq > self._client.seen_seq:
+            self._client.seen_seq = seq
         st.history = st.sub_history
         st.synced = True
         st.resuming = False
