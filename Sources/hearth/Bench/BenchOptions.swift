@@ -6,6 +6,10 @@ struct BenchOptions: Sendable {
     var scenario = "get"
     var host = "127.0.0.1"
     var port = 7411
+    /// Every node `--host` named (comma-separated `HOST:PORT`): connections are spread over them in turn.
+    var addresses: [(host: String, port: Int)] = [("127.0.0.1", 7411)]
+    /// The next address a connection goes to.
+    private let nextAddress = AddressTurn()
     /// Sent in a hello first on every connection (`--token-file`, `HEARTH_TOKEN`...).
     var credentials = Credentials.anonymous
     /// With `--tls`: every connection speaks TLS made from this context (to Redis too, with `listen --redis-port`).
@@ -34,6 +38,8 @@ struct BenchOptions: Sendable {
     var listeners = 1000
     /// listen: run the same fan-out against Redis pub/sub on this port.
     var redisPort: Int?
+    /// listen: the node the writers connect to (default: the `--host` nodes in turn, as the subscribers).
+    var writerAddress: (host: String, port: Int)?
     /// listen: idle listeners only, held for --duration (memory per listener connection).
     var idle = false
     /// timeline: followers of the author, each with a live feed listener.
@@ -78,6 +84,7 @@ struct BenchOptions: Sendable {
         .flag("allow-remote", "Allow a non-loopback --host."),
         .flag("json", "Print one JSON object with the results."),
         .value("listeners", "n", "listen: subscriber connections, one listener each (default: 1000)."),
+        .value("writer-host", "host:port", "listen: the node the writers connect to (default: the --host nodes in turn): subscribers on other nodes measure commit -> delivery across nodes."),
         .value("redis-port", "port", "listen: run the same fan-out against Redis pub/sub on this loopback port (over TLS with --tls)."),
         .flag("idle", "listen: only open idle listeners and hold them for --duration (memory per listener)."),
         .value("followers", "n", "timeline: followers of the author, one feed listener each (default: 1000)."),
@@ -85,7 +92,7 @@ struct BenchOptions: Sendable {
         .value("preload", "n", "callrecords: call records loaded before measuring (default: 20000)."),
     ] + OptionSpec.connection.filter { $0.name != "timeout" }.map { spec in
         // The bench's connections are opened by the event loop, which takes addresses, not names.
-        spec.name == "host" ? .value("host", "host", "Daemon address: an IP literal or localhost (default: 127.0.0.1).") : spec
+        spec.name == "host" ? .value("host", "host", "Daemon address: an IP literal or localhost, with :PORT or not; several nodes of one database comma-separated, connections spread over them in turn (default: 127.0.0.1).") : spec
     }
 
     init(_ args: ParsedArguments) throws(UsageError) {
@@ -96,6 +103,7 @@ struct BenchOptions: Sendable {
         let connection = try ConnectionOptions(args)
         host = connection.host
         port = connection.port
+        addresses = connection.addresses
         credentials = connection.credentials
         if let options = connection.tls {
             do { tls = try options.makeContext() } catch { throw UsageError(error.description) }
@@ -121,25 +129,42 @@ struct BenchOptions: Sendable {
         allowRemote = args.flag("allow-remote")
         listeners = try args.int("listeners", default: 1000, min: 1, max: 100_000)
         if args.string("redis-port") != nil { redisPort = try args.int("redis-port", default: 6379, min: 1, max: 65535) }
+        if let w = args.string("writer-host") { writerAddress = try ConnectionOptions.address(w, defaultPort: port) }
         idle = args.flag("idle")
         followers = try args.int("followers", default: 1000, min: 1, max: 999_999)
         departments = try args.int("departments", default: 100, min: 1, max: 1_000_000)
         preload = try args.int("preload", default: 20_000, min: 0, max: 100_000_000)
-        if !allowRemote && !BenchOptions.isLoopback(host) {
-            throw UsageError("--host \(host) is not a loopback address; pass --allow-remote to load a remote daemon.")
+        if !allowRemote, let remote = addresses.first(where: { !BenchOptions.isLoopback($0.host) }) {
+            throw UsageError("--host \(remote.host) is not a loopback address; pass --allow-remote to load a remote daemon.")
         }
     }
 
     /// Opens one connection to the daemon: TCP, then the TLS handshake with `--tls`.
     /// Opens a connection to the daemon (or to `port`) with TLS when `--tls`, and says hello with the run's
     /// credentials (or `credentials`, e.g. none for Redis) before handing it over.
-    func connect(on loop: EventLoop, port: Int? = nil, credentials: Credentials? = nil,
+    func connect(on loop: EventLoop, port: Int? = nil, to address: (host: String, port: Int)? = nil, credentials: Credentials? = nil,
                  _ done: @escaping (Result<TCPConnection, BenchConnectFailure>) -> Void) {
-        BenchHello.connect(loop, host: host, port: port ?? self.port, credentials: credentials ?? self.credentials, tls: tls, done)
+        let to: (host: String, port: Int) = address ?? port.map { (host, $0) } ?? nextAddress.take(addresses)
+        BenchHello.connect(loop, host: to.host, port: to.port, credentials: credentials ?? self.credentials, tls: tls, done)
     }
+
+    /// What the report names: `host:port`, or every node.
+    var target: String { addresses.map { "\($0.host):\($0.port)" }.joined(separator: ",") }
 
     /// 127.0.0.0/8, ::1 and localhost.
     static func isLoopback(_ host: String) -> Bool {
         host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+}
+
+/// Hands out addresses in turn (shared by the copies of the options the bench's threads hold).
+final class AddressTurn: Sendable {
+    private let next = Guarded(0)
+
+    func take(_ addresses: [(host: String, port: Int)]) -> (host: String, port: Int) {
+        next.withLock { n in
+            defer { n += 1 }
+            return addresses[n % addresses.count]
+        }
     }
 }

@@ -21,7 +21,7 @@ struct BenchReport {
     func text() -> String {
         let r = main.result
         let threads = max(1, min(options.threads, options.connections))
-        var lines = ["hearth bench \(options.scenario)  \(options.host):\(options.port)\(options.tls != nil ? " (TLS)" : "")  \(options.connections) connections x \(options.pipeline) in flight, \(threads) thread\(threads == 1 ? "" : "s"), \(mode)"
+        var lines = ["hearth bench \(options.scenario)  \(options.target)\(options.tls != nil ? " (TLS)" : "")  \(options.connections) connections x \(options.pipeline) in flight, \(threads) thread\(threads == 1 ? "" : "s"), \(mode)"
                      + (options.rate.map { " at \(NumberText.grouped(Int($0))) req/s" } ?? "")]
         if let load {
             lines.append("  load        \(NumberText.grouped(options.keys)) documents of \(options.docSize) bytes in \(NumberText.fixed(load.elapsed, 2)) s (\(NumberText.grouped(Int(load.opsPerSecond))) sets/s)")

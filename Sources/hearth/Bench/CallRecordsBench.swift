@@ -106,7 +106,7 @@ final class CallRecordsBench {
         let server = Workload.serverLine(serverPID, cpuStart: cpuStart, seconds: o.duration)
         for c in clients { c.connection.abort() }
         let text = """
-        hearth bench callrecords  hearthd \(o.host):\(o.port)  \(o.connections) connection(s) x \(o.pipeline) in flight, \(o.readPercent)% queries, \(customers) customers, \(NumberText.grouped(o.preload)) records preloaded
+        hearth bench callrecords  hearthd \(o.target)  \(o.connections) connection(s) x \(o.pipeline) in flight, \(o.readPercent)% queries, \(customers) customers, \(NumberText.grouped(o.preload)) records preloaded
           total       \(NumberText.grouped(Int(Double(queries + appends) / o.duration))) requests/s
           queries     \(NumberText.grouped(queries)) = \(NumberText.grouped(Int(Double(queries) / o.duration))) /s   \(Workload.latencyLine(queryLatency))
           appends     \(NumberText.grouped(appends)) = \(NumberText.grouped(Int(Double(appends) / o.duration))) /s   \(Workload.latencyLine(appendLatency))

@@ -82,7 +82,7 @@ final class DepartmentsBench {
         for c in clients { c.connection.abort() }
         let total = joins + doubles + errors.values.reduce(0, +)
         let text = """
-        hearth bench departments  hearthd \(o.host):\(o.port)  \(o.connections) connection(s) x \(o.pipeline) in flight, \(NumberText.grouped(o.keys)) users x \(NumberText.grouped(o.departments)) departments
+        hearth bench departments  hearthd \(o.target)  \(o.connections) connection(s) x \(o.pipeline) in flight, \(NumberText.grouped(o.keys)) users x \(NumberText.grouped(o.departments)) departments
           joins       \(NumberText.grouped(joins)) in \(o.duration) s = \(NumberText.grouped(Int(Double(joins) / o.duration))) joins/s (commit: create membership + increment memberCount)
           double joins \(NumberText.grouped(doubles)) ALREADY_EXISTS (expected, not errors) = \(NumberText.grouped(Int(Double(doubles) / o.duration))) /s; all commits \(NumberText.grouped(Int(Double(total) / o.duration))) /s
           latency     \(Workload.latencyLine(latency))

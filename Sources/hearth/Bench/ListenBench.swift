@@ -45,7 +45,7 @@ final class ListenBench {
 
     /// A connection to the daemon, or to Redis with --redis-port (TLS with --tls, for both).
     private func connect(_ done: @escaping (Result<TCPConnection, BenchConnectFailure>) -> Void) {
-        o.connect(on: loop, port: port, credentials: credentials, done)
+        o.connect(on: loop, port: o.redisPort, credentials: credentials, done)
     }
 
     func execute() throws -> Int32 {
@@ -92,7 +92,7 @@ final class ListenBench {
         }
 
         for _ in 0..<o.connections {
-            connect { [unowned self] r in
+            o.connect(on: loop, port: o.redisPort, to: redis ? nil : o.writerAddress, credentials: credentials) { [unowned self] r in
                 let c: TCPConnection
                 switch r {
                 case .failure(let e): failure = "writer: \(e.message)"; self.loop.stop(); return
@@ -117,7 +117,7 @@ final class ListenBench {
         let cpu = (after?.cpuSeconds ?? 0) - cpuStart
         let us = { (p: Double) in NumberText.fixed(Double(self.latency.percentile(p)) / 1000, 3) }
         let text = """
-        hearth bench listen  \(redis ? "redis pub/sub" : "hearthd") 127.0.0.1:\(port)\(o.tls != nil ? " (TLS)" : "")  \(o.listeners) subscribers, \(o.connections) writer(s) x \(o.pipeline) in flight
+        hearth bench listen  \(redis ? "redis pub/sub 127.0.0.1:\(port)" : "hearthd \(o.target)")\(o.tls != nil ? " (TLS)" : "")  \(o.listeners) subscribers, \(o.connections) writer(s)\(o.writerAddress.map { " on \($0.host):\($0.port)" } ?? "") x \(o.pipeline) in flight
           writes      \(NumberText.grouped(writes)) in \(o.duration) s = \(NumberText.grouped(Int(Double(writes) / o.duration))) /s
           deliveries  \(NumberText.grouped(deliveries)) = \(NumberText.grouped(Int(Double(deliveries) / o.duration))) /s
           delivery    p50 \(us(50))  p90 \(us(90))  p99 \(us(99))  max \(us(100)) ms (\(redis ? "publish sent" : "commit") -> received)

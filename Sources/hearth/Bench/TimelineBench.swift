@@ -110,7 +110,7 @@ final class TimelineBench {
         var incomplete = 0
         if firstMeasured < measuredEndPost { for p in firstMeasured..<measuredEndPost where delivered[p] < Int32(f) { incomplete += 1 } }
         let text = """
-        hearth bench timeline  hearthd \(o.host):\(o.port)  \(f) followers (listeners) on \(nSubs) connections, 1 author x \(o.pipeline) post(s) in flight
+        hearth bench timeline  hearthd \(o.target)  \(f) followers (listeners) on \(nSubs) connections, 1 author x \(o.pipeline) post(s) in flight
           post        \(f + 3) writes = \(commitsPerPost) commit(s) of <= \(NumberText.grouped(Limits.maxWritesPerCommit)) writes (users/author, posts/<id>, the author's feed entry, one feed entry per follower)
           posts       \(NumberText.grouped(measuredAcked)) acknowledged in \(o.duration) s = \(NumberText.fixed(Double(measuredAcked) / o.duration, 1)) posts/s (\(NumberText.grouped(Int(Double(measuredAcked * (f + 1)) / o.duration))) feed writes/s, \(NumberText.grouped(Int(Double(measuredAcked * f) / o.duration))) deliveries/s)
           fan-out     \(NumberText.grouped(measuredPosts - incomplete)) of \(NumberText.grouped(measuredPosts)) measured posts reached all \(f) followers\(incomplete > 0 ? " (\(incomplete) not within the \(o.drainSeconds) s drain)" : "")

@@ -50,7 +50,7 @@ enum Workload {
         var out: [WorkloadClient] = []
         var failure: String?
         for _ in 0..<n {
-            BenchHello.connect(loop, host: o.host, port: o.port, credentials: o.credentials) { r in
+            o.connect(on: loop) { r in
                 switch r {
                 case .failure(let e): failure = e.message
                 case .success(let c): out.append(WorkloadClient(c))

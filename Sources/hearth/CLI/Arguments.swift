@@ -23,7 +23,7 @@ struct OptionSpec: Sendable {
     /// `--host` / `--port` / `--timeout`, the credentials (`--token`, `--token-file`, `--admin-key-file`) and
     /// the TLS flags, accepted by every subcommand that talks to the daemon.
     static let connection: [OptionSpec] = [
-        .value("host", "host", "Daemon address: an IP literal, localhost or a host name that resolves (default: $HEARTH_HOST, else 127.0.0.1)."),
+        .value("host", "host", "Daemon address: an IP literal, localhost or a host name that resolves, with :PORT or not; several nodes of one database comma-separated, the first that accepts is used (default: $HEARTH_HOST, else 127.0.0.1)."),
         .value("port", "port", "Daemon port (default: $HEARTH_PORT, else 7411)."),
         .value("timeout", "seconds", "How long to wait to connect and for each response (default: 10)."),
     ] + Credentials.specs + TLSOptions.specs

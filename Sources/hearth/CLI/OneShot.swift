@@ -4,6 +4,9 @@
 struct ConnectionOptions {
     var host = "127.0.0.1"
     var port = 7411
+    /// Every address `--host` named (`HOST[:PORT]`, comma-separated: several nodes of one database), the
+    /// first being `host:port`; a connection goes to the first that accepts.
+    var addresses: [(host: String, port: Int)] = [("127.0.0.1", 7411)]
     var timeout = 10.0
     var credentials = Credentials.anonymous
     /// Nil: plain text.
@@ -11,10 +14,6 @@ struct ConnectionOptions {
 
     init(_ args: ParsedArguments, environment: (String) -> String? = Credentials.environment) throws(UsageError) {
         let envHost = environment("HEARTH_HOST").flatMap { $0.isEmpty ? nil : $0 }
-        if let h = args.string("host") ?? envHost {
-            guard !h.isEmpty else { throw UsageError("--host must not be empty.") }
-            host = h.hasPrefix("[") && h.hasSuffix("]") ? String(h.dropFirst().dropLast()) : h
-        }
         var defaultPort = 7411
         if let text = environment("HEARTH_PORT"), !text.isEmpty {
             guard let p = Int(text), (1...65535).contains(p) else {
@@ -23,6 +22,15 @@ struct ConnectionOptions {
             defaultPort = p
         }
         port = try args.int("port", default: defaultPort, min: 1, max: 65535)
+        if let h = args.string("host") ?? envHost {
+            guard !h.isEmpty else { throw UsageError("--host must not be empty.") }
+            addresses = try h.split(separator: ",", omittingEmptySubsequences: false).map { (entry) throws(UsageError) in
+                try Self.address(String(entry), defaultPort: port)
+            }
+        } else {
+            addresses = [(host, port)]
+        }
+        (host, port) = addresses[0]
         timeout = try args.double("timeout", default: 10, min: 0.001) ?? 10
         credentials = try Credentials(args)
         tls = try TLSOptions(args)
@@ -32,9 +40,44 @@ struct ConnectionOptions {
     /// (`HelloRefused` when the daemon says no); the client's `identity` is the uid (or "admin") the daemon
     /// confirmed.
     func connect() throws -> BlockingClient {
-        let client = try BlockingClient(host: host, port: port, timeout: timeout, tls: tls?.makeContext())
-        client.identity = try credentials.authenticate(client, timeout: timeout)
-        return client
+        var failure: ClientError?
+        for a in addresses {
+            let client: BlockingClient
+            do throws(ClientError) {
+                client = try BlockingClient(host: a.host, port: a.port, timeout: timeout, tls: try tls?.makeContext())
+            } catch {
+                failure = error
+                continue   // the next node
+            }
+            client.identity = try credentials.authenticate(client, timeout: timeout)
+            return client
+        }
+        throw failure!
+    }
+
+    /// One `--host` entry: `HOST`, `HOST:PORT`, `[V6]` or `[V6]:PORT` (a bare IPv6 literal takes `defaultPort`).
+    static func address(_ entry: String, defaultPort: Int) throws(UsageError) -> (host: String, port: Int) {
+        guard !entry.isEmpty else { throw UsageError("--host has an empty address in '\(entry)'.") }
+        var host = entry, port = defaultPort
+        if entry.hasPrefix("[") {
+            guard let close = entry.firstIndex(of: "]") else { throw UsageError("--host: '\(entry)' lacks its ']'.") }
+            host = String(entry[entry.index(after: entry.startIndex)..<close])
+            let rest = entry[entry.index(after: close)...]
+            if !rest.isEmpty {
+                guard rest.hasPrefix(":"), let p = Int(rest.dropFirst()), (1...65535).contains(p) else {
+                    throw UsageError("--host: '\(entry)' must be [ADDRESS] or [ADDRESS]:PORT.")
+                }
+                port = p
+            }
+        } else if entry.filter({ $0 == ":" }).count == 1, let colon = entry.firstIndex(of: ":") {
+            guard let p = Int(entry[entry.index(after: colon)...]), (1...65535).contains(p) else {
+                throw UsageError("--host: the port in '\(entry)' must be from 1 to 65535.")
+            }
+            host = String(entry[..<colon])
+            port = p
+        }
+        guard !host.isEmpty else { throw UsageError("--host: '\(entry)' has no address.") }
+        return (host, port)
     }
 }
 
