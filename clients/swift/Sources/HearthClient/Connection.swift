@@ -24,6 +24,12 @@ final class Connection: @unchecked Sendable {
     let settings: HearthSettings
     private var host: String
     private var port: Int
+    /// Every node this connection may use (several nodes of one database), tried in turn from `nextAddress`.
+    private var addresses: [(host: String, port: Int)]
+    private var nextAddress = 0
+    /// The highest seq seen (answers, snapshots, heartbeats): a new link first waits, with its hello's
+    /// `minSeq`, until its node has published it, so moving to another node never reads older state.
+    private var seenSeq: Int64 = 0
     private var link: Link?
     private var nextID: Int64 = 0
     private var pending: [(id: Int64, handler: Handler)] = []
@@ -55,6 +61,7 @@ final class Connection: @unchecked Sendable {
     init(host: String, port: Int, settings: HearthSettings) {
         self.host = host
         self.port = port
+        addresses = [(host, port)]
         self.settings = settings
         state = ConnectionStateWatch(queue: settings.dispatchQueue)
         credentials = settings.credentials.resolved()
@@ -74,12 +81,22 @@ final class Connection: @unchecked Sendable {
 
     /// Points the connection at another endpoint; the current link (if any) is dropped and listeners resume
     /// on the new one.
-    func setEndpoint(host: String, port: Int) {
+    func setEndpoint(host: String, port: Int) { setEndpoints([(host, port)]) }
+
+    /// Points the connection at several nodes of one database: the first that accepts a link is used, and
+    /// after a drop the next one in turn.
+    func setEndpoints(_ endpoints: [(host: String, port: Int)]) {
+        precondition(!endpoints.isEmpty, "at least one endpoint")
         queue.async {
-            self.host = host
-            self.port = port
+            self.addresses = endpoints
+            self.nextAddress = 0
+            (self.host, self.port) = endpoints[0]
             self.link?.close("endpoint changed")
         }
+    }
+
+    private func noteSeq(_ obj: [String: JSON]) {
+        if let seq = obj["seq"]?.intValue, seq > seenSeq { seenSeq = seq }
     }
 
     /// Closes the connection for good: pending requests fail `.unavailable`, listeners stop silently.
@@ -160,6 +177,7 @@ final class Connection: @unchecked Sendable {
                     self.helloFields = fields
                     var req = fields
                     req["op"] = .string("hello")
+                    if self.seenSeq > 0 { req["minSeq"] = .int(self.seenSeq) }
                     let withHeartbeats = !self.listeners.isEmpty && self.settings.heartbeatInterval > 0
                     if withHeartbeats {
                         req["heartbeatMs"] = .int(self.heartbeatMs)
@@ -169,6 +187,7 @@ final class Connection: @unchecked Sendable {
                         guard self.link === l else { return }
                         switch result {
                         case .success(let obj):
+                            self.noteSeq(obj)
                             self.authenticating = false
                             if withHeartbeats { self.heartbeatsOn = true }
                             self.identity.set(HearthIdentity(auth: obj["auth"]))
@@ -214,7 +233,21 @@ final class Connection: @unchecked Sendable {
         var cipher: TLSCipher?
         var received: [UInt8] = []
         do {
-            fd = try Socket.connect(host: host, port: port, timeout: settings.connectTimeout)
+            var connected: Int32?
+            var failure: Error?
+            for _ in addresses.indices {
+                let a = addresses[nextAddress]
+                nextAddress = (nextAddress + 1) % addresses.count
+                do {
+                    connected = try Socket.connect(host: a.host, port: a.port, timeout: settings.connectTimeout)
+                    (host, port) = a
+                    break
+                } catch {
+                    failure = error
+                }
+            }
+            guard let connected else { throw failure! }
+            fd = connected
             if let tls = settings.tls {
                 do {
                     if tlsClient == nil { tlsClient = try TLSClient(tls) }
@@ -240,7 +273,8 @@ final class Connection: @unchecked Sendable {
         helloFields = [:]
         l.start()
         watchLiveness(of: l)
-        if creds.isAnonymous { linkReady(l) } else { beginHello(on: l, with: creds) }
+        // A hello first with credentials, or to catch up with what this connection has seen on another node.
+        if creds.isAnonymous && seenSeq == 0 { linkReady(l) } else { beginHello(on: l, with: creds) }
     }
 
     private func linkClosed(_ reason: String) {
@@ -293,6 +327,7 @@ final class Connection: @unchecked Sendable {
         }
         if obj["ok"] != nil { return handleResponse(obj) }
         guard let type = obj["type"]?.stringValue else { return }
+        noteSeq(obj)
         if type == "heartbeat" {
             if let seq = obj["seq"]?.intValue { for core in subs.values { core.advance(toHeartbeat: seq) } }
             return
@@ -332,6 +367,7 @@ final class Connection: @unchecked Sendable {
             pending.remove(at: index)
         }
         reconnectDelay = 0   // the link works: the next drop starts the backoff afresh
+        noteSeq(obj)
         if obj["ok"]?.boolValue == true {
             handler(.success(obj))
         } else {

@@ -44,6 +44,22 @@ public final class Hearth: Sendable {
         connection = Connection(host: host, port: port, settings: settings)
     }
 
+    /// A client of several nodes of one database (`hearthd --postgres`), each `"host:port"`: it connects to
+    /// the first that accepts, and after a drop to the next in turn; the new node first catches up with the
+    /// seq this instance has seen (its hello's `minSeq`), and listeners resume there.
+    public convenience init(addresses: [String], settings: HearthSettings = HearthSettings()) throws {
+        let endpoints = try addresses.map { (a) throws -> (host: String, port: Int) in
+            guard let colon = a.lastIndex(of: ":"), let port = Int(a[a.index(after: colon)...]), (1...65535).contains(port),
+                  colon != a.startIndex else { throw HearthError(.invalidArgument, "address \"\(a)\" is not host:port") }
+            var host = String(a[..<colon])
+            if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            return (host, port)
+        }
+        guard let first = endpoints.first else { throw HearthError(.invalidArgument, "addresses is empty") }
+        self.init(host: first.host, port: first.port, settings: settings)
+        connection.setEndpoints(endpoints)
+    }
+
     deinit { connection.terminate() }
 
     /// The collection at `collectionPath` (`"users"`, `"users/u1/posts"`). Paths are checked by the server
