@@ -185,6 +185,24 @@ import Testing
         #expect(bench.status == 3)
     }
 
+    /// `--host` with several nodes: the first that accepts is used (a closed port is passed over), and the
+    /// bench spreads its connections over them.
+    @Test func severalHostsTheFirstThatAcceptsIsUsed() throws {
+        let closed = try freePort()
+        let r = try CLIProcess.run(["set", "m/a", #"{"v":1}"#, "--json", "--host", "127.0.0.1:\(closed),127.0.0.1:\(daemon.port)"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(try object(r.stdout)["seq"] as? Int != nil, "\(r.stdout)")
+        let none = try CLIProcess.run(["get", "m/a", "--host", "127.0.0.1:\(closed),[::1]:\(closed)"])
+        #expect(none.status == 3, "\(none.stderr)")
+        let bench = try CLIProcess.run(["bench", "get", "--requests", "40", "--connections", "2", "--host", "127.0.0.1:\(daemon.port),127.0.0.1:\(daemon.port)"])
+        #expect(bench.status == 0, "\(bench.stderr)")
+        #expect(bench.stdout.contains("127.0.0.1:\(daemon.port),127.0.0.1:\(daemon.port)"), "\(bench.stdout)")
+        for bad in ["127.0.0.1:0", "127.0.0.1:x", "[::1", ",127.0.0.1", "127.0.0.1:7411,"] {
+            let u = try CLIProcess.run(["get", "m/a", "--host", bad])
+            #expect(u.status == 2 && u.stderr.contains("--host"), "\(bad): \(u.stderr)")
+        }
+    }
+
     /// A port nothing listens on: bind an ephemeral one, then close it.
     func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
