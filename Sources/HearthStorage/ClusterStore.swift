@@ -51,7 +51,8 @@ public struct CommitterLease: Sendable, Equatable {
     public var term: UInt64
     /// True when the asking node is the committer (it holds the writer lock).
     public var isMine: Bool
-    /// When `isMine`: the stored `last_seq` the term begins at (the node publishes up to it before it commits).
+    /// The stored `last_seq` as this round read it: when `isMine`, where the term begins (the node publishes
+    /// up to it before it commits); else how far the database is, to tell how far behind the node is.
     public var lastSeq: UInt64
 
     public init(committer: ClusterNode?, term: UInt64, isMine: Bool, lastSeq: UInt64) {

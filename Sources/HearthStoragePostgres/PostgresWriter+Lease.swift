@@ -15,7 +15,7 @@ extension PostgresWriter {
         if lockedSession != connection.sessions { lockedSession = 0 }
         let seen = try readLease()
         if lockedSession != 0 {
-            return CommitterLease(committer: seen.committer, term: seen.term, isMine: true, lastSeq: expectedLastSeq ?? 0)
+            return CommitterLease(committer: seen.committer, term: seen.term, isMine: true, lastSeq: seen.lastSeq)
         }
         if seen.expired, let holder = seen.holder {
             // The committer stopped renewing (frozen, cut off from the database): end its session, which
@@ -23,11 +23,11 @@ extension PostgresWriter {
             try connection.query("SELECT pg_terminate_backend($1::int4)", [.int8(holder)], "ending the session of a committer whose lease ran out")
         }
         guard seen.holder == nil || seen.expired else {
-            return CommitterLease(committer: seen.expired ? nil : seen.committer, term: seen.term, isMine: false, lastSeq: 0)
+            return CommitterLease(committer: seen.expired ? nil : seen.committer, term: seen.term, isMine: false, lastSeq: seen.lastSeq)
         }
         let taken = try connection.query("SELECT pg_try_advisory_lock(\(Self.lockKey))", [.string(schema)], "trying the schema's writer lock")
         guard taken.bytes(0, 0) == [1] else {
-            return CommitterLease(committer: nil, term: seen.term, isMine: false, lastSeq: 0)
+            return CommitterLease(committer: nil, term: seen.term, isMine: false, lastSeq: seen.lastSeq)
         }
         lockedSession = connection.sessions
         do throws(HearthError) {
@@ -82,6 +82,8 @@ extension PostgresWriter {
         var expired: Bool
         /// The backend holding the writer lock (another node's, or one that has not ended yet).
         var holder: Int64?
+        /// The stored last seq.
+        var lastSeq: UInt64
     }
 
     private func readLease() throws(HearthError) -> SeenLease {
@@ -90,12 +92,14 @@ extension PostgresWriter {
                    (SELECT k.pid::int8 FROM pg_locks k
                      WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 1 AND k.pid <> pg_backend_pid()
                        AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                       AND ((k.classid::int8 << 32) | k.objid::int8) = \(Self.lockKey) LIMIT 1)
+                       AND ((k.classid::int8 << 32) | k.objid::int8) = \(Self.lockKey) LIMIT 1),
+                   (SELECT last_seq FROM hearth_meta WHERE id = 1)
             FROM (SELECT 1) AS one LEFT JOIN hearth_lease l ON l.id = 1
             """, [.string(schema)], "reading the committer's lease")
         let holder = rows.isNull(0, 4) ? nil : rows.int64(0, 4)
-        guard !rows.isNull(0, 0) else { return SeenLease(committer: nil, term: 0, expired: false, holder: holder) }
+        let last = rows.uint64(0, 5)
+        guard !rows.isNull(0, 0) else { return SeenLease(committer: nil, term: 0, expired: false, holder: holder, lastSeq: last) }
         let node = ClusterNode(name: rows.text(0, 1), address: rows.isNull(0, 2) ? nil : rows.text(0, 2))
-        return SeenLease(committer: node, term: rows.uint64(0, 0), expired: rows.int64(0, 3) == 1, holder: holder)
+        return SeenLease(committer: node, term: rows.uint64(0, 0), expired: rows.int64(0, 3) == 1, holder: holder, lastSeq: last)
     }
 }

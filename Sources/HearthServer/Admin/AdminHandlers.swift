@@ -12,7 +12,6 @@ enum AdminHandlers {
     static func stats(_ ctx: Context, _ req: Request) throws(HearthError) {
         let report = ctx.server.statsReport()
         let deletes = ctx.server.jobs.runningDeletes, compacting = ctx.server.jobs.compacting
-        let cluster = ctx.server.cluster.map { ($0.settings.node, $0.summary) }
         ctx.reply(req) { w in
             report.writeJSON(into: &w)
             w.key("jobs")
@@ -20,18 +19,6 @@ enum AdminHandlers {
             w.key("recursiveDeletes"); w.int(Int64(deletes))
             w.key("compacting"); w.bool(compacting)
             w.endObject()
-            if let (node, c) = cluster {
-                w.key("cluster")
-                w.beginObject()
-                w.key("node"); w.string(node.name)
-                w.key("role"); w.string(c.role)
-                if let term = c.term { w.key("term"); w.uint(term) }
-                w.key("committer"); if let name = c.committer { w.string(name) } else { w.null() }
-                w.key("adoptedCommits"); w.uint(c.adopted)
-                w.key("forwardedWrites"); w.uint(c.forwarded)
-                w.key("forwardsAwaited"); w.int(Int64(c.waiting))
-                w.endObject()
-            }
         }
     }
 

@@ -116,6 +116,7 @@ final class ClusterCoordinator {
 
     /// Takes the outcome of a round of the election.
     private func settle(_ lease: CommitterLease) {
+        storeSeq = max(storeSeq, lease.lastSeq)
         if lease.isMine {
             elections += 1
             role = .promoting(term: lease.term, from: lease.lastSeq)
@@ -301,14 +302,20 @@ final class ClusterCoordinator {
 
     // MARK: Figures
 
-    /// How far this node's publication is behind the store (a follower's lag), from the store's seq.
-    var summary: (role: String, term: UInt64?, committer: String?, adopted: UInt64, forwarded: UInt64, waiting: Int) {
+    /// The database's last seq as the last election round read it.
+    private var storeSeq: UInt64 = 0
+
+    var status: ClusterStatus {
         var committer: String?
         switch role {
         case .follower(let c): committer = c?.name
         case .promoting, .committer: committer = node.name
         }
-        return (role.name, role.term, committer, adopted, forwarded, answered.count + (link?.unanswered ?? 0))
+        let published = engine.lastDurableSeq
+        let known = max(storeSeq, published)
+        return ClusterStatus(node: node.name, role: role.name, term: role.term, committer: committer, storeSeq: known,
+                             lagCommits: known - published, adopted: adopted, forwarded: forwarded,
+                             awaited: answered.count + (link?.unanswered ?? 0), elections: elections)
     }
 }
 

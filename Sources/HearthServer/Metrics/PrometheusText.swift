@@ -56,6 +56,15 @@ enum PrometheusText {
         gauge("hearth_seq", "The last durable and published seq.", "\(r.seq)")
         gauge("hearth_oldest_resumable_seq", "The oldest seq listeners can resume from (the change log's retention window starts after it).", "\(r.oldestResumableSeq)")
         counter("hearth_ttl_deleted_total", "Documents deleted by TTL policies.", "\(r.ttlDeleted)")
+        if let c = r.cluster {
+            gauge("hearth_cluster_committer", "1 while this node is the committer, else 0 (a follower, or elected and catching up).", c.role == "committer" ? "1" : "0")
+            gauge("hearth_cluster_term", "The committer's term this node knows (0: none yet).", "\(c.term ?? 0)")
+            gauge("hearth_cluster_lag_commits", "Commits in the database this node had not published yet, at the last election round.", "\(c.lagCommits)")
+            counter("hearth_cluster_adopted_commits_total", "Commits published from the commit feed (made by another node).", "\(c.adopted)")
+            counter("hearth_cluster_forwarded_writes_total", "Writes forwarded to the committer.", "\(c.forwarded)")
+            gauge("hearth_cluster_forwards_awaited", "Forwarded writes not answered to their client yet.", "\(c.awaited)")
+            counter("hearth_cluster_elections_total", "Times this node was elected committer.", "\(c.elections)")
+        }
         counter("hearth_malformed_requests_total", "Request lines refused before an op was known (not JSON, no op, an unknown op).", "\(r.malformedRequests)")
 
         family("hearth_requests_total", "counter", "Requests answered, by op (errors included).")

@@ -70,6 +70,7 @@ extension Server {
         r.malformedRequests = metrics.malformed
         r.process = ProcessFigures.current()
         r.ttlDeleted = ttlDeleted
+        r.cluster = cluster?.status
         r.ops = metrics.ops.map {
             StatsReport.Op(name: $0.name, count: $0.count, errors: $0.errors, perSecond: $0.perSecond,
                            p50Micros: $0.windowQuantile(0.5), p99Micros: $0.windowQuantile(0.99), latency: $0.latency)

@@ -46,6 +46,8 @@ struct StatsReport {
     var process = ProcessFigures()
     var ttlDeleted: UInt64 = 0
     var ops: [Op] = []
+    /// A node of several over a shared store: its part (`ClusterCoordinator.status`).
+    var cluster: ClusterStatus?
 
     var cacheHitRate: Double {
         let n = cacheHits + cacheMisses
@@ -112,6 +114,21 @@ struct StatsReport {
         w.endObject()
         w.key("ttlDeleted"); w.uint(ttlDeleted)
         w.key("malformedRequests"); w.uint(malformedRequests)
+        if let c = cluster {
+            w.key("cluster")
+            w.beginObject()
+            w.key("node"); w.string(c.node)
+            w.key("role"); w.string(c.role)
+            if let term = c.term { w.key("term"); w.uint(term) }
+            w.key("committer"); if let name = c.committer { w.string(name) } else { w.null() }
+            w.key("storeSeq"); w.uint(c.storeSeq)
+            w.key("lagCommits"); w.uint(c.lagCommits)
+            w.key("adoptedCommits"); w.uint(c.adopted)
+            w.key("forwardedWrites"); w.uint(c.forwarded)
+            w.key("forwardsAwaited"); w.int(Int64(c.awaited))
+            w.key("elections"); w.int(Int64(c.elections))
+            w.endObject()
+        }
         w.key("ops")
         w.beginObject()
         for op in ops where op.count > 0 {
@@ -135,4 +152,22 @@ struct StatsReport {
         }
         w.endArray()
     }
+}
+
+/// A node's part in its cluster, for `stats` and `/metrics`.
+struct ClusterStatus {
+    var node: String
+    var role: String
+    var term: UInt64?
+    var committer: String?
+    /// The database's last seq as the node last read it (every election round), and how far the node's
+    /// published seq was behind it then.
+    var storeSeq: UInt64
+    var lagCommits: UInt64
+    var adopted: UInt64
+    var forwarded: UInt64
+    /// Forwarded writes not answered to their client yet.
+    var awaited: Int
+    /// Times this node was elected committer.
+    var elections: Int
 }
