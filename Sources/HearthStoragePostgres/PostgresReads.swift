@@ -73,7 +73,9 @@ struct PostgresReads {
     }
 
     /// The change log after `after`: nil when retention pruned part of it. One statement (one snapshot) reads
-    /// the pruning point and the commits with their mutations.
+    /// the pruning point and the commits with their mutations. Each commit's mutations are looked up by its
+    /// seq (a nested loop over the primary key): a plain join lets a prepared statement's generic plan merge
+    /// with `hearth_changes` from its first row, which costs the whole log on every read of its end.
     func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
         let rows = try connection.query("""
             SELECT m.pruned_through, c.seq, c.commit_us, ch.path,
@@ -81,7 +83,7 @@ struct PostgresReads {
                    ch.after_data, ch.after_create_us, ch.after_update_us, ch.after_seq
             FROM hearth_meta m
             LEFT JOIN LATERAL (SELECT seq, commit_us FROM hearth_commits WHERE seq > $1 ORDER BY seq LIMIT $2) c ON true
-            LEFT JOIN hearth_changes ch ON ch.seq = c.seq
+            LEFT JOIN LATERAL (SELECT * FROM hearth_changes x WHERE x.seq = c.seq ORDER BY x.ord) ch ON true
             ORDER BY c.seq, ch.ord
             """, [.int8(Self.seqBound(after)), Self.limit(max(0, limit))], "reading the change log after seq \(after)")
         guard rows.count > 0 else { throw HearthError(.internal, "storage: hearth_meta has no row") }

@@ -51,7 +51,9 @@ public final class PostgresStore: ClusterStore, StoreAdministration, @unchecked 
         }
         self.dsn = dsn
         self.schema = schema
-        setup = "SET search_path TO \(PGConnection.quoteIdentifier(schema)); SET application_name TO 'hearthd'; SET client_min_messages TO warning"
+        // JIT off: every statement is a short indexed one, and a generic plan's estimates can make PostgreSQL
+        // compile one for a few milliseconds on every execution.
+        setup = "SET search_path TO \(PGConnection.quoteIdentifier(schema)); SET application_name TO 'hearthd'; SET client_min_messages TO warning; SET jit TO off"
         // A commit must be flushed before it is acknowledged: `synchronous_commit` is raised to `on` when the
         // role or database lowered it (`off`, `local`), and a stronger setting (`remote_apply`…) is kept.
         let w = try PGConnection(dsn: dsn, role: "writer", setup: setup + "; SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') IN ('off', 'local')")
