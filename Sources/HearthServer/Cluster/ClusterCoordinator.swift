@@ -234,6 +234,7 @@ final class ClusterCoordinator {
         guard case .follower(let committer) = role else { return false }
         let dispatcher = server.dispatcher
         guard let committer else {
+            electionRound()   // at once, not at the next tick: the committer may just have gone
             dispatcher.replyError(HearthError(.unavailable, "no committer is elected yet; try again").prefixed(command.name), id: id, session: session)
             return true
         }
@@ -253,7 +254,10 @@ final class ClusterCoordinator {
         let l = PeerLink(loop: server.loop, committer: committer, maxLineBytes: max(server.config.maxResponseBytes, server.config.maxLineBytes) + 4096)
         l.onAnswer = { [unowned self] p, line, seq in forwardAnswered(p, line: line, seq: seq) }
         l.onFailure = { [unowned self, unowned l] owed, error in
-            if link === l { link = nil }
+            if link === l {
+                link = nil
+                electionRound()   // the committer may be gone: a round now rather than at the next tick
+            }
             for p in owed { finish(p, line: server.dispatcher.errorLine(error.prefixed(p.op), id: p.id), failed: true) }
         }
         link = l
