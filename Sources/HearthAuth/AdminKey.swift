@@ -27,6 +27,10 @@ public struct AdminKey: Sendable {
         do { return try AdminKey(key) } catch { throw AuthConfigError("\(path): \(error.message)") }
     }
 
+    /// The key itself, for a node that presents it to another node of its cluster (its followers speak for
+    /// their clients to the committer as the admin).
+    public var text: String { String(decoding: bytes, as: UTF8.self) }
+
     /// True when `candidate` is the key; compared in constant time.
     public func matches(_ candidate: String) -> Bool {
         ConstantTime.equal(Array(candidate.utf8), bytes)

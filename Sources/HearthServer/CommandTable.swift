@@ -84,6 +84,10 @@ enum CommandTable {
                 fields: ["sub"], access: .meta, clearance: .anyone, run: ListenHandlers.unlisten),
         Command(name: "hello", synopsis: "{op:\"hello\"[,token:JWT|adminKey:K[,as:{uid,token}|null]][,heartbeatMs:ms][,minSeq:N]} sets who the connection is and heartbeats, and waits until this node has published seq N: {version,seq,history[,auth]}",
                 fields: ["heartbeatMs", "token", "adminKey", "as", "minSeq"], access: .meta, clearance: .anyone, run: AuthHandlers.hello),
+        Command(name: "forward", synopsis: "{op:\"forward\",as:\"admin\"|null|{uid,token},request:\"<line>\"} (admin) runs a request line as the identity named, for that request only: how a follower sends its clients' writes to the committer while rules are enforced",
+                fields: ["as", "request"], access: .meta, clearance: .admin, run: { _, _ throws(HearthError) in
+                    throw HearthError(.internal, "forward is run by the dispatcher")
+                }),
         Command(name: "rules", synopsis: "{op:\"rules\",action:\"reload\"|\"status\"} (admin) reloads the rules file or says which rules are in force",
                 fields: ["action"], access: .meta, clearance: .admin, run: AuthHandlers.rules),
         Command(name: "backup", synopsis: "{op:\"backup\",dir:\"/abs/dir\"} (admin) copies the store online into a new data directory at one seq, with progress lines: {seq,pages,bytes,micros,dir}",

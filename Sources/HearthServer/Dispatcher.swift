@@ -95,6 +95,7 @@ final class Dispatcher {
         if command.forwarded, let cluster = session.server.cluster, cluster.forward(line, id: id, command: command, session: session) {
             return .handled
         }
+        if command.name == "forward" { return forwarded(root, id: id, session: session) }
         let request = Request(op: op, body: root, line: line, id: id)
         let gate = session.server.engine.gate
         ticket = nil
@@ -139,6 +140,27 @@ final class Dispatcher {
         }
         if !timingDeferred { session.server.requestFinished(timing, failed: false, id: id, session: session) }
         return .handled
+    }
+
+    /// `forward` (admin): runs the request line it carries as the identity it names, for that line only (a
+    /// follower speaking for its client; `ForwardedIdentity`). The line is dispatched as if it had come on its
+    /// own, so its answer (with the client's id) is the answer; a line that must wait parks this one, which
+    /// runs again whole.
+    private func forwarded(_ root: JSONRef, id: [UInt8]?, session: Session) -> Outcome {
+        guard let r = root["request"], r.kind == .string, let text = r.string else {
+            replyError(HearthError.invalid("field \"request\" must be a request line, as a string").prefixed("forward"), id: id, session: session)
+            return .handled
+        }
+        let principal: Principal
+        do { principal = try ForwardedIdentity.principal(root["as"]) } catch {
+            replyError(error.prefixed("forward"), id: id, session: session)
+            return .handled
+        }
+        let line = Array(text.utf8)
+        let own = session.principal
+        session.principal = principal
+        defer { session.principal = own }
+        return line.withUnsafeBytes { dispatch($0, session: session) }
     }
 
     /// Answers a line refused before its op was known (counted apart: it has no op).

@@ -10,8 +10,12 @@ public final class ClusterNodes: @unchecked Sendable {
     public let dsn: String
     public private(set) var nodes: [DaemonProcess] = []
 
-    public init(count: Int = 3, leaseMs: Int = 1500, dsn: String? = nil) throws {
+    /// Flags every node gets besides the cluster's own (rules, keys).
+    public let extraArgs: [String]
+
+    public init(count: Int = 3, leaseMs: Int = 1500, dsn: String? = nil, extraArgs: [String] = []) throws {
         self.leaseMs = leaseMs
+        self.extraArgs = extraArgs
         self.dsn = try dsn ?? PostgresTestCluster.dsn()
         ports = try (0..<count).map { _ in try Self.freePort() }
         for i in 0..<count { nodes.append(try DaemonProcess(extraArgs: try args(i))) }
@@ -25,15 +29,31 @@ public final class ClusterNodes: @unchecked Sendable {
     public func args(_ i: Int) throws -> [String] {
         ["--postgres", dsn, "--postgres-schema", schema, "--port", "\(ports[i])",
          "--advertise", "127.0.0.1:\(ports[i])", "--node-name", "n\(i)", "--lease-ms", "\(leaseMs)",
-         "--subscriber-budget", "67108864"]
+         "--subscriber-budget", "67108864"] + extraArgs
     }
 
     public subscript(i: Int) -> DaemonProcess { nodes[i] }
 
-    /// The node's `stats.cluster`.
+    /// The node's `stats.cluster` (as the admin when the nodes have an admin key); where `stats` is refused
+    /// (rules without an admin key), the role and committer its log last named.
     public func cluster(_ i: Int) throws -> [String: Any] {
         let c = try nodes[i].connect()
-        return try c.request(#"{"op":"stats"}"#)["cluster"] as? [String: Any] ?? [:]
+        if let k = extraArgs.firstIndex(of: "--admin-key-file"), k + 1 < extraArgs.count {
+            let key = try String(contentsOfFile: extraArgs[k + 1], encoding: .utf8).trimmingCharacters(in: .newlines)
+            _ = try c.call(["op": "hello", "adminKey": key])
+        }
+        if let cluster = try c.request(#"{"op":"stats"}"#)["cluster"] as? [String: Any] { return cluster }
+        var role: [String: Any] = [:]
+        for line in nodes[i].log.split(separator: "\n") {
+            if line.contains(" is the committer, term ") {
+                role = ["role": "committer", "committer": "n\(i)"]
+            } else if let r = line.range(of: "following committer ") {
+                role = ["role": "follower", "committer": String(line[r.upperBound...].prefix { $0 != " " })]
+            } else if line.contains("lost the committer's lease") {
+                role = ["role": "follower"]
+            }
+        }
+        return role
     }
 
     /// The committer's index, once one node says it is the committer and every running node follows it

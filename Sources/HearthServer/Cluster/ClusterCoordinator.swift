@@ -238,20 +238,22 @@ final class ClusterCoordinator {
             dispatcher.replyError(HearthError(.unavailable, "no committer is elected yet; try again").prefixed(command.name), id: id, session: session)
             return true
         }
-        if server.access.enforcing {
-            dispatcher.replyError(HearthError(.failedPrecondition, "this node is a follower and forwards writes only while rules are off; write to the committer \(committer.name) at \(committer.address ?? "(no address)")").prefixed(command.name), id: id, session: session)
+        if server.access.enforcing && server.access.adminKeyForPeers == nil {
+            dispatcher.replyError(HearthError(.failedPrecondition, "this node is a follower and, while rules are enforced, forwards writes only with --admin-key-file (the same key on every node); write to the committer \(committer.name) at \(committer.address ?? "(no address)")").prefixed(command.name), id: id, session: session)
             return true
         }
         let link = self.link ?? makeLink(committer)
         forwarded += 1
         let slot = session.beginWrite()
-        link.forward(line, PeerLink.Pending(session: session, slot: slot, id: id, op: command.name,
-                                            timing: RequestTiming(slot: command.slot, started: ServerMetrics.nanos())))
+        link.forward(line, as: session.principal,
+                     PeerLink.Pending(session: session, slot: slot, id: id, op: command.name,
+                                      timing: RequestTiming(slot: command.slot, started: ServerMetrics.nanos())))
         return true
     }
 
     private func makeLink(_ committer: ClusterNode) -> PeerLink {
-        let l = PeerLink(loop: server.loop, committer: committer, maxLineBytes: max(server.config.maxResponseBytes, server.config.maxLineBytes) + 4096)
+        let l = PeerLink(loop: server.loop, committer: committer, maxLineBytes: max(server.config.maxResponseBytes, server.config.maxLineBytes) + 4096,
+                         adminKey: server.access.enforcing ? server.access.adminKeyForPeers : nil)
         l.onAnswer = { [unowned self] p, line, seq in forwardAnswered(p, line: line, seq: seq) }
         l.onFailure = { [unowned self, unowned l] owed, error in
             if link === l {

@@ -22,13 +22,17 @@ final class PeerLink {
     }
 
     let committer: ClusterNode
+    /// While rules are enforced: the cluster's admin key, sent in the link's first line, so the committer
+    /// lets it speak for its clients (each write then goes inside a `forward` op naming the client).
+    private let adminKey: String?
     private let loop: EventLoop
     private var conn: TCPConnection?
     private var connecting = true
     private(set) var closed = false
     /// Lines queued while connecting.
     private var outbox: [[UInt8]] = []
-    private var pending: [Pending] = []
+    /// What each line sent waits for: a write's answer, or (nil) the link's own hello.
+    private var pending: [Pending?] = []
     private var pendingHead = 0
     private var framer: LineFramer
     private let parser = JSONParser(rejectsDuplicateKeys: false)
@@ -37,10 +41,21 @@ final class PeerLink {
     /// The link failed: the writes still unanswered, and why.
     var onFailure: (([Pending], HearthError) -> Void)?
 
-    init(loop: EventLoop, committer: ClusterNode, maxLineBytes: Int) {
+    init(loop: EventLoop, committer: ClusterNode, maxLineBytes: Int, adminKey: String?) {
         self.loop = loop
         self.committer = committer
+        self.adminKey = adminKey
         framer = LineFramer(maxLineBytes: maxLineBytes)
+        if let adminKey {
+            var w = JSONWriter(capacity: 128)
+            w.beginObject()
+            w.key("op"); w.string("hello")
+            w.key("adminKey"); w.string(adminKey)
+            w.endObject()
+            w.newline()
+            outbox.append(w.bytes)
+            pending.append(nil)
+        }
     }
 
     /// Connects to the committer's address.
@@ -68,15 +83,28 @@ final class PeerLink {
         }
     }
 
-    /// Sends a client's write line to the committer.
-    func forward(_ line: UnsafeRawBufferPointer, _ p: Pending) {
-        var bytes = [UInt8](line)
-        bytes.append(0x0A)
+    /// Sends a client's write line to the committer: as it came, or while rules are enforced inside a
+    /// `forward` op naming the client's identity (`ForwardedIdentity`).
+    func forward(_ line: UnsafeRawBufferPointer, as principal: Principal, _ p: Pending) {
+        var bytes: [UInt8]
+        if adminKey != nil {
+            var w = JSONWriter(capacity: line.count + 256)
+            w.beginObject()
+            w.key("op"); w.string("forward")
+            w.key("as"); ForwardedIdentity.write(principal, into: &w)
+            w.key("request"); w.string(bytes: line)
+            w.endObject()
+            w.newline()
+            bytes = w.bytes
+        } else {
+            bytes = [UInt8](line)
+            bytes.append(0x0A)
+        }
         pending.append(p)
         if let conn { conn.send(bytes) } else { outbox.append(bytes) }
     }
 
-    var unanswered: Int { pending.count - pendingHead }
+    var unanswered: Int { pending[pendingHead...].reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
         framer.feed(bytes) { event in
@@ -92,8 +120,20 @@ final class PeerLink {
             let p = pending[pendingHead]
             pendingHead += 1
             if pendingHead == pending.count { pending.removeAll(keepingCapacity: true); pendingHead = 0 }
+            guard let p else {
+                // The link's hello: refused, the committer would judge every write as anonymous.
+                if !isOK(line) {
+                    fail(HearthError(.unavailable, "the committer \(committer.name) refused this node's admin key (every node needs the same --admin-key-file): \(String(decoding: line, as: UTF8.self))"))
+                }
+                return
+            }
             onAnswer?(p, [UInt8](line), seq(of: line))
         }
+    }
+
+    private func isOK(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard let root = try? parser.parse(line), root.kind == .object else { return false }
+        return root["ok"]?.bool == true
     }
 
     /// The seq of an ok answer (a durable commit), nil for an error or an answer without one.
@@ -107,7 +147,7 @@ final class PeerLink {
     func fail(_ error: HearthError) {
         guard !closed else { return }
         closed = true
-        let owed = Array(pending[pendingHead...])
+        let owed = pending[pendingHead...].compactMap { $0 }
         pending = []
         pendingHead = 0
         outbox = []

@@ -118,6 +118,9 @@ public final class AccessControl {
         }
     }
 
+    /// The admin key, presented by a follower to the committer (nil without `--admin-key-file`).
+    var adminKeyForPeers: String? { adminKey?.text }
+
     func authenticate(adminKey key: String) -> Result<Principal, HearthError> {
         guard let adminKey else {
             return .failure(HearthError(.unauthenticated, "this server has no admin key (it was started without --admin-key-file)"))
