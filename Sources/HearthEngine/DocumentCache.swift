@@ -310,6 +310,19 @@ public final class DocumentCache: Sendable {
         }
     }
 
+    /// Forgets every entry and moves the published seq to `seq` (a node that missed commits it can no longer
+    /// read: nothing cached can be trusted to be the version at `seq`). Loop thread.
+    func reset(published seq: UInt64) {
+        for shard in shards {
+            shard.withLock { s in
+                s.slots.removeAll()
+                s.entries.removeAll()
+                s.bytes = 0
+                s.published = seq
+            }
+        }
+    }
+
     /// The problems with the shards' internal state, if any (tests): each slot names the entry with its hash,
     /// each entry has its slot, the byte counts add up, and no shard is over its share.
     func inconsistencies() -> [String] {

@@ -35,6 +35,37 @@ extension Engine {
         gate.publicationFinished()
     }
 
+    /// Moves a node that fell behind what the store's change log still holds (retention pruned commits it
+    /// never published) to the store's seq without them: the document cache is emptied, the index catalog
+    /// read again, and every listener gets a reset, its whole result at the new seq, as a resume from a pruned
+    /// seq does. Only while nothing of this node is pending. Returns the new seq.
+    @discardableResult
+    public func reset(toStoreSeq seq: UInt64) throws(HearthError) -> UInt64 {
+        thread.check("Engine.reset")
+        precondition(isIdle, "a node resets only while it has nothing pending")
+        guard seq > lastDurableSeq else { return lastDurableSeq }
+        gate.adoptionStarted()
+        defer { gate.publicationFinished() }
+        cache.reset(published: seq)
+        lastDurableSeq = seq
+        lastAssignedSeq = seq
+        if let newest = try? store.changes(after: seq - 1, limit: 1)?.first, newest.seq == seq {
+            lastCommitMicros = max(lastCommitMicros, newest.commitTime.micros)
+        }
+        if let codec = indexCatalogCodec, let data = try store.indexCatalog() {
+            do {
+                let catalog = try codec.decode(data)
+                indexWork.removeAll()
+                restore(catalog)
+                catalogDirty = false
+            } catch {
+                onDataLoss?(StorageDamage.indexCatalog("it does not decode: \(error.message)"))
+            }
+        }
+        listeners.resetAll()
+        return seq
+    }
+
     /// Takes the index catalog another node's commit stored. Backfills and purges it lists are queued as on
     /// a restart, and run only once this node commits.
     private func adoptCatalog(_ data: [UInt8], seq: UInt64) {

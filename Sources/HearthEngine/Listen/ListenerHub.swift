@@ -246,6 +246,44 @@ public final class ListenerHub {
         }
     }
 
+    /// The engine moved to a seq without the commits before it (`Engine.reset(to:)`): every listener gets a
+    /// reset, its query's whole result (or its document) at the new seq, as a resume from a pruned seq does,
+    /// and every shared view is read again. A listener whose read fails ends with the error.
+    func resetAll() {
+        engine.thread.check("ListenerHub.resetAll")
+        let seq = engine.lastDurableSeq
+        publishedSeq = seq
+        for v in views.values {
+            do {
+                v.rows = try engine.runQuery(v.query).documents
+                v.seq = seq
+                v.lastChanges = []
+            } catch {
+                for m in v.members { fail(m, error) }
+            }
+        }
+        for l in listeners.values.sorted(by: { $0.id < $1.id }) where l.isRegistered {
+            l.seq = seq
+            l.dirty = false
+            switch l.target {
+            case .document(let path):
+                do {
+                    l.currentDocument = try engine.get(path)
+                } catch {
+                    fail(l, error)
+                    continue
+                }
+                l.sentDocument = l.currentDocument
+                l.sink?.deliver(.document(seq: seq, initial: false, reset: true, document: l.currentDocument), for: l)
+            case .query(let q):
+                l.sent = []
+                l.sink?.deliver(.query(seq: seq, initial: false, reset: true, size: l.current.count,
+                                       changes: QueryView.changes(from: [], to: l.current, query: q)), for: l)
+            }
+        }
+        dirtyBySink.removeAll()
+    }
+
     /// The version of each document touched by `later` commits as it was before them.
     static func stateBefore(_ later: ArraySlice<CommitRecord>) -> [DocumentPath: StoredDocument?] {
         var r: [DocumentPath: StoredDocument?] = [:]

@@ -179,15 +179,30 @@ final class ClusterCoordinator {
                 retryLater()
                 return
             }
-            guard let records = outcome.records else {
-                problems.note("cluster: this node fell behind the change log's retention (published seq \(engine.lastDurableSeq)); it cannot publish the commits it missed: restart it")
-                retryLater(ms: 5000)
-                return
-            }
+            guard let records = outcome.records else { return fellBehind() }
             fetched += records
             publishFetched()
             fetchMore()
         })
+    }
+
+    /// The change log no longer holds the commits after this node's published seq (retention pruned them
+    /// while the node was stalled): it moves to the store's seq without them, and every listener gets its
+    /// whole result again (a reset, as a resume from a pruned seq), then it tails the feed from there.
+    private func fellBehind() {
+        fetched.removeAll()
+        guard engine.isIdle else { return retryLater() }
+        let was = engine.lastDurableSeq
+        do {
+            let now = try engine.reset(toStoreSeq: try store.lastSeq())
+            server.logger.warn("cluster: this node fell behind the change log's retention at seq \(was) (the commits after it were pruned); it moved to seq \(now) and reset its listeners (\(engine.listeners.count))")
+            answerPublished()
+            checkPromotion()
+            fetchMore()
+        } catch {
+            problems.note("cluster: this node fell behind the change log's retention at seq \(was), and moving to the store's seq failed (tried again in 1 s): \(error.message)")
+            retryLater(ms: 1000)
+        }
     }
 
     private func retryLater(ms: UInt64 = 250) {

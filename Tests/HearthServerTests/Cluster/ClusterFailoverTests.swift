@@ -132,6 +132,39 @@ import Testing
         print("committer SIGKILL then SIGSTOP: \(load.acknowledged.value) writes acknowledged, \(load.failed.value) failed or unknown, committers n\(k1) → n\(k2) → n\(k3), last seq \(last), listeners \(listeners.map { $0.state.events.count }) snapshots")
     }
 
+    /// A follower stalled while retention pruned the commits it had not published: when it wakes up its
+    /// feed cannot give them, so it moves to the database's seq and its listeners get a reset (their whole
+    /// result), then follow on as before; no restart.
+    @Test func aFollowerBehindRetentionResetsItsListenersAndCarriesOn() throws {
+        let c = try ClusterNodes(extraArgs: ["--retention-bytes", "20000"])
+        let k = try c.committer()
+        let follower = (k + 1) % 3
+        let w = try c[k].connect()
+        for i in 0..<5 { #expect(try w.request(#"{"op":"set","path":"load/w\#(i)","data":{"v":0}}"#).isOK) }
+        var (conn, state) = try Self.listen(c, follower)
+        try Self.catchUp(conn, &state, to: try Self.lastSeq(c, k))
+        let seen = state.events.last!.seq
+        kill(c[follower].pid, SIGSTOP)
+        let padding = String(repeating: "x", count: 300)
+        for i in 1...200 {
+            #expect(try w.request(#"{"op":"set","path":"load/w\#(i % 5)","data":{"v":\#(i),"p":"\#(padding)"}}"#).isOK)
+        }
+        let store = try w.request(#"{"op":"stats"}"#)["store"] as? [String: Any]
+        #expect((store?["oldestResumableSeq"] as? Int ?? 0) > seen, "retention pruned past the follower: \(String(describing: store))")
+        kill(c[follower].pid, SIGCONT)
+        #expect(c[follower].waitForLog("fell behind the change log's retention"), "\(c[follower].log)")
+        #expect(try w.request(#"{"op":"set","path":"load/w0","data":{"v":1000}}"#).isOK)
+        let last = try Self.lastSeq(c, k)
+        try Self.catchUp(conn, &state, to: last)
+        let resets = state.events.filter { $0.seq > seen }
+        #expect(!resets.isEmpty)
+        let now = try c[follower].connect().request(#"{"op":"query","collection":"load"}"#)
+        #expect(now["seq"] as? Int == last)
+        #expect(canonical(state.rows.map(\.json)) == canonical((now["docs"] as? [[String: Any]] ?? []).map { canonical($0) }),
+                "the listener holds the query's result after its reset")
+        conn.shutdownWrite()
+    }
+
     @Test func postgresRestartedUnderLoadRefusesWritesMeanwhileThenConverges() throws {
         let pg = try PrivateCluster()
         defer { pg.remove() }

@@ -15,6 +15,7 @@ struct ListenedQuery {
         let seq = event["seq"] as? Int ?? -1
         let changes = event["changes"] as? [[String: Any]] ?? []
         if event["initial"] as? Bool == true { firstSeq = seq; rows = [] }
+        if event["reset"] as? Bool == true { rows = [] }   // the whole result follows, as additions
         for change in changes {
             let doc = change["doc"] as? [String: Any] ?? [:]
             let path = doc["path"] as? String ?? ""
