@@ -28,6 +28,8 @@ public struct CommitOutcome: Sendable {
     public var seq: UInt64
     public var commitTime: Timestamp
     public var results: [WriteResult]
+    /// True when this is the answer of an earlier commit with the same request ID (a retry, not applied again).
+    public var duplicate = false
 }
 
 /// A commit applied in memory (visible to later writes) and waiting to be durable.
@@ -35,6 +37,8 @@ final class PendingCommit {
     let record: CommitRecord
     let results: [WriteResult]
     let completion: (Result<CommitOutcome, HearthError>) -> Void
+    /// Retries of the same request ID that arrived while this commit was pending: answered with its outcome.
+    var retries: [(Result<CommitOutcome, HearthError>) -> Void] = []
 
     init(record: CommitRecord, results: [WriteResult], completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) {
         self.record = record

@@ -38,6 +38,8 @@ public final class Engine {
     private var queued: [PendingCommit] = []
     /// The batch being made durable, if any.
     private var inFlight: CommitBatch?
+    /// Pending commits (queued or in flight) by request ID: a retry while one is pending waits for its outcome.
+    private var pendingRequests: [String: PendingCommit] = [:]
 
     /// Declared composite indexes (building or ready), maintained by every commit.
     public internal(set) var indexes: [IndexDefinition] = [] { didSet { catalogView.publish(indexes) } }
@@ -250,12 +252,20 @@ public final class Engine {
     ///
     /// `review`, when given, sees the commit as it would land (`CommitReview`) before anything changes, and
     /// refuses it by throwing.
+    ///
+    /// `requestID` names the write (`CommitRecord.request`): while a commit with the same ID is pending, this
+    /// one is not applied and gets that commit's outcome (`duplicate`); a commit already durable is found
+    /// with `committedRequest` before calling this.
     @discardableResult
-    public func commit(_ writes: [Write], nameIndexes: Bool? = nil,
+    public func commit(_ writes: [Write], nameIndexes: Bool? = nil, requestID: String? = nil,
                        review: ((CommitReview) throws(HearthError) -> Void)? = nil,
                        completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) throws(HearthError) -> UInt64 {
         thread.check("Engine.commit")
         if let commitRefusal { throw commitRefusal }
+        if let requestID, let pending = pendingRequests[requestID] {
+            pending.retries.append(completion)
+            return pending.record.seq
+        }
         let prefixIndexes = nameIndexes ?? (writes.count > 1)
         guard !writes.isEmpty else { throw .invalid("a commit needs at least one write") }
         guard writes.count <= Limits.maxWritesPerCommit else {
@@ -360,10 +370,23 @@ public final class Engine {
 
         lastAssignedSeq = seq
         lastCommitMicros = commitMicros
+        let request = requestID.map { CommitRequest(id: $0, answer: CommitAnswer.encode(commitTime: commitTime, results: results, codec: codec)) }
         let record = CommitRecord(seq: seq, commitTime: commitTime, mutations: mutations, indexChanges: indexChanges,
-                                  indexCatalog: takeDirtyCatalog())
-        queued.append(PendingCommit(record: record, results: results, completion: completion))
+                                  indexCatalog: takeDirtyCatalog(), request: request)
+        let pending = PendingCommit(record: record, results: results, completion: completion)
+        queued.append(pending)
+        if let requestID { pendingRequests[requestID] = pending }
         return seq
+    }
+
+    /// The outcome of the durable commit that carried `requestID`, while the change log holds it (nil
+    /// otherwise, or while it is still pending: `commit` then attaches the retry to it). Its seq may be above
+    /// the published one for a moment (a batch landing): answer once it is published.
+    public func committedRequest(_ requestID: String) throws(HearthError) -> CommitOutcome? {
+        thread.check("Engine.committedRequest")
+        guard pendingRequests[requestID] == nil,
+              let found = try store.committedRequest(requestID) else { return nil }
+        return try CommitAnswer.decode(found.answer, seq: found.seq, codec: codec)
     }
 
     /// Throws `diskFull` unless a last check finds that space came back.
@@ -447,11 +470,15 @@ public final class Engine {
             let failed = batch.pending + queued
             queued.removeAll()
             overlay.removeAll()
+            pendingRequests.removeAll()
             let code: ErrorCode = error.code == .internal || error.code == .resourceExhausted || error.code == .dataLoss ? error.code : .unavailable
             let e = HearthError(code, "commit not durable: \(error.message)")
             // A catalog change that did not become durable is carried again by the next commit.
             if failed.contains(where: { $0.record.indexCatalog != nil }) { catalogDirty = true }
-            for p in failed { p.completion(.failure(e)) }
+            for p in failed {
+                p.completion(.failure(e))
+                for retry in p.retries { retry(.failure(e)) }
+            }
         } else {
             let lastSeq = batch.records.last?.seq ?? lastDurableSeq
             for record in batch.records {
@@ -464,7 +491,14 @@ public final class Engine {
             willPublish?(batch.records)
             listeners.publish(batch.records)
             for p in batch.pending {
-                p.completion(.success(CommitOutcome(seq: p.record.seq, commitTime: p.record.commitTime, results: p.results)))
+                let outcome = CommitOutcome(seq: p.record.seq, commitTime: p.record.commitTime, results: p.results)
+                p.completion(.success(outcome))
+                if let id = p.record.request?.id {
+                    pendingRequests[id] = nil
+                    var again = outcome
+                    again.duplicate = true
+                    for retry in p.retries { retry(.success(again)) }
+                }
             }
             onCommitted?(batch.records)
         }

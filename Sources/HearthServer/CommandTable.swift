@@ -46,6 +46,8 @@ struct Command: Sendable {
 /// fields) run in `Dispatcher` before any handler.
 enum CommandTable {
     static let writeFields: Set<String> = ["path", "data", "merge", "mergeFields", "precondition"]
+    /// The fields every write op accepts besides its own.
+    static let requestFields: Set<String> = ["requestId"]
 
     static let all: [Command] = [
         Command(name: "help", synopsis: "{op:\"help\"} lists every op with its synopsis",
@@ -57,17 +59,17 @@ enum CommandTable {
         Command(name: "getAll", synopsis: "{op:\"getAll\",paths:[...]} reads documents in the order asked: {docs:[<doc|null>...]}",
                 fields: ["paths"], access: .read, run: ReadHandlers.getAll),
         Command(name: "create", synopsis: "{op:\"create\",path,data} writes a new document; ALREADY_EXISTS if present",
-                fields: ["path", "data"], access: .write, run: WriteHandlers.single(.create)),
+                fields: ["path", "data", "requestId"], access: .write, run: WriteHandlers.single(.create)),
         Command(name: "set", synopsis: "{op:\"set\",path,data[,merge:true|mergeFields:[...]][,precondition]} replaces or merges a document",
-                fields: writeFields, access: .write, run: WriteHandlers.single(.set)),
+                fields: writeFields.union(requestFields), access: .write, run: WriteHandlers.single(.set)),
         Command(name: "update", synopsis: "{op:\"update\",path,data[,precondition]} changes fields (keys are field paths); NOT_FOUND if absent",
-                fields: ["path", "data", "precondition"], access: .write, run: WriteHandlers.single(.update)),
+                fields: ["path", "data", "precondition", "requestId"], access: .write, run: WriteHandlers.single(.update)),
         Command(name: "delete", synopsis: "{op:\"delete\",path[,precondition]} deletes a document (ok when absent)",
-                fields: ["path", "precondition"], access: .write, run: WriteHandlers.single(.delete)),
+                fields: ["path", "precondition", "requestId"], access: .write, run: WriteHandlers.single(.delete)),
         Command(name: "add", synopsis: "{op:\"add\",collection,data} creates a document with a new 20-character ID",
-                fields: ["collection", "data"], access: .write, run: WriteHandlers.add),
+                fields: ["collection", "data", "requestId"], access: .write, run: WriteHandlers.add),
         Command(name: "commit", synopsis: "{op:\"commit\",writes:[{op:set|create|update|delete|verify,...}]} applies writes atomically",
-                fields: ["writes"], access: .write, run: WriteHandlers.commit),
+                fields: ["writes", "requestId"], access: .write, run: WriteHandlers.commit),
         Command(name: "query", synopsis: "{op:\"query\",collection|collectionGroup,where,orderBy,limit,limitToLast,offset,startAt,startAfter,endAt,endBefore,select}: {docs:[...],seq}",
                 fields: QueryDecoding.fields, access: .read, run: QueryHandlers.query),
         Command(name: "count", synopsis: "{op:\"count\",<query fields>} counts the query's results: {count,seq}",

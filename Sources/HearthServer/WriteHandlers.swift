@@ -1,6 +1,7 @@
 import HearthEngine
 import HearthModel
 import HearthProtocol
+import HearthStorage
 
 /// Ops that commit. Each validates and applies its writes at once (errors answered in order) and answers
 /// when the commit is durable.
@@ -84,30 +85,61 @@ enum WriteHandlers {
     }
 
     /// Hands the writes to the engine and arranges the in-order response once durable.
+    ///
+    /// With `requestId`, a write whose commit is already durable is answered with that commit's answer (and
+    /// `"duplicate":true`) instead of being applied again, once its seq is published here; one still pending
+    /// gets the same when it lands.
     private static func submit(_ ctx: Context, _ req: Request, _ writes: [Write], nameIndexes: Bool = false,
                                _ fields: @escaping (inout JSONWriter, CommitOutcome) -> Void) throws(HearthError) {
         let session = ctx.session
         let dispatcher = ctx.dispatcher
         let id = req.id
         let op = req.op
+        let requestID = try requestID(req)
+        if let requestID, let earlier = try ctx.engine.committedRequest(requestID) {
+            let line = dispatcher.okLine(id) { w in
+                fields(&w, earlier)
+                w.key("duplicate"); w.bool(true)
+            }
+            ctx.server.requestFinished(ctx.deferTiming(), failed: false, id: id, session: session)
+            session.offLoopReadDone(session.beginOffLoopRead(), line: line, seq: earlier.seq)
+            return
+        }
         var slot: ResponseQueue.Slot?
         let timing = ctx.deferTiming()
         let server = ctx.server
         // Strong: a weak reference would give every Session a side table and make each retain/release of it
         // take the slow path (the listener fan-out retains the session once per delivery). The closure lives
         // only until the commit is durable; a closed session ignores the response.
-        try ctx.engine.commit(writes, nameIndexes: nameIndexes, review: ctx.commitReviewer(nameWrites: nameIndexes)) { [session] result in
+        try ctx.engine.commit(writes, nameIndexes: nameIndexes, requestID: requestID,
+                              review: ctx.commitReviewer(nameWrites: nameIndexes)) { [session] result in
             guard let slot else { return }
             let line: [UInt8]
             var failed = false
             switch result {
-            case .success(let outcome): line = dispatcher.okLine(id) { w in fields(&w, outcome) }
+            case .success(let outcome):
+                line = dispatcher.okLine(id) { w in
+                    fields(&w, outcome)
+                    if outcome.duplicate { w.key("duplicate"); w.bool(true) }
+                }
             case .failure(let error): line = dispatcher.errorLine(error.prefixed(op), id: id); failed = true
             }
             server.requestFinished(timing, failed: failed, id: id, session: session)
             session.endWrite(slot, response: line)
         }
         slot = session.beginWrite()
+    }
+}
+
+extension WriteHandlers {
+    /// A write's optional `requestId`: 1 to 128 bytes naming it, so a retry is answered rather than applied
+    /// twice (docs/protocol.md, "Retrying a write").
+    static func requestID(_ req: Request) throws(HearthError) -> String? {
+        guard let text = try req.optionalString("requestId") else { return nil }
+        guard !text.isEmpty, text.utf8.count <= CommitRequest.maxIDBytes else {
+            throw .invalid("field \"requestId\" must be 1 to \(CommitRequest.maxIDBytes) bytes, got \(text.utf8.count)")
+        }
+        return text
     }
 }
 

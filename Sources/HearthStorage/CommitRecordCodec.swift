@@ -4,12 +4,14 @@ import HearthModel
 /// catalog), for a commit log that must give back what `apply` was handed. Pure; every integer is
 /// little-endian (docs/storage.md, "Durability", has the frame around it):
 ///
-///     group     := befores:u8 count:u32 record*           (befores: 0x01 when before images are included)
+///     group     := flags:u8 count:u32 record*    (flags: 0x01 before images included, 0x02 records carry a request)
 ///     record    := seq:u64 commitMicros:i64 mutationCount:u32 mutation* removed:entries added:entries catalog
+///                  [request, when flag 0x02]
 ///     mutation  := path [image(before), when included] image(after)
 ///     image     := 0x00 | 0x01 data:bytes createMicros:i64 updateMicros:i64 seq:u64
 ///     entries   := count:u32 (key:bytes path)*
 ///     catalog   := 0x00 | 0x01 bytes
+///     request   := 0x00 | 0x01 id:bytes answer:bytes
 ///     path      := segmentCount:u16 (segment:bytes)*          (segments as UTF-8)
 ///     bytes     := length:u32 byte*
 ///
@@ -21,7 +23,7 @@ import HearthModel
 /// reading out of bounds (a log frame's checksum is checked first; this is the second line).
 public enum CommitRecordCodec {
     public static func encode(_ commits: [CommitRecord], includingBefore: Bool = true, into out: inout [UInt8]) {
-        out.append(includingBefore ? 1 : 0)
+        out.append((includingBefore ? 1 : 0) | 2)
         u32(UInt32(commits.count), &out)
         for c in commits {
             u64(c.seq, &out)
@@ -40,6 +42,13 @@ public enum CommitRecordCodec {
             } else {
                 out.append(0)
             }
+            if let request = c.request {
+                out.append(1)
+                bytes(Array(request.id.utf8), &out)
+                bytes(request.answer, &out)
+            } else {
+                out.append(0)
+            }
         }
     }
 
@@ -54,7 +63,9 @@ public enum CommitRecordCodec {
 
     public static func decode(_ data: UnsafeRawBufferPointer) throws(HearthError) -> (commits: [CommitRecord], includingBefore: Bool) {
         var r = Reader(data: data)
-        let includingBefore = try r.flag()
+        let flags = try r.u8()
+        guard flags & ~3 == 0 else { throw invalid("unknown group flags \(flags)") }
+        let includingBefore = flags & 1 != 0, withRequests = flags & 2 != 0
         let count = try r.u32()
         var commits: [CommitRecord] = []
         commits.reserveCapacity(min(Int(count), data.count / 29))
@@ -73,8 +84,15 @@ public enum CommitRecordCodec {
             let removed = try r.entries()
             let added = try r.entries()
             let catalog: [UInt8]? = try r.flag() ? try r.bytes() : nil
+            var request: CommitRequest?
+            if withRequests, try r.flag() {
+                let id = try r.bytes()
+                guard let text = String(validating: id, as: UTF8.self) else { throw invalid("a request ID is not UTF-8") }
+                request = CommitRequest(id: text, answer: try r.bytes())
+            }
             commits.append(CommitRecord(seq: seq, commitTime: Timestamp(micros: micros), mutations: mutations,
-                                        indexChanges: IndexChanges(removed: removed, added: added), indexCatalog: catalog))
+                                        indexChanges: IndexChanges(removed: removed, added: added), indexCatalog: catalog,
+                                        request: request))
         }
         guard r.remaining == 0 else { throw invalid("\(r.remaining) bytes follow the last commit") }
         return (commits, includingBefore)
@@ -151,6 +169,8 @@ public enum CommitRecordCodec {
             let b = try take(4, "a length")
             return UInt32(littleEndian: b.loadUnaligned(as: UInt32.self))
         }
+
+        mutating func u8() throws(HearthError) -> UInt8 { try take(1, "a byte")[0] }
 
         mutating func flag() throws(HearthError) -> Bool {
             let b = try take(1, "a flag")[0]

@@ -53,14 +53,45 @@ public struct CommitRecord: Sendable, Equatable {
     /// so the declarations and the entries they describe are always durable together. Not kept in the
     /// change log: `changes(after:)` returns records with a nil catalog.
     public var indexCatalog: [UInt8]?
+    /// The client's name for this write (`requestId`) and the answer it got, opaque to the store (the engine
+    /// encodes it): `committedRequest` finds it while the change log holds the commit, so a retry of the same
+    /// write is answered instead of applied twice. Not returned by `changes(after:)`.
+    public var request: CommitRequest?
 
     public init(seq: UInt64, commitTime: Timestamp, mutations: [Mutation], indexChanges: IndexChanges = IndexChanges(),
-                indexCatalog: [UInt8]? = nil) {
+                indexCatalog: [UInt8]? = nil, request: CommitRequest? = nil) {
         self.seq = seq
         self.commitTime = commitTime
         self.mutations = mutations
         self.indexChanges = indexChanges
         self.indexCatalog = indexCatalog
+        self.request = request
+    }
+}
+
+/// A commit's request ID and its answer (`CommitRecord.request`).
+public struct CommitRequest: Sendable, Equatable {
+    /// 1 to `maxIDBytes` bytes of UTF-8, unique among the commits the change log holds.
+    public var id: String
+    /// The answer, as the engine encoded it.
+    public var answer: [UInt8]
+
+    public static let maxIDBytes = 128
+
+    public init(id: String, answer: [UInt8]) {
+        self.id = id
+        self.answer = answer
+    }
+}
+
+/// What `DocumentStore.committedRequest` finds: the commit that carried a request ID, and its answer.
+public struct CommittedRequest: Sendable, Equatable {
+    public var seq: UInt64
+    public var answer: [UInt8]
+
+    public init(seq: UInt64, answer: [UInt8]) {
+        self.seq = seq
+        self.answer = answer
     }
 }
 
@@ -290,6 +321,11 @@ public protocol DocumentStore: StoreReads, Sendable {
     /// `after`, i.e. `after < oldestResumableSeq()`, so the caller must fall back to a full reset. Empty when
     /// `after >= lastSeq()`. One consistent snapshot.
     func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]?
+
+    /// The commit that carried request `id` (`CommitRecord.request`) and its answer, while the change log
+    /// still holds that commit (retention prunes it with the commit); nil otherwise. Every acknowledged commit
+    /// is found, including one durable in a commit log and not yet applied to the store's tables.
+    func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest?
 
     /// The oldest seq the change log can resume from: `changes(after: s)` succeeds for every s >= this value.
     /// It is the highest seq pruned so far (0 when nothing was), and never decreases.

@@ -17,6 +17,8 @@ public final class MemoryStore: StoreAdministration {
     private struct LoggedCommit {
         var record: CommitRecord
         var bytes: Int64
+        /// The commit's request ID (in `requests` until the commit is pruned).
+        var requestID: String?
     }
 
     private struct State {
@@ -31,6 +33,8 @@ public final class MemoryStore: StoreAdministration {
         var prunedThrough: UInt64 = 0
         /// The latest index catalog a commit carried.
         var catalog: [UInt8]?
+        /// Request IDs of the commits the log holds.
+        var requests: [String: CommittedRequest] = [:]
         var closed = false
     }
 
@@ -180,6 +184,10 @@ public final class MemoryStore: StoreAdministration {
         try read { s in Self.changes(s, after: after, limit: limit) }
     }
 
+    public func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest? {
+        try read { s in s.requests[id] }
+    }
+
     private static func changes(_ s: borrowing State, after: UInt64, limit: Int) -> [CommitRecord]? {
         guard after >= s.prunedThrough else { return nil }
         guard limit > 0 else { return [] }
@@ -205,8 +213,10 @@ public final class MemoryStore: StoreAdministration {
                 var logged = commit
                 logged.indexChanges = IndexChanges()
                 logged.indexCatalog = nil
+                logged.request = nil
                 let bytes = commit.imageBytes
-                s.log.append(LoggedCommit(record: logged, bytes: bytes))
+                s.log.append(LoggedCommit(record: logged, bytes: bytes, requestID: commit.request?.id))
+                if let r = commit.request { s.requests[r.id] = CommittedRequest(seq: commit.seq, answer: r.answer) }
                 s.logBytes += bytes
             }
             s.lastSeq = newest.seq
@@ -310,6 +320,7 @@ public final class MemoryStore: StoreAdministration {
             else { break }
             s.logBytes -= oldest.bytes
             s.prunedThrough = oldest.record.seq
+            if let id = oldest.requestID { s.requests[id] = nil }
             s.logStart += 1
         }
         if s.logStart > 64 && s.logStart * 2 > s.log.count {

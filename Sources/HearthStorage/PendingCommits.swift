@@ -164,6 +164,16 @@ public struct PendingCommits: Sendable {
         return try base.get(path)
     }
 
+    /// The pending commit that carried request `id`, if any.
+    public func committedRequest(_ id: String) -> CommittedRequest? {
+        for g in groups {
+            for r in g.records {
+                if let req = r.request, req.id == id { return CommittedRequest(seq: r.seq, answer: req.answer) }
+            }
+        }
+        return nil
+    }
+
     /// The newest index catalog the groups carry, if any.
     public var indexCatalog: [UInt8]? {
         for g in groups.reversed() { if let c = g.catalog { return c } }

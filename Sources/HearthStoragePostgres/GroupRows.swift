@@ -100,6 +100,7 @@ package struct GroupRows {
     /// The commits and their mutations, with both images, in order.
     private mutating func log(_ commits: [CommitRecord]) {
         var seqs: [Int64?] = [], times: [Int64?] = [], sizes: [Int64?] = []
+        var requestIDs: [String?] = [], answers: [[UInt8]?] = []
         var cSeq: [Int64?] = [], ord: [Int64?] = [], path: [[UInt8]?] = []
         var b: (data: [[UInt8]?], created: [Int64?], updated: [Int64?], seq: [Int64?]) = ([], [], [], [])
         var a: (data: [[UInt8]?], created: [Int64?], updated: [Int64?], seq: [Int64?]) = ([], [], [], [])
@@ -122,6 +123,7 @@ package struct GroupRows {
             let imageBytes = c.imageBytes
             self.imageBytes += imageBytes
             seqs.append(Int64(bitPattern: c.seq)); times.append(c.commitTime.micros); sizes.append(imageBytes)
+            requestIDs.append(c.request?.id); answers.append(c.request?.answer)
             for (i, m) in c.mutations.enumerated() {
                 let size = (m.before?.data.count ?? 0) + (m.after?.data.count ?? 0)
                 if bytes + size > statementBytes { flushChanges() }
@@ -135,8 +137,11 @@ package struct GroupRows {
         }
         flushChanges()
         guard !seqs.isEmpty else { return }
-        statements.append(PGStatement(sql: "INSERT INTO hearth_commits (seq, commit_us, bytes) SELECT * FROM unnest($1::int8[], $2::int8[], $3::int8[])",
-                                      params: [.int8Array(seqs), .int8Array(times), .int8Array(sizes)], what: "logging \(commits.count) commits"))
+        statements.append(PGStatement(sql: """
+            INSERT INTO hearth_commits (seq, commit_us, bytes, request_id, request_answer)
+            SELECT * FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::text[], $5::bytea[])
+            """, params: [.int8Array(seqs), .int8Array(times), .int8Array(sizes), .textArray(requestIDs), .byteaArray(answers)],
+            what: "logging \(commits.count) commits"))
         statements += out
     }
 

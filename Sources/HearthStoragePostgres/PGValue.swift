@@ -11,6 +11,7 @@ struct PGValue {
     static let textOID: Oid = 25
     static let byteaArrayOID: Oid = 1001
     static let int8ArrayOID: Oid = 1016
+    static let textArrayOID: Oid = 1009
 
     static func bytea(_ b: [UInt8]?) -> PGValue { PGValue(type: byteaOID, bytes: b) }
     /// UTF-8 bytes as `bytea` (paths and IDs are stored as bytea).
@@ -24,6 +25,11 @@ struct PGValue {
     /// A one-dimensional `bytea[]` (nil elements are NULL).
     static func byteaArray(_ elements: [[UInt8]?]) -> PGValue {
         PGValue(type: byteaArrayOID, bytes: array(elements, elementType: byteaOID))
+    }
+
+    /// A one-dimensional `text[]` (nil elements are NULL).
+    static func textArray(_ elements: [String?]) -> PGValue {
+        PGValue(type: textArrayOID, bytes: array(elements.map { $0.map { Array($0.utf8) } }, elementType: textOID))
     }
 
     /// A one-dimensional `int8[]` (nil elements are NULL).

@@ -72,6 +72,14 @@ struct PostgresReads {
         return Int(rows.int64(0, 0))
     }
 
+    /// The commit that carried request `id`, while the change log holds it.
+    func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest? {
+        let rows = try connection.query("SELECT seq, request_answer FROM hearth_commits WHERE request_id = $1 ORDER BY seq LIMIT 1",
+                                        [.string(id)], "looking up request \(id)")
+        guard rows.count == 1 else { return nil }
+        return CommittedRequest(seq: rows.uint64(0, 0), answer: rows.bytes(0, 1) ?? [])
+    }
+
     /// The change log after `after`: nil when retention pruned part of it. One statement (one snapshot) reads
     /// the pruning point and the commits with their mutations. Each commit's mutations are looked up by its
     /// seq (a nested loop over the primary key): a plain join lets a prepared statement's generic plan merge

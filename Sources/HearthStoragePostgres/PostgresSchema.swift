@@ -8,7 +8,10 @@ import HearthStorage
 /// documents are the codec's opaque bytes (jsonb would reorder keys and drop `3.0`).
 package enum PostgresSchema {
     /// Bumped whenever the layout changes; a newer version refuses to open, an older one is migrated at open.
-    static let version: Int64 = 2
+    static let version: Int64 = 3
+
+    /// Commits by request ID (version 3), for a retried write.
+    static let requestsIndex = "CREATE INDEX IF NOT EXISTS hearth_commits_by_request ON hearth_commits (request_id) WHERE request_id IS NOT NULL;"
 
     /// The committer's lease (added in version 2; `ClusterStore`).
     static let leaseTable = """
@@ -63,8 +66,11 @@ package enum PostgresSchema {
         CREATE TABLE hearth_commits (
             seq       bigint PRIMARY KEY,                    -- strictly increasing across the database
             commit_us bigint NOT NULL,
-            bytes     bigint NOT NULL                        -- image bytes this commit holds in the log
+            bytes     bigint NOT NULL,                       -- image bytes this commit holds in the log
+            request_id     text,                             -- the client's requestId for the write (version 3)
+            request_answer bytea                             -- and its answer, as the engine encoded it
         );
+        \(requestsIndex)
         CREATE TABLE hearth_changes (
             seq              bigint NOT NULL,                -- hearth_commits.seq
             ord              int NOT NULL,                   -- order within the commit
@@ -123,6 +129,15 @@ package enum PostgresSchema {
                 if v < 2 {
                     // Version 2 adds the committer's lease.
                     try c.exec(leaseTable, "adding hearth_lease")
+                }
+                if v < 3 {
+                    // Version 3 keeps each commit's request ID and answer.
+                    try c.exec("""
+                        ALTER TABLE hearth_commits ADD COLUMN IF NOT EXISTS request_id text, ADD COLUMN IF NOT EXISTS request_answer bytea;
+                        \(requestsIndex)
+                        """, "adding request IDs to hearth_commits")
+                }
+                if v < version {
                     try c.query("UPDATE hearth_meta SET schema_version = $1 WHERE id = 1", [.int8(version)], "recording schema version \(version)")
                 }
                 // The fence function as this build defines it (stores made before it existed gain it).

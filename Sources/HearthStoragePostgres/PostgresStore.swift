@@ -117,6 +117,10 @@ public final class PostgresStore: ClusterStore, StoreAdministration, @unchecked 
         try read { (r) throws(HearthError) in try r.changes(after: after, limit: limit) }
     }
 
+    public func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest? {
+        try read { (r) throws(HearthError) in try r.committedRequest(id) }
+    }
+
     public func oldestResumableSeq() throws(HearthError) -> UInt64 { try read { (r) throws(HearthError) in try r.oldestResumableSeq() } }
     public func historyID() throws(HearthError) -> UInt64 { try read { (r) throws(HearthError) in try r.historyID() } }
     public func indexCatalog() throws(HearthError) -> [UInt8]? { try read { (r) throws(HearthError) in try r.indexCatalog() } }

@@ -15,6 +15,7 @@ final class SQLiteReader {
     private let commitsAfter: SQLiteStatement
     private let changesIn: SQLiteStatement
     private let catalog: SQLiteStatement
+    private let request: SQLiteStatement
     private let allDocuments: SQLiteStatement
     private let groupDocuments: SQLiteStatement
     private let begin: SQLiteStatement
@@ -41,6 +42,8 @@ final class SQLiteReader {
             FROM changes WHERE seq > ?1 AND seq <= ?2 ORDER BY seq, id
             """, name: "read changes")
         catalog = try c.prepare("SELECT data, seq, checksum FROM index_catalog WHERE id = 1", name: "read index catalog")
+        request = try c.prepare("SELECT seq, request_answer FROM commits WHERE request_id = ?1 ORDER BY seq LIMIT 1",
+                                name: "find a request")
         // Exports: the (collection, id) row value walks documents_by_key from the cursor on.
         allDocuments = try c.prepare("""
             SELECT collection, id, data, create_us, update_us, seq, checksum FROM documents
@@ -63,6 +66,15 @@ final class SQLiteReader {
         try metaValue.bind(1, key)
         guard try metaValue.step() else { throw SQLiteFailure.corrupt("meta has no \(key)") }
         return metaValue.uint64(0)
+    }
+
+    /// The commit that carried request `id`, while the change log holds it.
+    func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest? {
+        let s = request
+        defer { s.reset() }
+        try s.bind(1, id)
+        guard try s.step() else { return nil }
+        return CommittedRequest(seq: s.uint64(0), answer: s.bytes(1))
     }
 
     func indexCatalog() throws(HearthError) -> [UInt8]? {

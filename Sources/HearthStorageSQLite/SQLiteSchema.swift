@@ -4,7 +4,7 @@ import HearthModel
 package enum SQLiteSchema {
     /// Bumped whenever the layout changes; a store written by a newer version refuses to open, an older one is
     /// migrated in place at open (`migrations`).
-    package static let version: Int64 = 4
+    package static let version: Int64 = 5
 
     /// `PRAGMA application_id`: "Hrth", so tools (and `open`) can tell a Hearth store from other SQLite files.
     static let applicationID: Int64 = 0x4872_7468
@@ -69,11 +69,8 @@ package enum SQLiteSchema {
         \(documentsTable)
         \(documentsKey)
 
-        CREATE TABLE commits (
-            seq        INTEGER PRIMARY KEY,           -- strictly increasing across the database
-            commit_us  INTEGER NOT NULL,
-            bytes      INTEGER NOT NULL               -- image bytes this commit holds in the log
-        );
+        \(commitsTable)
+        \(requestsIndex)
 
         \(changesTable)
         \(changesBySeq)
@@ -124,6 +121,21 @@ package enum SQLiteSchema {
         UPDATE meta SET value = 4 WHERE key = 'schema_version';
         """
 
+    /// The change log's commits table (version 5: with each commit's request ID and answer). Shared by
+    /// `create` and the migration from version 4.
+    static let commitsTable = """
+        CREATE TABLE commits (
+            seq            INTEGER PRIMARY KEY,       -- strictly increasing across the database
+            commit_us      INTEGER NOT NULL,
+            bytes          INTEGER NOT NULL,          -- image bytes this commit holds in the log
+            request_id     TEXT,                      -- the client's requestId for the write (NULL: none)
+            request_answer BLOB                       -- and its answer, as the engine encoded it
+        );
+        """
+
+    /// Commits by request ID (version 5), for a retried write.
+    static let requestsIndex = "CREATE INDEX commits_by_request ON commits (request_id) WHERE request_id IS NOT NULL;"
+
     /// The step that migrates a store of version `v` to `v + 1`, run in the open transaction (so a failed
     /// migration changes nothing). Each step ends by recording its new version in `meta`.
     package static let migrations: [Int64: String] = [
@@ -131,6 +143,15 @@ package enum SQLiteSchema {
         // A history for an existing store: resume tokens given out before the upgrade carry none.
         2: "INSERT INTO meta (key, value) VALUES ('history_id', \(newHistoryID));\nUPDATE meta SET value = 3 WHERE key = 'schema_version';",
         3: checksumMigration,
+        // Rebuilt rather than altered, so a migrated store's schema is exactly a new one's.
+        4: """
+            ALTER TABLE commits RENAME TO commits_v4;
+            \(commitsTable)
+            INSERT INTO commits (seq, commit_us, bytes) SELECT seq, commit_us, bytes FROM commits_v4;
+            DROP TABLE commits_v4;
+            \(requestsIndex)
+            UPDATE meta SET value = 5 WHERE key = 'schema_version';
+            """,
     ]
 
     /// SQL for a new, random, positive history ID (SQLite's `random()` draws from the OS's randomness).

@@ -139,6 +139,11 @@ public final class SQLiteStore: DocumentStore {
         try read { r throws(HearthError) in try r.meta("history_id") }
     }
 
+    public func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest? {
+        if let found = pipeline?.pending.committedRequest(id) { return found }
+        return try read { r throws(HearthError) in try r.committedRequest(id) }
+    }
+
     public func indexCatalog() throws(HearthError) -> [UInt8]? {
         if let catalog = pipeline?.pending.indexCatalog { return catalog }
         return try read { r throws(HearthError) in try r.indexCatalog() }

@@ -62,7 +62,8 @@ final class SQLiteWriter {
         rollback = try c.prepare("ROLLBACK", name: "roll back apply")
         readMeta = try c.prepare("SELECT key, value FROM meta", name: "read meta")
         writeMeta = try c.prepare("UPDATE meta SET value = ?2 WHERE key = ?1", name: "write meta")
-        insertCommit = try c.prepare("INSERT INTO commits (seq, commit_us, bytes) VALUES (?1, ?2, ?3)", name: "insert commit")
+        insertCommit = try c.prepare("INSERT INTO commits (seq, commit_us, bytes, request_id, request_answer) VALUES (?1, ?2, ?3, ?4, ?5)",
+                                     name: "insert commit")
         insertChange = try c.prepare("""
             INSERT INTO changes (seq, path, before_data, before_create_us, before_update_us, before_seq,
                                  after_data, after_create_us, after_update_us, after_seq, checksum)
@@ -253,6 +254,13 @@ final class SQLiteWriter {
         try insertCommit.bind(1, c.seq)
         try insertCommit.bind(2, c.commitTime.micros)
         try insertCommit.bind(3, bytes)
+        if let r = c.request {
+            try insertCommit.bind(4, r.id)
+            try insertCommit.bind(5, blob: r.answer)
+        } else {
+            try insertCommit.bindNull(4)
+            try insertCommit.bindNull(5)
+        }
         try insertCommit.run()
         try index.apply(c.indexChanges)
         if let catalog = c.indexCatalog {

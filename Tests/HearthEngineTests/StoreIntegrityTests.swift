@@ -71,6 +71,8 @@ final class DoorStore: DocumentStore {
         return hits
     }
 
+    func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest? { try inner.committedRequest(id) }
+
     func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
         let commits = try inner.changes(after: after, limit: limit)
         let damaged = state.withLock { $0.damagedLog }

@@ -204,6 +204,7 @@ extension CommitRecord {
     var logged: CommitRecord {
         var c = self
         c.indexChanges = IndexChanges()
+        c.request = nil
         return c
     }
 }

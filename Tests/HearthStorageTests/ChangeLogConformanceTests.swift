@@ -39,6 +39,36 @@ import Testing
         ]
     }
 
+    /// A commit's request ID and answer are found while the log holds the commit (also pending in a commit
+    /// log, and after a reopen), never returned by `changes`, and go with the commit when retention prunes it.
+    @Test(arguments: Backend.allCases)
+    func requestIDsAreFoundWhileTheLogHoldsTheirCommit(_ backend: Backend) throws {
+        let f = try StoreFixture(backend, retention: RetentionPolicy(maxAgeMicros: Int64.max, maxBytes: 2000))
+        defer { f.finish() }
+        var h = History()
+        var first = h.put("c/a", bytes("1"))
+        first.request = CommitRequest(id: "req-1", answer: bytes("answer one"))
+        let middle = h.put("c/c", bytes("3"))
+        var second = h.commit([("c/b", bytes("2")), ("c/a", nil)])
+        second.request = CommitRequest(id: "réq-2 ✓", answer: [])
+        try f.store.apply([first, middle, second])
+        #expect(try f.store.committedRequest("req-1") == CommittedRequest(seq: 1, answer: bytes("answer one")))
+        #expect(try f.store.committedRequest("réq-2 ✓") == CommittedRequest(seq: 3, answer: []))
+        #expect(try f.store.committedRequest("req-3") == nil)
+        #expect(try f.store.committedRequest("req") == nil, "an exact match only")
+        #expect(try f.store.changes(after: 0, limit: 10)?.allSatisfy { $0.request == nil } == true)
+        if backend != .memory {
+            try f.reopen()
+            #expect(try f.store.committedRequest("req-1") == CommittedRequest(seq: 1, answer: bytes("answer one")))
+        }
+        // 2,000 bytes of images: the first commits go, and their request IDs with them.
+        try f.store.apply([h.put("c/big", Array(repeating: 7, count: 1500)), h.put("c/big2", Array(repeating: 7, count: 1500))])
+        try f.settle()
+        #expect(try f.store.oldestResumableSeq() >= 3)
+        #expect(try f.store.committedRequest("req-1") == nil)
+        #expect(try f.store.committedRequest("réq-2 ✓") == nil)
+    }
+
     @Test(arguments: Backend.allCases)
     func changesReturnExactRecords(_ backend: Backend) throws {
         let f = try StoreFixture(backend)

@@ -18,8 +18,10 @@ import Testing
         var withCatalog = h.commit([("users/é/feed/p1", bytes("{\"a\":1}"))],
                                    index: IndexChanges(added: [entry([1, 0, 0xFF], "users/é/feed/p1")]))
         withCatalog.indexCatalog = catalog
+        var withRequest = h.put("c/a", bytes("{\"n\":1}"))
+        withRequest.request = CommitRequest(id: "req-é-1", answer: bytes("{\"t\":1}"))
         return [
-            [h.put("c/a", bytes("{\"n\":1}")), h.put("c/b", Array(repeating: 7, count: 300))],
+            [withRequest, h.put("c/b", Array(repeating: 7, count: 300))],
             [h.commit([("c/a", bytes("{\"n\":2}")), ("c/b", nil)],
                       index: IndexChanges(removed: [entry([2], "c/b")], added: [entry([3, 4], "c/a"), entry([], "c/a")]))],
             [withCatalog, h.index(adding: [entry([9, 9], "c/a")])],
@@ -41,6 +43,29 @@ import Testing
             for c in withoutBefore.indices { for m in withoutBefore[c].mutations.indices { withoutBefore[c].mutations[m].before = nil } }
             #expect(shortBack.commits == withoutBefore && !shortBack.includingBefore)
         }
+    }
+
+    /// A group written before commits carried a request (flags without 0x02) decodes as it always did.
+    @Test func aGroupOfTheFormatBeforeRequestsDecodes() throws {
+        var h = History()
+        let group = [h.put("c/a", bytes("{\"n\":1}")), h.commit([("c/a", nil)])]
+        var out: [UInt8] = []
+        CommitRecordCodec.encode(group, includingBefore: false, into: &out)
+        // The same group as the earlier format wrote it: flags 0x00, and no request byte after each catalog.
+        var old: [UInt8] = [0]
+        var r = 1
+        old += out[r..<(r + 4)]; r += 4
+        for c in group {
+            var one: [UInt8] = []
+            CommitRecordCodec.encode([c], includingBefore: false, into: &one)
+            old += one[5..<(one.count - 1)]   // the record without its trailing "no request" byte
+            r += one.count - 5
+        }
+        #expect(r == out.count)
+        var withoutBefore = group
+        for c in withoutBefore.indices { for m in withoutBefore[c].mutations.indices { withoutBefore[c].mutations[m].before = nil } }
+        #expect(try CommitRecordCodec.decode(old).commits == withoutBefore)
+        #expect(thrownError { () throws(HearthError) in _ = try CommitRecordCodec.decode([4, 0, 0, 0, 0]) }?.code == .dataLoss, "an unknown flag")
     }
 
     /// Bytes that are not an encoding throw DATA_LOSS; they never read out of bounds or trap. Every

@@ -89,14 +89,14 @@ import Testing
         #expect(try feed.next(after: 2, limit: 10, timeout: 0)?.first?.indexCatalog == nil, "carried by seq 2 only")
     }
 
-    /// A store made by the first version of the schema gains the lease table at open.
+    /// A store made by the first version of the schema gains the lease table and the request columns at open.
     @Test func aVersionOneSchemaIsMigrated() throws {
         defer { try? PostgresTestCluster.dropSchema(schema) }
         try node("a").close()
-        try PostgresTestCluster.exec(schema: schema, "DROP TABLE hearth_lease; UPDATE hearth_meta SET schema_version = 1")
+        try PostgresTestCluster.exec(schema: schema, "DROP TABLE hearth_lease; DROP INDEX hearth_commits_by_request; ALTER TABLE hearth_commits DROP COLUMN request_id, DROP COLUMN request_answer; UPDATE hearth_meta SET schema_version = 1")
         let a = try node("a")
         defer { a.close() }
         #expect(try a.campaign(ClusterNode(name: "a", address: nil), leaseMs: 60_000).isMine)
-        try PostgresTestCluster.exec(schema: schema, "DO $$ BEGIN IF (SELECT schema_version FROM hearth_meta) <> 2 THEN RAISE 'not migrated'; END IF; END $$")
+        try PostgresTestCluster.exec(schema: schema, "DO $$ BEGIN IF (SELECT schema_version FROM hearth_meta) <> 3 OR NOT EXISTS (SELECT 1 FROM pg_indexes WHERE indexname = 'hearth_commits_by_request' AND schemaname = current_schema()) THEN RAISE 'not migrated'; END IF; END $$")
     }
 }

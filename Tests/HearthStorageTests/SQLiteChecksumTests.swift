@@ -155,7 +155,7 @@ import Testing
             UPDATE meta SET value = 2 WHERE key = 'last_seq';
             """, "adding a version-3 row")
         let store = try SQLiteStore(directory: dir)
-        #expect(try db.queryInt("SELECT value FROM meta WHERE key = 'schema_version'") == 4)
+        #expect(try db.queryInt("SELECT value FROM meta WHERE key = 'schema_version'") == SQLiteSchema.version)
         #expect(try store.get(SchemaV1Fixture.document.path) == SchemaV1Fixture.document)
         #expect(try store.get(path("d/x"))?.data == bytes("xx"))
         #expect(try store.changes(after: 0, limit: 10)?.map(\.seq) == [1, 2])

@@ -122,7 +122,7 @@ final class ClusterCoordinator {
             role = .promoting(term: lease.term, from: lease.lastSeq)
             engine.commitRefusal = HearthError(.unavailable, "this node was just elected committer and is publishing up to seq \(lease.lastSeq) first; try again")
             server.logger.info("cluster: \(node.name) elected committer, term \(lease.term); publishing up to seq \(lease.lastSeq) first")
-            dropLink(HearthError(.unavailable, "this node became the committer before the previous one answered; the write may or may not have been applied"))
+            dropLink(HearthError(.unavailable, "this node became the committer before the previous one answered"))
             publishFetched()
             return
         }
@@ -140,7 +140,7 @@ final class ClusterCoordinator {
         engine.commitRefusal = HearthError(.unavailable, "this node is a follower and does not commit; run this on the committer\(committer.map { " (\($0.name) at \($0.address ?? "no address"))" } ?? "")")
         engine.storeMayLead = true
         if link?.committer != committer {
-            dropLink(HearthError(.unavailable, "the committer changed before it answered; the write may or may not have been applied"))
+            dropLink(HearthError(.unavailable, "the committer changed before it answered"))
         }
         fetchMore()
     }

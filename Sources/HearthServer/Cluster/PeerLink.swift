@@ -10,7 +10,8 @@ import HearthStorage
 /// client reads its own write on this node.
 ///
 /// When the link fails (the committer stopped, or another node was elected), every write still unanswered
-/// fails with UNAVAILABLE saying that it may or may not have been applied. Loop thread only.
+/// fails with UNAVAILABLE saying that it may or may not have been applied (a retry with the same `requestId`
+/// applies it once). Loop thread only.
 final class PeerLink {
     /// A write sent and not answered yet.
     struct Pending {
@@ -143,10 +144,13 @@ final class PeerLink {
         return UInt64(v)
     }
 
-    /// Ends the link: the writes it still owes an answer fail with `error`.
+    /// Ends the link: the writes it still owes an answer fail with `error`, saying whether they may have
+    /// reached the committer.
     func fail(_ error: HearthError) {
         guard !closed else { return }
         closed = true
+        let error = conn == nil ? HearthError(error.code, "\(error.message); the write was not sent, so it was not applied")
+            : HearthError(error.code, "\(error.message); the write may or may not have been applied (send it again with the same requestId to apply it once)")
         let owed = pending[pendingHead...].compactMap { $0 }
         pending = []
         pendingHead = 0

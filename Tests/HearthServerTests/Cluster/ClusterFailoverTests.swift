@@ -165,6 +165,31 @@ import Testing
         conn.shutdownWrite()
     }
 
+    /// A write whose committer died is retried with the same `requestId` through another node: the new
+    /// committer finds it in the database and answers it as it was, and it is applied once.
+    @Test func aWriteRetriedOnAnotherNodeAfterItsCommitterDiedIsAppliedOnce() throws {
+        let c = try ClusterNodes()
+        let k = try c.committer()
+        let w = try c[k].connect()
+        #expect(try w.request(#"{"op":"set","path":"r/a","data":{"n":0}}"#).isOK)
+        let bump = #"{"op":"commit","requestId":"failover-1","writes":[{"op":"update","path":"r/a","data":{"n":{"$increment":1}}}]}"#
+        let first = try w.request(bump)
+        #expect(first.isOK)
+        c[k].kill9()
+        let other = try c[(k + 1) % 3].connect()
+        var retried: [String: Any] = [:]
+        for _ in 0..<400 {
+            retried = try other.request(bump, timeout: 30)
+            if retried.isOK { break }
+            #expect(retried.errorCode == "UNAVAILABLE", "\(retried)")   // until another committer is elected
+            usleep(10_000)
+        }
+        #expect(retried["duplicate"] as? Bool == true && retried["seq"] as? Int == first["seq"] as? Int, "\(retried)")
+        #expect(canonical(retried["results"] ?? []) == canonical(first["results"] ?? []))
+        let doc = try other.request(#"{"op":"get","path":"r/a"}"#)["doc"] as? [String: Any]
+        #expect((doc?["data"] as? [String: Any])?["n"] as? Int == 1, "applied once: \(String(describing: doc))")
+    }
+
     @Test func postgresRestartedUnderLoadRefusesWritesMeanwhileThenConverges() throws {
         let pg = try PrivateCluster()
         defer { pg.remove() }
