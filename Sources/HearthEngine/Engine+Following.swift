@@ -19,9 +19,9 @@ extension Engine {
         thread.check("Engine.adopt")
         precondition(isIdle, "commits from the feed are published only while this node has none pending")
         let fresh = records.drop { $0.seq <= lastDurableSeq }
-        guard let first = fresh.first, let last = fresh.last else { return }
-        precondition(first.seq == lastDurableSeq + 1 && Int(last.seq - first.seq) == fresh.count - 1,
-                     "adopted commits must continue the published seq without a gap")
+        guard let last = fresh.last else { return }
+        // Ascending; seqs may skip (a store whose earlier writer lost a group keeps the gap), never repeat.
+        precondition(zip(fresh, fresh.dropFirst()).allSatisfy { $0.seq < $1.seq }, "adopted commits must ascend")
         let batch = Array(fresh)
         gate.adoptionStarted()
         if let carrier = batch.last(where: { $0.indexCatalog != nil }) { adoptCatalog(carrier.indexCatalog!, seq: carrier.seq) }
@@ -99,9 +99,9 @@ extension Engine {
             }
             var ahead: [DocumentPath: StoredDocument?] = [:]
             if snapshot.seq > published {
-                let count = snapshot.seq - published
-                guard count <= UInt64(Self.maxRollbackCommits),
-                      let later = try snapshot.changes(after: published, limit: Int(count)), later.count == Int(count) else {
+                // Every commit in (published, snapshot.seq]: the log's last one is the snapshot's (seqs may skip).
+                guard let later = try snapshot.changes(after: published, limit: Self.maxRollbackCommits + 1),
+                      later.count <= Self.maxRollbackCommits, later.last?.seq == snapshot.seq else {
                     throw HearthError(.unavailable, "this node has published seq \(published) and the store is at \(snapshot.seq): too far behind to read at its seq; try again once it has caught up")
                 }
                 ahead = ListenerHub.stateBefore(later[...])

@@ -100,6 +100,7 @@ final class Dispatcher {
         let gate = session.server.engine.gate
         ticket = nil
         if command.access == .read {
+            session.server.cluster?.checkLease()   // a committer that may have been replaced reads as a follower
             switch gate.admit() {
             case .wait:
                 gate.wait(session)

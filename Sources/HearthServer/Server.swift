@@ -429,7 +429,7 @@ public final class Server {
     /// Finishes the shutdown once nothing accepted is still owed an answer: no commit pending, no read on a
     /// reader thread (the grace period bounds the wait either way).
     func maybeFinishShutdown() {
-        guard shuttingDown, engine.isIdle, readsInFlight == 0 else { return }
+        guard shuttingDown, engine.isIdle, readsInFlight == 0, (cluster?.forwardsAwaited ?? 0) == 0 else { return }
         finishShutdown()
     }
 

@@ -20,7 +20,8 @@ package enum PostgresSchema {
             term        bigint NOT NULL,                     -- every election adds one
             committer   text NOT NULL,                       -- the committer's --node-name
             address     text,                                -- its --advertise HOST:PORT (NULL: not reachable)
-            lease_until timestamptz NOT NULL                 -- PostgreSQL's clock; renewed by the committer
+            lease_until timestamptz NOT NULL,                -- PostgreSQL's clock; renewed by the committer
+            pid         int8 NOT NULL                        -- the backend of its session (holding the writer lock)
         );
         """
 
@@ -129,6 +130,9 @@ package enum PostgresSchema {
                 if v < 2 {
                     // Version 2 adds the committer's lease.
                     try c.exec(leaseTable, "adding hearth_lease")
+                }
+                if v == 2 {
+                    try c.exec("ALTER TABLE hearth_lease ADD COLUMN IF NOT EXISTS pid int8 NOT NULL DEFAULT 0", "adding the lease's pid")
                 }
                 if v < 3 {
                     // Version 3 keeps each commit's request ID and answer.

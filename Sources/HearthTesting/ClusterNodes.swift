@@ -4,7 +4,7 @@ import Foundation
 /// its own that it advertises to the others (`--advertise`), with a short lease so failovers are quick.
 public final class ClusterNodes: @unchecked Sendable {
     public let schema = PostgresTestCluster.freshSchema()
-    public let ports: [Int]
+    public private(set) var ports: [Int]
     public let leaseMs: Int
     /// The database: the shared test cluster's, or a private one's.
     public let dsn: String
@@ -17,8 +17,8 @@ public final class ClusterNodes: @unchecked Sendable {
         self.leaseMs = leaseMs
         self.extraArgs = extraArgs
         self.dsn = try dsn ?? PostgresTestCluster.dsn()
-        ports = try (0..<count).map { _ in try Self.freePort() }
-        for i in 0..<count { nodes.append(try DaemonProcess(extraArgs: try args(i))) }
+        ports = Array(repeating: 0, count: count)
+        for i in 0..<count { nodes.append(try launch(i)) }
     }
 
     deinit {
@@ -33,6 +33,20 @@ public final class ClusterNodes: @unchecked Sendable {
     }
 
     public subscript(i: Int) -> DaemonProcess { nodes[i] }
+
+    /// Starts node `i` again (after a kill) as a new process on a new port it advertises: its old port may
+    /// have been handed to another process meanwhile. Tried up to three times.
+    public func restart(_ i: Int) throws { nodes[i] = try launch(i) }
+
+    /// Node `i` on a free port (another one if a process takes it first), up to three tries.
+    private func launch(_ i: Int) throws -> DaemonProcess {
+        var failure: Error?
+        for _ in 0..<3 {
+            ports[i] = try Self.freePort()
+            do { return try DaemonProcess(extraArgs: try args(i)) } catch { failure = error }
+        }
+        throw failure!
+    }
 
     /// The node's `stats.cluster` (as the admin when the nodes have an admin key); where `stats` is refused
     /// (rules without an admin key), the role and committer its log last named.

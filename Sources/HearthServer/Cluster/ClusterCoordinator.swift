@@ -38,6 +38,13 @@ final class ClusterCoordinator {
     /// Failures of the election or the feed, logged at most once a second.
     private lazy var problems = LogThrottle(loop: server.loop, logger: server.logger, summary: "more cluster errors")
     /// Commits published from the feed, and writes forwarded (for stats).
+    /// Until when (loop clock, ms) this node may act as the committer without hearing back from a renewal:
+    /// three quarters of a lease after the last renewal (or election) was sent. Past it, the node steps down
+    /// before serving anything, since another node may be elected by now (`checkLease`).
+    private var leaseValidUntil: UInt64 = 0
+    /// Set when the database's history went behind what this node published (PostgreSQL lost acknowledged
+    /// commits in a failover): the node stops campaigning and refuses to commit until it is restarted.
+    private var historyLost: String?
     private(set) var adopted: UInt64 = 0
     private(set) var forwarded: UInt64 = 0
     private(set) var elections = 0
@@ -85,11 +92,14 @@ final class ClusterCoordinator {
     // MARK: The election
 
     private func electionRound() {
-        guard !electing, !stopped else { return }
+        checkLease()
+        guard !electing, !stopped, historyLost == nil else { return }
         electing = true
         let store = self.store, node = self.node, leaseMs = settings.leaseMs
         let outcome = ElectionOutcome()
         let term = role.term
+        let sentAt = server.loop.now
+        let publishedAtSend = engine.lastDurableSeq
         electionThread.submit({
             do throws(HearthError) {
                 if let term { outcome.renewed = try store.renewLease(term: term, leaseMs: leaseMs) } else { outcome.lease = try store.campaign(node, leaseMs: leaseMs) }
@@ -104,20 +114,38 @@ final class ClusterCoordinator {
                 return
             }
             if let renewed = outcome.renewed, term == role.term {
-                if !renewed {
+                if renewed {
+                    leaseValidUntil = sentAt + UInt64(settings.leaseMs * 3 / 4)
+                } else {
                     server.logger.warn("cluster: lost the committer's lease (term \(term ?? 0)): another node is elected, or the session to the database ended; following")
                     becomeFollower(committer: nil, quietly: false)
                 }
             } else if let lease = outcome.lease, role.term == nil {
-                settle(lease)
+                settle(lease, sentAt: sentAt, published: publishedAtSend)
             }
         })
     }
 
     /// Takes the outcome of a round of the election.
-    private func settle(_ lease: CommitterLease) {
+    /// `published`: this node's published seq when the round was sent (the feed may have moved it on since,
+    /// past what the round read).
+    private func settle(_ lease: CommitterLease, sentAt: UInt64? = nil, published: UInt64? = nil) {
         storeSeq = max(storeSeq, lease.lastSeq)
+        let published = published ?? engine.lastDurableSeq
+        if published > lease.lastSeq {
+            // The database is behind what this node published: acknowledged commits were lost (a failover to a
+            // standby that lacked them). Continuing would serve two histories under one seq.
+            historyLost = "this node published seq \(published) but the database's last seq is \(lease.lastSeq): PostgreSQL lost commits it had acknowledged (a failover to a standby that lacked them?)"
+            server.logger.error("cluster: \(historyLost!); this node stops committing and campaigning: restart it to serve the database's history")
+            if lease.isMine { store.resign(term: lease.term) }
+            role = .follower(committer: nil)
+            engine.commitRefusal = HearthError(.unavailable, historyLost!)
+            engine.storeMayLead = true
+            dropLink(HearthError(.unavailable, "this node's history is not the database's"))
+            return
+        }
         if lease.isMine {
+            leaseValidUntil = (sentAt ?? server.loop.now) + UInt64(settings.leaseMs * 3 / 4)
             elections += 1
             role = .promoting(term: lease.term, from: lease.lastSeq)
             engine.commitRefusal = HearthError(.unavailable, "this node was just elected committer and is publishing up to seq \(lease.lastSeq) first; try again")
@@ -127,12 +155,24 @@ final class ClusterCoordinator {
             return
         }
         guard case .follower(let known) = role else { return }
-        if known != lease.committer {
+        // A lease naming this node is one of its own lingering sessions (the next round ends it): no
+        // committer to forward to meanwhile.
+        let committer = lease.committer?.name == node.name ? nil : lease.committer
+        if known != committer {
             if let c = lease.committer {
                 server.logger.info("cluster: following committer \(c.name) at \(c.address ?? "(no address)"), term \(lease.term)")
             }
-            becomeFollower(committer: lease.committer, quietly: true)
+            becomeFollower(committer: committer, quietly: true)
         }
+    }
+
+    /// A committer (or a node being promoted) that has not heard back from a renewal within three quarters of
+    /// a lease steps down at once: another node may hold the lease by now, and this node must neither serve
+    /// reads from a store it no longer alone writes nor commit. Called before every read and every round.
+    func checkLease() {
+        guard role.term != nil, server.loop.now > leaseValidUntil else { return }
+        server.logger.warn("cluster: no renewal of the committer's lease confirmed for \(settings.leaseMs * 3 / 4) ms: this node may have lost the committer's lease; following until the next election round")
+        becomeFollower(committer: nil, quietly: false)
     }
 
     private func becomeFollower(committer: ClusterNode?, quietly: Bool) {
@@ -222,9 +262,6 @@ final class ClusterCoordinator {
         } else {
             fetched.removeAll()
         }
-        if let first = fetched.first, first.seq != published + 1 {
-            fetched.removeAll()   // not continuous with what is published (a batch of this node failed): read again
-        }
         if !fetched.isEmpty, engine.isIdle {
             let batch = fetched
             fetched.removeAll()
@@ -235,9 +272,12 @@ final class ClusterCoordinator {
         checkPromotion()
     }
 
-    /// The engine finished a batch of its own (`Server.batchLanded`).
+    /// The engine finished a batch of its own (`Server.batchLanded`). A failed batch left seqs assigned that
+    /// no commit holds: while this node commits, its next commit continues the published seq, so the log it
+    /// writes for the followers has no gap.
     func engineSettled() {
         guard !stopped else { return }
+        if role.term != nil, engine.isIdle, engine.lastAssignedSeq > engine.lastDurableSeq { engine.continueFromPublished() }
         publishFetched()
     }
 
@@ -319,7 +359,11 @@ final class ClusterCoordinator {
     private func finish(_ p: PeerLink.Pending, line: [UInt8], failed: Bool) {
         server.requestFinished(p.timing, failed: failed, id: p.id, session: p.session)
         p.session.endWrite(p.slot, response: line)
+        if server.shuttingDown { server.maybeFinishShutdown() }
     }
+
+    /// Forwarded writes not answered to their client yet (a shutdown waits for them).
+    var forwardsAwaited: Int { answered.count + (link?.unanswered ?? 0) }
 
     // MARK: Figures
 

@@ -37,6 +37,12 @@ final class PeerLink {
     private var pendingHead = 0
     private var framer: LineFramer
     private let parser = JSONParser(rejectsDuplicateKeys: false)
+    /// When the link last heard from the committer, or began waiting for it (loop clock, ms): a committer cut
+    /// off from this node (but not from the database) would otherwise leave forwarded writes waiting forever.
+    private var lastHeard: UInt64 = 0
+    private var watchdog: LoopTimer?
+    /// How long forwarded writes may wait without a byte from the committer before the link fails.
+    static let silenceMs: UInt64 = 10_000
     /// An answer: the write and the committer's whole line (without its newline).
     var onAnswer: ((Pending, [UInt8], _ seq: UInt64?) -> Void)?
     /// The link failed: the writes still unanswered, and why.
@@ -61,6 +67,11 @@ final class PeerLink {
 
     /// Connects to the committer's address.
     func open() {
+        lastHeard = loop.now
+        watchdog = loop.timer(after: 1000, repeat: 1000) { [unowned self] in
+            guard unanswered > 0, loop.now - lastHeard > Self.silenceMs else { return }
+            fail(HearthError(.unavailable, "the committer \(committer.name) did not answer for \(Self.silenceMs / 1000) s"))
+        }
         guard let address = committer.address, let (host, port) = Self.split(address) else {
             loop.timer(after: 0) { [self] in fail(HearthError(.unavailable, "the committer \(committer.name) has no usable --advertise address (\(committer.address ?? "none"))")) }
             return
@@ -101,13 +112,17 @@ final class PeerLink {
             bytes = [UInt8](line)
             bytes.append(0x0A)
         }
+        if unanswered == 0 { lastHeard = loop.now }   // the silence counts from the first write waiting
+        unanswered += 1
         pending.append(p)
         if let conn { conn.send(bytes) } else { outbox.append(bytes) }
     }
 
-    var unanswered: Int { pending[pendingHead...].reduce(0) { $0 + ($1 == nil ? 0 : 1) } }
+    /// Forwarded writes sent and not answered yet.
+    private(set) var unanswered = 0
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
+        lastHeard = loop.now
         framer.feed(bytes) { event in
             guard case .line(let line) = event else {
                 fail(HearthError(.unavailable, "the committer \(committer.name) sent an answer longer than the line limit"))
@@ -121,6 +136,7 @@ final class PeerLink {
             let p = pending[pendingHead]
             pendingHead += 1
             if pendingHead == pending.count { pending.removeAll(keepingCapacity: true); pendingHead = 0 }
+            if p != nil { unanswered -= 1 }
             guard let p else {
                 // The link's hello: refused, the committer would judge every write as anonymous.
                 if !isOK(line) {
@@ -149,9 +165,12 @@ final class PeerLink {
     func fail(_ error: HearthError) {
         guard !closed else { return }
         closed = true
+        watchdog?.cancel()
+        watchdog = nil
         let error = conn == nil ? HearthError(error.code, "\(error.message); the write was not sent, so it was not applied")
             : HearthError(error.code, "\(error.message); the write may or may not have been applied (send it again with the same requestId to apply it once)")
         let owed = pending[pendingHead...].compactMap { $0 }
+        unanswered = 0
         pending = []
         pendingHead = 0
         outbox = []

@@ -84,7 +84,7 @@ import Testing
         #expect(first["initial"] as? Bool == false && first["reset"] as? Bool != true, "\(first)")
         try state.apply(first)
         // The killed follower comes back and catches up from the feed.
-        try c[follower].start()
+        try c.restart(follower)
         load.allowed.update { $0.insert(follower) }
         try load.waitForProgress(100)
         load.stop()
@@ -122,7 +122,7 @@ import Testing
         #expect(c[k2].waitForLog("lost the committer's lease"))
         #expect(try c.committer(among: [k2, k3]) == k3)
         load.allowed.update { $0.insert(k2) }
-        try c[k1].start()
+        try c.restart(k1)
         load.allowed.update { $0.insert(k1) }
         try load.waitForProgress(100)
         load.stop()
