@@ -52,13 +52,12 @@ class Client:
                  addresses: Iterable[str | tuple[str, int]] | None = None) -> None:
         self.addresses: list[tuple[str, int]] = parse_addresses(addresses) if addresses is not None else [(host, port)]
         """The nodes this client may connect to, tried in turn (several nodes of one database)."""
-        self.host, self.port = self.addresses[0]
-        """The address of the current (or last) connection."""
+        self._current = self.addresses[0]
         self._next_address = 0
         self.seen_seq = 0
-        """The highest seq this client has seen (answers, snapshots, heartbeats): a connection to another node
-        first waits until that node has published it (``hello`` with ``minSeq``), so the client never reads
-        older state than it saw."""
+        """The highest seq this client has seen (answers, snapshots, heartbeats): with several addresses, a
+        new connection first waits until its node has published it (``hello`` with ``minSeq``), so the client
+        never reads older state than it saw."""
         self.ssl = ssl
         """The TLS context (``None``: plain text); re-connections use it too."""
         self.server_hostname = server_hostname
@@ -86,6 +85,29 @@ class Client:
 
     # -- connection management --------------------------------------------------------------------------
 
+    @property
+    def host(self) -> str:
+        """The address of the current (or last) connection; setting ``host`` or ``port`` points later
+        connections at that one address."""
+        return self._current[0]
+
+    @host.setter
+    def host(self, value: str) -> None:
+        self._point_at(value, self._current[1])
+
+    @property
+    def port(self) -> int:
+        return self._current[1]
+
+    @port.setter
+    def port(self, value: int) -> None:
+        self._point_at(self._current[0], value)
+
+    def _point_at(self, host: str, port: int) -> None:
+        self.addresses = [(host, port)]
+        self._current = (host, port)
+        self._next_address = 0
+
     async def _open(self) -> "Client":
         self._attach(await self._connect())
         return self
@@ -107,7 +129,8 @@ class Client:
                 continue
             try:
                 fields: dict[str, Any] | None = await self._credentials.hello_fields()
-                if self.seen_seq > 0:
+                if self.seen_seq > 0 and len(self.addresses) > 1:
+                    # Another node may be behind what this client saw (one node never goes back).
                     fields = {**(fields or {}), "minSeq": self.seen_seq}
                 if fields is not None:
                     answer = await conn.request({"op": "hello", **fields})
@@ -117,7 +140,7 @@ class Client:
             except BaseException:
                 await conn.close()
                 raise
-            self.host, self.port = host, port
+            self._current = (host, port)
             return conn
         assert failure is not None
         raise failure

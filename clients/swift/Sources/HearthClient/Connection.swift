@@ -27,8 +27,8 @@ final class Connection: @unchecked Sendable {
     /// Every node this connection may use (several nodes of one database), tried in turn from `nextAddress`.
     private var addresses: [(host: String, port: Int)]
     private var nextAddress = 0
-    /// The highest seq seen (answers, snapshots, heartbeats): a new link first waits, with its hello's
-    /// `minSeq`, until its node has published it, so moving to another node never reads older state.
+    /// The highest seq seen (answers, snapshots, heartbeats): with several nodes, a new link first waits, with
+    /// its hello's `minSeq`, until its node has published it, so moving to another node never reads older state.
     private var seenSeq: Int64 = 0
     private var link: Link?
     private var nextID: Int64 = 0
@@ -177,7 +177,8 @@ final class Connection: @unchecked Sendable {
                     self.helloFields = fields
                     var req = fields
                     req["op"] = .string("hello")
-                    if self.seenSeq > 0 { req["minSeq"] = .int(self.seenSeq) }
+                    // Another node may be behind what this connection saw (one node never goes back).
+                    if self.seenSeq > 0 && self.addresses.count > 1 { req["minSeq"] = .int(self.seenSeq) }
                     let withHeartbeats = !self.listeners.isEmpty && self.settings.heartbeatInterval > 0
                     if withHeartbeats {
                         req["heartbeatMs"] = .int(self.heartbeatMs)
@@ -274,7 +275,7 @@ final class Connection: @unchecked Sendable {
         l.start()
         watchLiveness(of: l)
         // A hello first with credentials, or to catch up with what this connection has seen on another node.
-        if creds.isAnonymous && seenSeq == 0 { linkReady(l) } else { beginHello(on: l, with: creds) }
+        if creds.isAnonymous && (seenSeq == 0 || addresses.count == 1) { linkReady(l) } else { beginHello(on: l, with: creds) }
     }
 
     private func linkClosed(_ reason: String) {
