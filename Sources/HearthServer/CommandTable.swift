@@ -32,8 +32,8 @@ struct Command: Sendable {
     let fields: Set<String>
     let access: Access
     var clearance: Clearance = .identified
-    /// Changes the catalog, so it runs on the committer: a follower forwards it there, as it does every
-    /// `.write` (`ClusterCoordinator.forward`).
+    /// Commits on its own (index and TTL changes, recursive deletes), so it runs on the committer: a follower
+    /// forwards it there, as it does every `.write` (`ClusterCoordinator.forward`).
     var onCommitter = false
     let run: @Sendable (Context, Request) throws(HearthError) -> Void
     /// Runs on the committer: a follower forwards it.
@@ -100,8 +100,8 @@ enum CommandTable {
                 fields: [], access: .meta, clearance: .admin, run: AdminHandlers.stats),
         Command(name: "listCollections", synopsis: "{op:\"listCollections\"[,path:DOC]} (admin) IDs of the collections at the root or under a document, sorted: {collections:[...]}",
                 fields: ["path"], access: .meta, clearance: .admin, run: AdminHandlers.listCollections),
-        Command(name: "deleteRecursive", synopsis: "{op:\"deleteRecursive\",path[,batchSize:1..500][,progress:true]} (admin) deletes a collection or document and everything below it in batches: {deleted}",
-                fields: ["path", "batchSize", "progress"], access: .meta, clearance: .admin, run: AdminHandlers.deleteRecursive),
+        Command(name: "deleteRecursive", synopsis: "{op:\"deleteRecursive\",path[,batchSize:1..500][,progress:true]} (admin) deletes a collection or document and everything below it in batches: {deleted,seq}",
+                fields: ["path", "batchSize", "progress"], access: .meta, clearance: .admin, onCommitter: true, run: AdminHandlers.deleteRecursive),
         Command(name: "ttl", synopsis: "{op:\"ttl\",action:\"set\"|\"remove\"|\"list\",collectionGroup,field} (admin) TTL policies: documents whose field holds a past timestamp are deleted",
                 fields: ["action", "collectionGroup", "field"], access: .meta, clearance: .admin, onCommitter: true, run: AdminHandlers.ttl),
         Command(name: "compact", synopsis: "{op:\"compact\"} (admin) gives the space of deleted data back to the filesystem: {method,bytesBefore,bytesAfter,ms}",

@@ -67,7 +67,13 @@ enum AdminHandlers {
             guard let slot else { return }
             let line: [UInt8]
             switch result {
-            case .success(let n): line = dispatcher.okLine(id) { w in w.key("deleted"); w.int(Int64(n)) }
+            case .success(let n):
+                // The seq its last batch published: a node that forwarded it answers once it has published it.
+                let seq = server.engine.lastDurableSeq
+                line = dispatcher.okLine(id) { w in
+                    w.key("deleted"); w.int(Int64(n))
+                    w.key("seq"); w.uint(seq)
+                }
             case .failure(let e): line = dispatcher.errorLine(e.prefixed(op), id: id)
             }
             server.requestFinished(timing, failed: result.isFailure, id: id, session: session)

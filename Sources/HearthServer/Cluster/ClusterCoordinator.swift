@@ -310,6 +310,7 @@ final class ClusterCoordinator {
         let l = PeerLink(loop: server.loop, committer: committer, maxLineBytes: max(server.config.maxResponseBytes, server.config.maxLineBytes) + 4096,
                          adminKey: server.access.enforcing ? server.access.adminKeyForPeers : nil)
         l.onAnswer = { [unowned self] p, line, seq in forwardAnswered(p, line: line, seq: seq) }
+        l.onPush = { p, line in if !p.session.closed { p.session.conn.send(line) } }
         l.onFailure = { [unowned self, unowned l] owed, error in
             if link === l {
                 link = nil

@@ -45,6 +45,8 @@ final class PeerLink {
     static let silenceMs: UInt64 = 10_000
     /// An answer: the write and the committer's whole line (without its newline).
     var onAnswer: ((Pending, [UInt8], _ seq: UInt64?) -> Void)?
+    /// A pushed line for the request at the head (a progress line), with its newline.
+    var onPush: ((Pending, [UInt8]) -> Void)?
     /// The link failed: the writes still unanswered, and why.
     var onFailure: (([Pending], HearthError) -> Void)?
 
@@ -133,6 +135,13 @@ final class PeerLink {
                 // A line with no write waiting for it: a connection-level error (the committer is closing it).
                 return
             }
+            if let head = pending[pendingHead], isPush(line) {
+                // A push for the request being answered (deleteRecursive's progress): relayed, not an answer.
+                var bytes = [UInt8](line)
+                bytes.append(0x0A)
+                onPush?(head, bytes)
+                return
+            }
             let p = pending[pendingHead]
             pendingHead += 1
             if pendingHead == pending.count { pending.removeAll(keepingCapacity: true); pendingHead = 0 }
@@ -146,6 +155,12 @@ final class PeerLink {
             }
             onAnswer?(p, [UInt8](line), seq(of: line))
         }
+    }
+
+    /// A pushed line (`"type"`, no `"ok"`), not an answer.
+    private func isPush(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard let root = try? parser.parse(line), root.kind == .object else { return false }
+        return root["ok"] == nil && root["type"] != nil
     }
 
     private func isOK(_ line: UnsafeRawBufferPointer) -> Bool {

@@ -225,4 +225,29 @@ import Testing
         #expect(now["seq"] as? Int == last)
         #expect(state.rows.map(\.json) == (now["docs"] as? [[String: Any]] ?? []).map { canonical($0) })
     }
+
+    /// A recursive delete sent to a follower runs on the committer: its progress lines come back through the
+    /// follower, and its answer waits until the follower has published the deletes.
+    @Test func aRecursiveDeleteThroughAFollowerRelaysItsProgress() throws {
+        let c = try ClusterNodes()
+        let k = try c.committer()
+        let f = try c[(k + 1) % 3].connect()
+        let sets = (0..<30).map { #"{"op":"set","path":"logs/l\#($0)","data":{"n":\#($0)}}"# }.joined(separator: ",")
+        #expect(try f.request(#"{"op":"commit","writes":[\#(sets)]}"#).isOK)
+        try f.send(#"{"op":"deleteRecursive","id":"D","path":"logs","batchSize":10,"progress":true}"#)
+        var progress: [Int] = []
+        var answer: [String: Any] = [:]
+        while answer.isEmpty {
+            let line = try f.readObject(timeout: 30)
+            if line["type"] as? String == "progress" {
+                #expect(line["id"] as? String == "D")
+                progress.append(line["deleted"] as? Int ?? -1)
+            } else {
+                answer = line
+            }
+        }
+        #expect(answer["id"] as? String == "D" && answer["deleted"] as? Int == 30 && answer["seq"] is Int, "\(answer)")
+        #expect(progress == [10, 20, 30], "\(progress)")
+        #expect(try f.request(#"{"op":"count","collection":"logs"}"#)["count"] as? Int == 0, "read on the follower after the answer")
+    }
 }
