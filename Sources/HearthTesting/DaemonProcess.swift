@@ -9,7 +9,7 @@ public final class DaemonProcess: @unchecked Sendable {
     /// it); the port is then unknown (0).
     public let readyText: String?
     public private(set) var port: Int = 0
-    private var process: Process?
+    private var process: SpawnedProcess?
     private let logCondition = NSCondition()
     private var logText = ""
     private let ownsDataDir: Bool
@@ -29,7 +29,7 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     deinit {
-        if let p = process, p.isRunning { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
+        if let p = process, p.isRunning { p.signal(SIGKILL); p.wait() }
         if ownsDataDir { try? FileManager.default.removeItem(atPath: dataDir) }
     }
 
@@ -112,22 +112,30 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// (Re)starts the process on a new ephemeral port (the same data dir), waiting for its listening line.
     public func start() throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: DaemonProcess.binaryPath())
-        p.arguments = ["--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir] + extraArgs
-        let pipe = Pipe()
-        p.standardError = pipe
-        p.standardOutput = FileHandle.nullDevice
+        // The log pipe is close-on-exec: only this daemon gets its write end (as its stderr), so the reader
+        // sees the end of the log when this daemon exits, whatever other children the tests start meanwhile.
+        var fds: [Int32] = [0, 0]
+        guard hearth_pipe2(&fds, O_CLOEXEC) == 0 else { throw TestFailure("pipe2 failed: errno \(errno)") }
+        let fd = fds[0], writeEnd = fds[1]
         let ready = DispatchSemaphore(value: 0)
         let portBox = PortBox()
         let logStart = log.utf8.count
         let readyText = self.readyText
         logCondition.withLock { logClosed = false }
-        // The log is read by a thread of its own with blocking reads until the end of the file; that thread
-        // holds the pipe, so its descriptor closes only after the end was read. (A dispatch source watching
-        // the pipe could outlive the descriptor, and a closed descriptor still watched by one, its number
-        // reused, crashes libdispatch's event loop.)
-        let fd = pipe.fileHandleForReading.fileDescriptor
+        let child: SpawnedProcess
+        do {
+            child = try SpawnedProcess(path: DaemonProcess.binaryPath(),
+                                       arguments: ["--host", "127.0.0.1", "--port", "0", "--data-dir", dataDir] + extraArgs,
+                                       stderrFD: writeEnd)
+        } catch {
+            close(fd)
+            close(writeEnd)
+            throw error
+        }
+        close(writeEnd)
+        // The log is read by a thread of its own with blocking reads until the end of the file, and closes the
+        // descriptor then. (A dispatch source watching the pipe could outlive the descriptor, and a closed
+        // descriptor still watched by one, its number reused, crashes libdispatch's event loop.)
         Thread.detachNewThread { [weak self] in
             var buffer = [UInt8](repeating: 0, count: 65536)
             while true {
@@ -149,37 +157,33 @@ public final class DaemonProcess: @unchecked Sendable {
                     if let port = Int(digits) { portBox.port = port; portBox.ready = true; ready.signal() }
                 }
             }
+            close(fd)
             self?.logCondition.withLock { self?.logClosed = true; self?.logCondition.broadcast() }
             ready.signal()
-            withExtendedLifetime(pipe) {}
         }
-        do { try p.run() } catch {
-            try? pipe.fileHandleForWriting.close()   // the log thread then reads the end of the file and ends
-            throw error
-        }
-        process = p
+        process = child
         if ready.wait(timeout: .now() + 20) == .timedOut || !portBox.ready {
             throw TestFailure("hearthd did not start \(readyText.map { "(waiting for \"\($0)\")" } ?? "listening"); log:\n\(log)")
         }
         port = portBox.port
     }
 
-    /// SIGTERM, then waits for exit; returns the exit status.
+    /// SIGTERM, then waits for exit; returns the exit status (128 + the signal when a signal ended it).
     @discardableResult
     public func stop() -> Int32 {
         guard let p = process else { return 0 }
-        if p.isRunning { kill(p.processIdentifier, SIGTERM) }
-        p.waitUntilExit()
+        p.signal(SIGTERM)
+        let status = p.wait()
         process = nil
         waitForLogEnd()
-        return p.terminationStatus
+        return status
     }
 
     /// SIGKILL: the crash case.
     public func kill9() {
         guard let p = process else { return }
-        kill(p.processIdentifier, SIGKILL)
-        p.waitUntilExit()
+        p.signal(SIGKILL)
+        p.wait()
         process = nil
         waitForLogEnd()
     }
@@ -193,7 +197,7 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     public var isRunning: Bool { process?.isRunning ?? false }
-    public var pid: Int32 { process?.processIdentifier ?? 0 }
+    public var pid: Int32 { process?.pid ?? 0 }
 
     /// A new connection to this daemon.
     public func connect() throws -> WireClient { try WireClient(port: port) }
@@ -218,3 +222,7 @@ public struct TestFailure: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
 }
+
+/// glibc's pipe2 (not in Swift's Glibc module): a pipe whose descriptors are close-on-exec from the start.
+@_silgen_name("pipe2")
+private func hearth_pipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
