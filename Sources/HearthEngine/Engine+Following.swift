@@ -24,7 +24,7 @@ extension Engine {
         precondition(zip(fresh, fresh.dropFirst()).allSatisfy { $0.seq < $1.seq }, "adopted commits must ascend")
         let batch = Array(fresh)
         gate.adoptionStarted()
-        if let carrier = batch.last(where: { $0.indexCatalog != nil }) { adoptCatalog(carrier.indexCatalog!, seq: carrier.seq) }
+        if let carrier = batch.last(where: { $0.indexCatalog != nil }) { adoptCatalog(carrier.indexCatalog!, storedBy: "seq \(carrier.seq)") }
         cache.publish(batch, through: last.seq)
         lastDurableSeq = last.seq
         lastAssignedSeq = last.seq
@@ -52,23 +52,14 @@ extension Engine {
         if let newest = try? store.changes(after: seq - 1, limit: 1)?.first, newest.seq == seq {
             lastCommitMicros = max(lastCommitMicros, newest.commitTime.micros)
         }
-        if let codec = indexCatalogCodec, let data = try store.indexCatalog() {
-            do {
-                let catalog = try codec.decode(data)
-                indexWork.removeAll()
-                restore(catalog)
-                catalogDirty = false
-            } catch {
-                onDataLoss?(StorageDamage.indexCatalog("it does not decode: \(error.message)"))
-            }
-        }
+        if indexCatalogCodec != nil, let data = try store.indexCatalog() { adoptCatalog(data, storedBy: "the store") }
         listeners.resetAll()
         return seq
     }
 
     /// Takes the index catalog another node's commit stored. Backfills and purges it lists are queued as on
     /// a restart, and run only once this node commits.
-    private func adoptCatalog(_ data: [UInt8], seq: UInt64) {
+    private func adoptCatalog(_ data: [UInt8], storedBy: String) {
         guard let codec = indexCatalogCodec else { return }
         do {
             let catalog = try codec.decode(data)
@@ -76,7 +67,7 @@ extension Engine {
             restore(catalog)
             catalogDirty = false
         } catch {
-            onDataLoss?(StorageDamage.indexCatalog("the catalog stored by seq \(seq) does not decode: \(error.message)"))
+            onDataLoss?(StorageDamage.indexCatalog("the catalog stored by \(storedBy) does not decode: \(error.message)"))
         }
     }
 

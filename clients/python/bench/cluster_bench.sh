@@ -25,13 +25,6 @@ dsn="host=127.0.0.1 port=$port user=postgres dbname=postgres"
 hz=$(getconf CLK_TCK)
 pids=(); ports=(); datadirs=()
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-# PostgreSQL's CPU so far, in clock ticks: every live process of this cluster plus what exited children used.
-pg_ticks() {
-  local pm; pm=$(head -1 "$dir/data/postmaster.pid")
-  local live; live=$(awk '{s += $14 + $15} END {print s + 0}' $(for p in $pm $(pgrep -P "$pm"); do echo /proc/$p/stat; done) 2>/dev/null)
-  local gone; gone=$(awk '{print $16 + $17}' /proc/$pm/stat)
-  echo $((live + gone))
-}
 start_nodes() {   # $1: how many, $2: schema
   pids=(); ports=(); datadirs=()
   for i in $(seq 0 $(($1 - 1))); do

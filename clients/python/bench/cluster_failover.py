@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -53,8 +54,10 @@ def main() -> None:
         schema = "failover_" + uuid.uuid4().hex[:8]
         ports = [free_port() for _ in range(3)]
         procs = []
+        dirs = []
         for i, p in enumerate(ports):
             d = tempfile.mkdtemp(prefix="hearth-failover-")
+            dirs.append(d)
             procs.append(subprocess.Popen([HEARTHD, "--port", str(p), "--advertise", f"127.0.0.1:{p}", "--node-name", f"n{i}",
                                            "--data-dir", d, "--quiet", "--postgres", dsn, "--postgres-schema", schema,
                                            "--lease-ms", str(lease)], stderr=subprocess.DEVNULL))
@@ -117,6 +120,8 @@ def main() -> None:
                 p.send_signal(signal.SIGTERM)
         for p in procs:
             p.wait()
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
 
 
 if __name__ == "__main__":

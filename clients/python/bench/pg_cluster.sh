@@ -22,3 +22,11 @@ for attempt in 1 2 3 4 5; do
   sleep 2
 done
 psql_() { as_pg psql -q -h 127.0.0.1 -p "$port" -U postgres -v ON_ERROR_STOP=1 "$@"; }
+# PostgreSQL's CPU so far, in clock ticks: every live process of this cluster (utime + stime) plus what the
+# postmaster's children that already exited used (its cutime + cstime: sessions that ended before the count).
+pg_ticks() {
+  local pm; pm=$(head -1 "$dir/data/postmaster.pid")
+  local live; live=$(awk '{s += $14 + $15} END {print s + 0}' $(for p in $pm $(pgrep -P "$pm"); do echo /proc/$p/stat; done) 2>/dev/null)
+  local gone; gone=$(awk '{print $16 + $17}' /proc/$pm/stat)
+  echo $((live + gone))
+}

@@ -21,23 +21,15 @@ dsn="host=127.0.0.1 port=$port user=postgres dbname=postgres"
 keys=10000
 # shellcheck source=pg_set_table.sh
 . "$here/pg_set_table.sh"
-# PostgreSQL's CPU so far, in clock ticks: every live process of this cluster (utime + stime) plus what the
-# postmaster's children that already exited used (its cutime + cstime: pgbench's sessions end before the count).
-ticks() {
-  local pm; pm=$(head -1 "$dir/data/postmaster.pid")
-  local live; live=$(awk '{s += $14 + $15} END {print s + 0}' $(for p in $pm $(pgrep -P "$pm"); do echo /proc/$p/stat; done) 2>/dev/null)
-  local gone; gone=$(awk '{print $16 + $17}' /proc/$pm/stat)
-  echo $((live + gone))
-}
 hz=$(getconf CLK_TCK)
 run_hearthd() {   # $1: label, then hearthd's extra flags
   local label=$1; shift
   local data; data=$(mktemp -d /tmp/hearth-bench-XXXXXX)
   "$hearthd" --port "$hport" --data-dir "$data/data" --quiet "$@" & local pid=$!
   for _ in $(seq 100); do "$hearth" --port "$hport" send '{"op":"ping"}' >/dev/null 2>&1 && break; sleep 0.1; done
-  local pg0; pg0=$(ticks)
+  local pg0; pg0=$(pg_ticks)
   local out; out=$("$hearth" bench set --port "$hport" --connections "$conns" --duration "$seconds" --json --server-pid "$pid")
-  local pg1; pg1=$(ticks)
+  local pg1; pg1=$(pg_ticks)
   kill "$pid"; wait "$pid" 2>/dev/null || true
   rm -rf "$data"
   python3 - "$label" "$out" "$pg0" "$pg1" "$hz" <<'PY'
@@ -54,9 +46,9 @@ for r in $(seq "$rounds"); do
   echo "round $r"
   run_hearthd "hearthd (SQLite)"
   run_hearthd "hearthd --postgres" --postgres "$dsn" --postgres-schema "bench_$r"
-  pg0=$(ticks)
+  pg0=$(pg_ticks)
   res=$(as_pg pgbench -n -h 127.0.0.1 -p "$port" -U postgres -c "$conns" -j 2 -T "$seconds" -f "$dir/set.sql" postgres 2>&1)
-  pg1=$(ticks)
+  pg1=$(pg_ticks)
   tps=$(echo "$res" | awk '/^tps/ {print $3}'); lat=$(echo "$res" | awk '/latency average/ {print $4}')
   tx=$(echo "$res" | awk '/number of transactions actually processed/ {print $NF}')
   python3 -c "import sys; tps, lat, tx, pg = float('$tps'), '$lat', int('$tx'), ($pg1 - $pg0) / $hz; print(f\"{'PostgreSQL (pgbench)':22s} {tps:>9,.0f} sets/s  mean {lat} ms  PostgreSQL {pg / tx * 1e6:.0f} us/set\")"
