@@ -159,7 +159,7 @@ final class ClusterCoordinator {
         // committer to forward to meanwhile.
         let committer = lease.committer?.name == node.name ? nil : lease.committer
         if known != committer {
-            if let c = lease.committer {
+            if let c = committer {
                 server.logger.info("cluster: following committer \(c.name) at \(c.address ?? "(no address)"), term \(lease.term)")
             }
             becomeFollower(committer: committer, quietly: true)
