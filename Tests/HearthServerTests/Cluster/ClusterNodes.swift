@@ -1,5 +1,11 @@
 import Foundation
 import HearthTesting
+import Testing
+
+/// Every suite of several real nodes, run one test at a time: each holds one of the test runner's few
+/// threads for seconds (blocking reads on its daemons), and two at once could starve the runner's async
+/// tests of threads for a minute.
+@Suite(.serialized) enum ClusterSuites {}
 
 /// A listener's snapshots as a client keeps them: the result after each snapshot, and each snapshot's seq
 /// and changes as the daemon sent them (canonical JSON, to compare across nodes).
