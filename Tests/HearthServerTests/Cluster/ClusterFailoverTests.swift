@@ -207,7 +207,11 @@ extension ClusterSuites {
             let failedBefore = load.failed.value
             let direct = try c[k].connect().request(#"{"op":"set","path":"other/x","data":{}}"#, timeout: 60)
             #expect(direct.errorCode == "UNAVAILABLE", "\(direct)")
-            while load.failed.value < failedBefore + 10 { usleep(10_000) }   // the writers see it too
+            let deadline = Date(timeIntervalSinceNow: 60)
+            while load.failed.value < failedBefore + 10 {   // the writers see it too
+                guard Date() < deadline else { throw TestFailure("the writers saw no failure while PostgreSQL was down") }
+                usleep(10_000)
+            }
             try pg.start()
             // No node is restarted: they elect a committer again, and writes go on.
             try load.waitForProgress(200)
