@@ -70,18 +70,20 @@ public final class ClusterNodes: @unchecked Sendable {
         return role
     }
 
-    /// The committer's index, once one node says it is the committer and every running node follows it
-    /// (polled: each poll is a round trip to every node).
+    /// The committer's index, once one node says it is the committer and every running node follows it.
+    /// Between looks it waits until some daemon logs again (every node logs "cluster: …" when it is elected,
+    /// becomes the committer, steps down, or follows a new committer).
     public func committer(among: Set<Int>? = nil, timeout: Double = 30) throws -> Int {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while Date() < deadline {
             let running = nodes.indices.filter { nodes[$0].isRunning && among?.contains($0) != false }
+            let mark = DaemonProcess.loggedSoFar   // before asking, so no line is missed
             let views = try running.map { (i: $0, c: try cluster($0)) }
             if let leader = views.first(where: { $0.c["role"] as? String == "committer" }),
                views.allSatisfy({ $0.i == leader.i || $0.c["committer"] as? String == "n\(leader.i)" }) {
                 return leader.i
             }
-            usleep(20_000)
+            DaemonProcess.waitForAnyLog(after: mark, until: deadline)
         }
         throw TestFailure("no committer that every node follows within \(timeout) s: \(try nodes.indices.filter { nodes[$0].isRunning && among?.contains($0) != false }.map { try cluster($0) })")
     }

@@ -61,6 +61,21 @@ public final class DaemonProcess: @unchecked Sendable {
         return true
     }
 
+    /// Counts what every daemon of this test process has logged: a barrier on "some daemon said something
+    /// since", for a test that watches several (`ClusterNodes.committer`).
+    private static let anyLog = NSCondition()
+    nonisolated(unsafe) private static var anyLogLines = 0
+
+    /// How many pieces of log all daemons have written so far.
+    public static var loggedSoFar: Int { anyLog.withLock { anyLogLines } }
+
+    /// Waits until some daemon logs after `mark` (a `loggedSoFar`), or until `deadline`.
+    public static func waitForAnyLog(after mark: Int, until deadline: Date) {
+        anyLog.lock()
+        defer { anyLog.unlock() }
+        while anyLogLines <= mark { if !anyLog.wait(until: deadline) { return } }
+    }
+
     /// How many times `text` occurs in the log.
     public func logCount(_ text: String) -> Int { Self.count(text, in: log) }
 
@@ -148,6 +163,10 @@ public final class DaemonProcess: @unchecked Sendable {
                     self.logText += text
                     self.logCondition.broadcast()
                     return self.logText
+                }
+                DaemonProcess.anyLog.withLock {
+                    DaemonProcess.anyLogLines += 1
+                    DaemonProcess.anyLog.broadcast()
                 }
                 let fresh = String(decoding: Array(all.utf8).dropFirst(logStart), as: UTF8.self)
                 if let readyText {

@@ -309,7 +309,7 @@ final class ClusterCoordinator {
     private func makeLink(_ committer: ClusterNode) -> PeerLink {
         let l = PeerLink(loop: server.loop, committer: committer, maxLineBytes: max(server.config.maxResponseBytes, server.config.maxLineBytes) + 4096,
                          adminKey: server.access.enforcing ? server.access.adminKeyForPeers : nil)
-        l.onAnswer = { [unowned self] p, line, seq in forwardAnswered(p, line: line, seq: seq) }
+        l.onAnswer = { [unowned self] p, line, answer in forwardAnswered(p, line: line, answer) }
         l.onPush = { p, line in if !p.session.closed { p.session.conn.send(line) } }
         l.onFailure = { [unowned self, unowned l] owed, error in
             if link === l {
@@ -329,32 +329,20 @@ final class ClusterCoordinator {
     }
 
     /// The committer's answer to a forwarded write: sent once this node has published its seq.
-    private func forwardAnswered(_ p: PeerLink.Pending, line: [UInt8], seq: UInt64?) {
+    private func forwardAnswered(_ p: PeerLink.Pending, line: [UInt8], _ answer: PeerLink.Answer) {
         var bytes = line
         bytes.append(0x0A)
-        guard let seq, seq > engine.lastDurableSeq else { return finish(p, line: bytes, failed: seq == nil && !Self.isOK(line)) }
+        guard let seq = answer.seq, seq > engine.lastDurableSeq else { return finish(p, line: bytes, failed: !answer.ok) }
         answered.append((seq, p, bytes))
-    }
-
-    private static func isOK(_ line: [UInt8]) -> Bool {
-        // {"id":…,"ok":true…} or {"ok":true…}: cheap, the committer's own encoding.
-        line.withUnsafeBytes { b in
-            guard let r = try? JSONParser(rejectsDuplicateKeys: false).parse(b) else { return false }
-            return r["ok"]?.bool == true
-        }
     }
 
     /// After a publication: answers the forwarded writes whose seq it reached, in the order they were answered.
     private func answerPublished() {
-        guard !answered.isEmpty else { return }
         let published = engine.lastDurableSeq
-        var waiting: [(seq: UInt64, pending: PeerLink.Pending, line: [UInt8])] = []
-        let ready = answered
-        answered = []
-        for a in ready {
-            if a.seq <= published { finish(a.pending, line: a.line, failed: false) } else { waiting.append(a) }
-        }
-        answered = waiting + answered
+        guard answered.contains(where: { $0.seq <= published }) else { return }
+        let ready = answered.filter { $0.seq <= published }
+        answered.removeAll { $0.seq <= published }
+        for a in ready { finish(a.pending, line: a.line, failed: false) }
     }
 
     private func finish(_ p: PeerLink.Pending, line: [UInt8], failed: Bool) {

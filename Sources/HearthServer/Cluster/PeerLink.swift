@@ -43,8 +43,8 @@ final class PeerLink {
     private var watchdog: LoopTimer?
     /// How long forwarded writes may wait without a byte from the committer before the link fails.
     static let silenceMs: UInt64 = 10_000
-    /// An answer: the write and the committer's whole line (without its newline).
-    var onAnswer: ((Pending, [UInt8], _ seq: UInt64?) -> Void)?
+    /// An answer: the write, the committer's whole line (without its newline), and what it says.
+    var onAnswer: ((Pending, [UInt8], Answer) -> Void)?
     /// A pushed line for the request at the head (a progress line), with its newline.
     var onPush: ((Pending, [UInt8]) -> Void)?
     /// The link failed: the writes still unanswered, and why.
@@ -135,7 +135,8 @@ final class PeerLink {
                 // A line with no write waiting for it: a connection-level error (the committer is closing it).
                 return
             }
-            if let head = pending[pendingHead], isPush(line) {
+            let answer = Self.read(line, parser)
+            if let head = pending[pendingHead], answer.isPush {
                 // A push for the request being answered (deleteRecursive's progress): relayed, not an answer.
                 var bytes = [UInt8](line)
                 bytes.append(0x0A)
@@ -148,31 +149,29 @@ final class PeerLink {
             if p != nil { unanswered -= 1 }
             guard let p else {
                 // The link's hello: refused, the committer would judge every write as anonymous.
-                if !isOK(line) {
+                if !answer.ok {
                     fail(HearthError(.unavailable, "the committer \(committer.name) refused this node's admin key (every node needs the same --admin-key-file): \(String(decoding: line, as: UTF8.self))"))
                 }
                 return
             }
-            onAnswer?(p, [UInt8](line), seq(of: line))
+            onAnswer?(p, [UInt8](line), answer)
         }
     }
 
-    /// A pushed line (`"type"`, no `"ok"`), not an answer.
-    private func isPush(_ line: UnsafeRawBufferPointer) -> Bool {
-        guard let root = try? parser.parse(line), root.kind == .object else { return false }
-        return root["ok"] == nil && root["type"] != nil
+    /// What a line from the committer is, read once: a push (`"type"`, no `"ok"`) or an answer, whether ok,
+    /// and the seq of an ok answer that carries one (a durable commit).
+    struct Answer {
+        var isPush = false
+        var ok = false
+        var seq: UInt64?
     }
 
-    private func isOK(_ line: UnsafeRawBufferPointer) -> Bool {
-        guard let root = try? parser.parse(line), root.kind == .object else { return false }
-        return root["ok"]?.bool == true
-    }
-
-    /// The seq of an ok answer (a durable commit), nil for an error or an answer without one.
-    private func seq(of line: UnsafeRawBufferPointer) -> UInt64? {
-        guard let root = try? parser.parse(line), root.kind == .object, root["ok"]?.bool == true,
-              let s = root["seq"], s.kind == .int, let v = s.int64, v >= 0 else { return nil }
-        return UInt64(v)
+    private static func read(_ line: UnsafeRawBufferPointer, _ parser: JSONParser) -> Answer {
+        guard let root = try? parser.parse(line), root.kind == .object else { return Answer() }
+        guard let ok = root["ok"] else { return Answer(isPush: root["type"] != nil) }
+        var a = Answer(ok: ok.bool == true)
+        if a.ok, let s = root["seq"], s.kind == .int, let v = s.int64, v >= 0 { a.seq = UInt64(v) }
+        return a
     }
 
     /// Ends the link: the writes it still owes an answer fail with `error`, saying whether they may have

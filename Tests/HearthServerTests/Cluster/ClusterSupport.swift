@@ -63,6 +63,8 @@ final class ClusterLoad: @unchecked Sendable {
     let allowed: Locked<Set<Int>>
     private let stopped = Locked(false)
     private let group = DispatchGroup()
+    /// Signalled after every write's outcome, for `waitForProgress` and `waitForFailures`.
+    private let outcome = NSCondition()
 
     init(_ c: ClusterNodes, writers: Int = 4) {
         allowed = Locked(Set(c.nodes.indices))
@@ -74,21 +76,21 @@ final class ClusterLoad: @unchecked Sendable {
                 var i = 0
                 while !stopped.value {
                     i += 1
+                    // A client's backoff, not a wait for an event: no node to write to, or a write failed.
                     guard let node = allowed.value.randomElement() else { usleep(10_000); continue }
                     do {
                         let conn = try conns[node] ?? c[node].connect()
                         conns[node] = conn
                         let r = try conn.request(#"{"op":"set","path":"load/w\#(w)","data":{"v":\#(i)}}"#, timeout: 10)
                         if r.isOK {
-                            acked.update { $0[w] = i }
-                            acknowledged.update { $0 += 1 }
+                            note { acked.update { $0[w] = i }; acknowledged.update { $0 += 1 } }
                         } else {
-                            failed.update { $0 += 1 }
+                            note { failed.update { $0 += 1 } }
                             usleep(20_000)
                         }
                     } catch {
                         conns[node] = nil
-                        failed.update { $0 += 1 }
+                        note { failed.update { $0 += 1 } }
                         usleep(20_000)
                     }
                 }
@@ -96,14 +98,35 @@ final class ClusterLoad: @unchecked Sendable {
         }
     }
 
+    private func note(_ body: () -> Void) {
+        outcome.lock()
+        body()
+        outcome.broadcast()
+        outcome.unlock()
+    }
+
+    /// Waits, woken by each write's outcome, until `done` holds; throws naming `what` after `timeout` s.
+    private func wait(_ what: String, timeout: Double, until done: () -> Bool) throws {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        outcome.lock()
+        defer { outcome.unlock() }
+        while !done() {
+            guard outcome.wait(until: deadline) || done() else {
+                throw TestFailure("\(what): \(acknowledged.value) acknowledged, \(failed.value) failed")
+            }
+        }
+    }
+
     /// Waits until `n` more writes are acknowledged than when called (a barrier on progress).
     func waitForProgress(_ n: Int, timeout: Double = 60) throws {
         let target = acknowledged.value + n
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while acknowledged.value < target {
-            guard Date() < deadline else { throw TestFailure("writes stalled: \(acknowledged.value) of \(target) acknowledged, \(failed.value) failed") }
-            usleep(5_000)
-        }
+        try wait("writes stalled short of \(target)", timeout: timeout) { acknowledged.value >= target }
+    }
+
+    /// Waits until `n` more writes have failed than when called.
+    func waitForFailures(_ n: Int, timeout: Double = 60) throws {
+        let target = failed.value + n
+        try wait("fewer than \(target) writes failed", timeout: timeout) { failed.value >= target }
     }
 
     func stop() {
