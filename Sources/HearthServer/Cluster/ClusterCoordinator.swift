@@ -369,7 +369,7 @@ final class ClusterCoordinator {
         let known = max(storeSeq, published)
         return ClusterStatus(node: node.name, role: role.name, term: role.term, committer: committer, storeSeq: known,
                              lagCommits: known - published, adopted: adopted, forwarded: forwarded,
-                             awaited: answered.count + (link?.unanswered ?? 0), elections: elections)
+                             awaited: forwardsAwaited, elections: elections)
     }
 }
 

@@ -70,6 +70,7 @@ extension ClusterSuites {
             let follower = (k + 1) % 3, other = (k + 2) % 3
             var (conn, state) = try Self.listen(c, follower)
             let load = ClusterLoad(c)
+            defer { load.stop() }   // also when an expectation throws: its writers hold the nodes
             try load.waitForProgress(100)
             try Self.catchUp(conn, &state, to: try Self.lastSeq(c, k))
             let seen = state.events.last!.seq
@@ -105,6 +106,7 @@ extension ClusterSuites {
                 return (node, conn, state)
             }
             let load = ClusterLoad(c)
+            defer { load.stop() }   // also when an expectation throws: its writers hold the nodes
             try load.waitForProgress(100)
 
             // The committer dies: one of the others is elected, and writes go on through it.
@@ -196,6 +198,7 @@ extension ClusterSuites {
             let follower = (k + 1) % 3
             var (conn, state) = try Self.listen(c, follower)
             let load = ClusterLoad(c)
+            defer { load.stop() }   // also when an expectation throws: its writers hold the nodes
             try load.waitForProgress(100)
 
             try pg.stop()
