@@ -36,8 +36,17 @@ enum ListenHandlers {
         }
         if let hb = try heartbeatMs(req) { ctx.session.setHeartbeat(hb) }
         let dependencies = try ctx.session.judgeListen(judged)
-        if try !ctx.session.subscribe(target, resumeAfter: resume, history: history, id: req.id, ctx: ctx,
-                                      guarding: (judged, dependencies)) { ctx.waitForPublication() }
+        // A first snapshot the engine holds in memory is registered here; any other is read on a reader thread,
+        // so that a large result, a resume's replay or a store across the network never holds the loop.
+        if ctx.engine.listeners.registersInMemory(target, resumeAfter: resume) {
+            if try !ctx.session.subscribe(target, resumeAfter: resume, history: history, id: req.id, ctx: ctx,
+                                          guarding: (judged, dependencies)) { ctx.waitForPublication() }
+            return
+        }
+        // What the rules read must be the published state before the listener is indexed at it.
+        guard ctx.confirmSnapshot() else { return ctx.waitForPublication() }
+        try ctx.session.subscribeOffLoop(target, resumeAfter: resume, history: history, id: req.id, ctx: ctx,
+                                         guarding: (judged, dependencies))
     }
 
     static func unlisten(_ ctx: Context, _ req: Request) throws(HearthError) {

@@ -56,6 +56,101 @@ extension Session: ListenerSink {
         return true
     }
 
+    /// Registers a listener whose first snapshot a reader thread reads (`ListenerHub.begin`), so that the loop
+    /// never waits for a store read: the listen's response keeps its place and the connection's next lines
+    /// wait, as for any read on a reader thread; once the snapshot's seq is published the listener is
+    /// registered at the published seq, the response goes out, then its first snapshot.
+    /// `guarding`: what the rules allowed it on and what that depends on (`Session+Access`); the rules judge it
+    /// again while its snapshot is read, as any listener, and a refusal then answers the listen.
+    func subscribeOffLoop(_ target: Listener.Target, resumeAfter: UInt64?, history: UInt64?, id: [UInt8]?, ctx: Context,
+                          guarding: (ListenTarget, [DocumentPath])) throws(HearthError) {
+        let tag = String(nextSubscription)
+        let (listener, read) = try server.engine.listeners.begin(target, tag: tag, sink: self, resumeAfter: resumeAfter, history: history)
+        nextSubscription += 1
+        subscriptions[tag] = listener
+        guardListener(tag, target: guarding.0, dependsOn: guarding.1)
+        let slot = beginOffLoopRead()
+        readFirstSnapshot(listener, read, slot: slot, id: id, timing: ctx.deferTiming())
+    }
+
+    private func readFirstSnapshot(_ listener: Listener, _ read: FirstSnapshotRead, slot: ResponseQueue.Slot, id: [UInt8]?,
+                                   timing: RequestTiming) {
+        let store = server.store
+        let engine = server.engine
+        let catalog = engine.catalogView
+        let codec = engine.codec
+        let cache = engine.documentCache
+        let outcome = FirstSnapshotOutcome()
+        server.offLoopReadStarted()
+        server.readers.submit({
+            do throws(HearthError) {
+                let (snapshot, indexes) = try catalog.open { () throws(HearthError) in try store.snapshot() }
+                defer { snapshot.close() }
+                outcome.result = .success(try read.read(on: snapshot, indexes: indexes, codec: codec, cache: cache))
+            } catch {
+                outcome.result = .failure(error)
+            }
+        }, done: { [self] in
+            server.offLoopReadReturned()
+            defer { server.maybeFinishShutdown() }   // a shutdown waits for the reads it had accepted
+            switch outcome.result! {
+            case .failure(let error):
+                if error.code == .dataLoss { engine.onDataLoss?(error) }
+                offLoopReadReturned(seq: 0) { [unowned self] in self.refuseListen(listener, error, slot: slot, id: id, timing: timing) }
+            case .success(let first):
+                if let damage = first.damage { engine.onDataLoss?(damage) }
+                offLoopReadReturned(seq: first.seq) { [unowned self] in
+                    self.completeListen(listener, first, slot: slot, id: id, timing: timing)
+                }
+            }
+        })
+    }
+
+    /// The pending `listener`'s first snapshot is published: registers it, answers the listen, then sends the
+    /// snapshot; or reads it again; or answers the listen with the refusal that ended it meanwhile.
+    private func completeListen(_ listener: Listener, _ first: FirstSnapshot, slot: ResponseQueue.Slot, id: [UInt8]?,
+                                timing: RequestTiming) {
+        let tag = listener.tag
+        guard subscriptions[tag] === listener, listener.isPending else {
+            let refusal = refusedWhilePending.removeValue(forKey: tag)
+                ?? HearthError(.aborted, "the listener ended while its first snapshot was read; listen again")
+            return refuseListen(listener, refusal, slot: slot, id: id, timing: timing)
+        }
+        heldEvents = []
+        let completion = server.engine.listeners.complete(listener, with: first)
+        let held = heldEvents ?? []
+        heldEvents = nil
+        switch completion {
+        case .again(let read):
+            readFirstSnapshot(listener, read, slot: slot, id: id, timing: timing)
+        case .failed(let error):
+            refuseListen(listener, error, slot: slot, id: id, timing: timing)
+        case .registered:
+            let historyToken = HistoryToken.encode(server.engine.historyID)
+            let line = server.dispatcher.okLine(id) { w in
+                w.key("sub"); w.string(tag)
+                w.key("history"); w.string(historyToken)
+            }
+            server.requestFinished(timing, failed: false, id: id, session: self)
+            answerOffLoopRead(slot, line: line) { [self] in
+                assert(!responses.hasOutstanding, "a listen's first snapshot would overtake the responses before it")
+                for e in held { deliver(e, for: listener) }
+            }
+        }
+    }
+
+    /// Answers a listen whose listener did not register with `error`, and forgets it.
+    private func refuseListen(_ listener: Listener, _ error: HearthError, slot: ResponseQueue.Slot, id: [UInt8]?,
+                              timing: RequestTiming) {
+        let tag = listener.tag
+        if subscriptions[tag] === listener { subscriptions[tag] = nil }
+        refusedWhilePending[tag] = nil
+        server.engine.listeners.remove(listener)
+        forgetGuard(tag)
+        server.requestFinished(timing, failed: true, id: id, session: self)
+        answerOffLoopRead(slot, line: server.dispatcher.errorLine(error.prefixed("listen"), id: id))
+    }
+
     func unsubscribe(_ tag: String) -> Bool {
         guard let l = subscriptions.removeValue(forKey: tag) else { return false }
         server.engine.listeners.remove(l)
@@ -128,4 +223,10 @@ extension Session: ListenerSink {
         w.newline()
         w.withBytes { conn.send($0) }
     }
+}
+
+/// Carries a first snapshot read on a reader thread back to the loop (written before `done` runs; the worker
+/// pool's lock orders it).
+final class FirstSnapshotOutcome: @unchecked Sendable {
+    var result: Result<FirstSnapshot, HearthError>?
 }

@@ -32,8 +32,8 @@ final class Session: SnapshotWaiter {
     private var parkedHead = 0
     /// A read running on a reader thread: the connection's next lines wait for its response.
     private(set) var readInFlight = false
-    /// Its response, read at a seq not yet published: it goes out once that seq is.
-    private var heldRead: (slot: ResponseQueue.Slot, line: [UInt8], seq: UInt64)?
+    /// Its result, read at a seq not yet published: `finish` answers it once that seq is.
+    private var heldRead: (seq: UInt64, finish: () -> Void)?
     private var readingPaused = false
     // @exclusivity(unchecked) here and below: loop-thread state read on every delivered event; dynamic exclusivity checks off (docs/architecture.md, "Decisions").
     @exclusivity(unchecked) private(set) var closed = false
@@ -51,6 +51,9 @@ final class Session: SnapshotWaiter {
     var exportSnapshot: (any StoreSnapshot)?
     var subscriptions: [String: Listener] = [:]
     var nextSubscription = 1
+    /// Refusals (the rules judged again) of listeners whose first snapshot was being read: their listen is
+    /// answered with it.
+    var refusedWhilePending: [String: HearthError] = [:]
     /// Events of a listener being registered, held until its `listen` response has gone out.
     @exclusivity(unchecked) var heldEvents: [ListenerEvent]?
     var heartbeatTimer: LoopTimer?
@@ -190,7 +193,7 @@ final class Session: SnapshotWaiter {
         server.engine.thread.check("Session.snapshotGateOpened")
         if let held = heldRead {
             heldRead = nil
-            offLoopReadDone(held.slot, line: held.line, seq: held.seq)
+            offLoopReadReturned(seq: held.seq, then: held.finish)
             return
         }
         guard !closed, isParked, !readInFlight else { return }
@@ -210,14 +213,37 @@ final class Session: SnapshotWaiter {
     func offLoopReadDone(_ slot: ResponseQueue.Slot, line: [UInt8], seq: UInt64) {
         server.engine.thread.check("Session.offLoopReadDone")
         guard !closed else { readInFlight = false; return }
-        if seq > server.engine.lastDurableSeq {
-            heldRead = (slot, line, seq)
+        guard seq <= server.engine.lastDurableSeq else {
+            // Unowned: a closed session's held read is dropped (`closed`) before the session goes away.
+            heldRead = (seq, { [unowned self] in self.answerOffLoopRead(slot, line: line) })
             server.engine.gate.wait(self)
             return
         }
+        answerOffLoopRead(slot, line: line)
+    }
+
+    /// A reader thread's work, read at `seq`, came back: `finish` runs once `seq` is published (at once,
+    /// unless a batch landed after the read began and is not yet published), and must answer the read
+    /// (`answerOffLoopRead`) or hand it to a reader again. Dropped when the connection has closed.
+    func offLoopReadReturned(seq: UInt64, then finish: @escaping () -> Void) {
+        server.engine.thread.check("Session.offLoopReadReturned")
+        guard !closed else { readInFlight = false; return }
+        guard seq <= server.engine.lastDurableSeq else {
+            heldRead = (seq, finish)
+            server.engine.gate.wait(self)
+            return
+        }
+        finish()
+    }
+
+    /// Answers the read in flight with `line` in its slot; `then` runs right after it is sent (a listen's
+    /// first snapshot follows its response), before the parked lines run.
+    func answerOffLoopRead(_ slot: ResponseQueue.Slot, line: [UInt8], then: (() -> Void)? = nil) {
         readInFlight = false
         sentSinceTick = true
         responses.fill(slot, with: line) { conn.send($0) }
+        then?()
+        if closed { return }
         if isParked { runParked() } else { updateReading() }
     }
 

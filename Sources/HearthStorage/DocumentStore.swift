@@ -245,9 +245,10 @@ public protocol StoreSnapshot: StoreReads {
     /// cannot enumerate documents throws UNIMPLEMENTED (the default, `StoreMaintenance.swift`).
     func documents(in scope: DocumentScope, after: DocumentPath?, limit: Int) throws(HearthError) -> [StoredDocument]
 
-    /// The change log as the snapshot holds it (`DocumentStore.changes`): for a node that publishes commits
-    /// it did not make, which reads the state at its published seq as a snapshot ahead of it with the commits
-    /// after that seq rolled back. A backend without shared nodes throws UNIMPLEMENTED (the default).
+    /// The change log as the snapshot holds it (`DocumentStore.changes`, up to the snapshot's seq): a resumed
+    /// listener's first snapshot diffs from an earlier seq with it on a reader thread, and a node that
+    /// publishes commits it did not make reads the state at its published seq as a snapshot ahead of it with
+    /// the commits after that seq rolled back. Every backend implements it (the default throws UNIMPLEMENTED).
     func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]?
 
     func close()

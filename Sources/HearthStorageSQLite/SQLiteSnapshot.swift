@@ -59,6 +59,12 @@ final class SQLiteSnapshot: StoreSnapshot, @unchecked Sendable {
         return try pending.documents(in: scope, after: after, limit: limit, base: r)
     }
 
+    func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
+        let r = try open()
+        if pending.isEmpty { return try r.changes(after: after, limit: limit) }
+        return try pending.changes(after: after, limit: limit, baseSeq: baseSeq, base: r)
+    }
+
     func close() {
         guard let r = reader else { return }
         reader = nil

@@ -22,10 +22,15 @@ import Testing
         #expect(try snap.get(path("c/c")) == nil)
         #expect(try snap.scanIndex(from: [], to: [], reverse: false, limit: 10).map(\.document.path.description) == ["c/a", "c/b"])
         #expect(try snap.countIndex(from: [], to: []) == 2)
+        let snapLog: [UInt64]? = try snap.changes(after: 0, limit: 10)?.map(\.seq)
+        #expect(snapLog == [1])
         snap.close()
         let later = try f.store.snapshot()
         defer { later.close() }
         #expect(later.seq == 3)
+        let laterLog: [CommitRecord]? = try later.changes(after: 1, limit: 10)
+        let storeLog: [CommitRecord]? = try f.store.changes(after: 1, limit: 10)
+        #expect(laterLog == storeLog && laterLog?.map(\.seq) == [2, 3])
         #expect(try later.get(path("c/a"))?.data == bytes("2"))
         #expect(try later.scanIndex(from: [], to: [], reverse: false, limit: 10).map(\.document.path.description) == ["c/a", "c/c"])
     }

@@ -31,7 +31,7 @@ public enum ListenerEvent: Sendable {
 /// One registered listener: its target, the result as of `seq` (`current`), and what its subscriber has
 /// been sent (`sent`), which lags behind only while the subscriber is over its output budget.
 public final class Listener {
-    public enum Target {
+    public enum Target: Sendable {
         case document(DocumentPath)
         case query(ValidQuery)
     }
@@ -60,6 +60,18 @@ public final class Listener {
     @exclusivity(unchecked) var isRegistered = false
     /// Where the listener is indexed for matching.
     var indexKey: ListenerIndexKey?
+    /// While its first snapshot is read off the loop thread (`ListenerHub.begin`): the published commits that
+    /// may affect it since `seq`, which `ListenerHub.complete` applies to that snapshot. Nil once registered.
+    var backlog: [CommitRecord]?
+    /// The backlog cannot bring the snapshot to the published seq (the hub reset every listener, or the backlog
+    /// outgrew its bound): `complete` has the snapshot read again.
+    var backlogBroken = false
+    /// The seq a pending listener resumes after, and whether that is not a seq this history published (it
+    /// then gets a reset).
+    var resumeAfter: UInt64?
+    var resumeIsForeign = false
+    /// True while the first snapshot is being read off the loop thread.
+    public var isPending: Bool { backlog != nil }
     /// Bytes the sink keeps for this listener, opaque to the engine (the server: the start of every line
     /// pushed for it, `{"sub":"<tag>"`, so a change set shared by many listeners costs a copy each).
     @exclusivity(unchecked) public var sinkBytes: [UInt8] = []

@@ -9,16 +9,18 @@ import HearthStorage
 public final class ListenerHub {
     /// The engine owns the hub (unowned(unsafe): no reference counting per access on the publication path).
     unowned(unsafe) let engine: Engine
-    private var nextID = 1
+    var nextID = 1
     // @exclusivity(unchecked): loop-thread state read on every delivered event; dynamic exclusivity checks off (docs/architecture.md, "Decisions").
-    @exclusivity(unchecked) private(set) var listeners: [Int: Listener] = [:]
+    @exclusivity(unchecked) var listeners: [Int: Listener] = [:]
     /// Listeners per index key, by ascending ID (publication walks them in ID order without hashing, sorting
     /// or looking them up).
-    private var index: [ListenerIndexKey: [Listener]] = [:]
+    var index: [ListenerIndexKey: [Listener]] = [:]
     /// For each collection path, the fields some equality-indexed listener filters on.
     private var equalityFields: [String: [FieldPath: Int]] = [:]
     /// Shared query results, by query.
-    private var views: [ValidQuery: SharedView] = [:]
+    var views: [ValidQuery: SharedView] = [:]
+    /// Listeners whose first snapshot is being read off the loop thread, by ID (`begin`, `complete`).
+    var pending: [Int: Listener] = [:]
 
     private var shareCounter: UInt64 = 0
     /// Listeners holding back changes, per sink: draining costs what is pending, not every listener.
@@ -140,6 +142,12 @@ public final class ListenerHub {
 
     public func remove(_ l: Listener) {
         engine.thread.check("ListenerHub.remove")
+        if pending.removeValue(forKey: l.id) != nil {
+            l.backlog = nil
+            l.sink = nil
+            unindex(l)
+            return
+        }
         guard listeners.removeValue(forKey: l.id) != nil else { return }
         l.isRegistered = false
         l.sink = nil
@@ -148,6 +156,11 @@ public final class ListenerHub {
             if v.members.isEmpty { views[v.query] = nil }
             l.view = nil
         }
+        unindex(l)
+    }
+
+    /// Takes `l` out of the matching index.
+    private func unindex(_ l: Listener) {
         guard let key = l.indexKey else { return }
         if var list = index.removeValue(forKey: key) {
             let at = Self.insertionPoint(of: l.id, in: list)
@@ -160,7 +173,7 @@ public final class ListenerHub {
         }
     }
 
-    private func register(_ l: Listener) {
+    func register(_ l: Listener) {
         let key: ListenerIndexKey
         switch l.target {
         case .document(let p):
@@ -202,7 +215,7 @@ public final class ListenerHub {
     func publish(_ records: [CommitRecord]) {
         engine.thread.check("ListenerHub.publish")
         if let last = records.last { publishedSeq = last.seq }
-        guard !listeners.isEmpty else { return }
+        guard !listeners.isEmpty || !pending.isEmpty else { return }
         // Views applied in this publication: their last changes are let go at its end.
         var appliedViews: [SharedView] = []
         defer { for v in appliedViews { v.lastChanges = [] } }
@@ -211,7 +224,12 @@ public final class ListenerHub {
             guard !affected.isEmpty else { continue }
             var rollback: [DocumentPath: StoredDocument?]?
             var decoded: DecodedCommit?
-            for l in affected where l.isRegistered && l.seq < record.seq {
+            for l in affected where l.seq < record.seq {
+                if l.backlog != nil {
+                    keep(record, for: l)
+                    continue
+                }
+                guard l.isRegistered else { continue }
                 if let v = l.view, v.seq == record.seq {
                     // Applied for an earlier member in this commit.
                     l.seq = record.seq
@@ -253,6 +271,8 @@ public final class ListenerHub {
         engine.thread.check("ListenerHub.resetAll")
         let seq = engine.lastDurableSeq
         publishedSeq = seq
+        // A first snapshot being read cannot be brought to the new seq by commits: it is read again.
+        for l in pending.values { breakBacklog(of: l) }
         for v in views.values {
             do {
                 v.rows = try engine.runQuery(v.query).documents

@@ -122,7 +122,10 @@ extension Session {
     func revoke(_ tag: String, _ error: HearthError) {
         forgetGuard(tag)
         guard let l = subscriptions.removeValue(forKey: tag) else { return }
+        let pending = l.isPending
         server.engine.listeners.remove(l)
+        // A listener whose first snapshot is still being read: its listen is answered with the refusal.
+        if pending { refusedWhilePending[tag] = error; return }
         guard !closed else { return }
         server.dispatcher.sendEvent(.error(error), sub: tag, shareKey: nil, on: conn)
         sentSinceTick = true

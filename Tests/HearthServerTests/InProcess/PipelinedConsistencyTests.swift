@@ -22,10 +22,11 @@ import Testing
             if failedSeeds.count >= 3 { break }
         }
         #expect(failedSeeds.isEmpty, "\(failedSeeds.joined(separator: "\n"))")
-        // The runs covered what they are meant to: refused writes, torn reads run again, many snapshots.
+        // The runs covered what they are meant to: refused writes, many snapshots. (Reads torn on the loop
+        // and run again no longer occur here: a listen that reads the store reads it on a reader thread.)
         print("pipelined consistency, in process: \(seeds.count) seeds, \(totals)")
         #expect(totals.commits > 20 * seeds.count && totals.snapshots > 20 * seeds.count && totals.queries > 5 * seeds.count)
-        #expect(totals.refused > 0 && totals.retries > 0)
+        #expect(totals.refused > 0 && totals.listeners > 5 * seeds.count)
     }
 
     func run(seed: UInt64, steps: Int) throws -> ([String], counts: (commits: Int, refused: Int, queries: Int, snapshots: Int, listeners: Int), retries: Int) {

@@ -9,6 +9,7 @@ round trips while it ran (p50 / p99 / max):
 - `count` of the whole collection;
 - the full query (every document in one response);
 - three full queries at once, on three connections;
+- a `listen` on the whole collection, until its first snapshot has arrived (then `unlisten`);
 - `$arrayUnion` of 20,000 new elements into a 100,000-element array, and `$arrayRemove` of 20,000.
 
 Loopback only; it stops by itself.
@@ -106,6 +107,15 @@ def main():
             t.join()
         return all(out)
     results.append(measure(a.port, "3 x query big at once", three))
+
+    def listen():
+        answer = call(worker, {"op": "listen", "query": {"collection": "big"}})
+        if not answer.get("ok"):
+            return False
+        first = json.loads(worker[1].readline())
+        call(worker, {"op": "unlisten", "sub": answer["sub"]})
+        return first.get("size", 0) >= a.docs
+    results.append(measure(a.port, "listen big (first snapshot)", listen))
 
     call(worker, {"op": "set", "path": "arr/a", "data": {"a": list(range(a.array))}})
     union = list(range(a.array, a.array + a.union))

@@ -1,0 +1,149 @@
+import HearthModel
+import HearthStorage
+
+/// Registration with the first snapshot read off the loop thread, so that a listen never holds the loop for
+/// a store read (a large result, a resume's replay, a store across the network):
+///
+/// 1. `begin`, on the loop at the published seq P: the listener is created and indexed for matching, but not
+///    registered: every published commit that may affect it goes to its backlog instead.
+/// 2. A reader thread runs the returned `FirstSnapshotRead` on a snapshot at some seq S ≥ P.
+/// 3. `complete`, on the loop once S is published (the caller waits for that as for any off-loop read): the
+///    snapshot is brought from S to the published seq by the backlog's commits after S, through the same
+///    in-memory application as a publication, and the listener is registered there with its first snapshot.
+///
+/// Commits in (P, S] are in both the snapshot and the backlog and are skipped; the backlog holds every commit
+/// after P that can affect the listener (the matching index is the one publication uses), so the result is
+/// exact at the seq it is registered at, as `add`'s. When the backlog cannot bring it there (a limit window
+/// lost a row only the store knows, the hub reset every listener, the backlog outgrew its bound), `complete`
+/// starts over at the current seq: nothing is ever read on the loop.
+extension ListenerHub {
+    /// The most commits a pending listener keeps before its read is started over.
+    static let maxBacklog = 50_000
+
+    /// Starts registering a listener whose first snapshot a reader thread reads (see above). The listener is
+    /// returned pending (`isPending`): hand the read to a reader, then the result to `complete`; `remove` it
+    /// to give up (its connection closed).
+    public func begin(_ target: Listener.Target, tag: String, sink: ListenerSink, resumeAfter: UInt64?,
+                      history: UInt64? = nil) throws(HearthError) -> (Listener, FirstSnapshotRead) {
+        engine.thread.check("ListenerHub.begin")
+        if case .query(let q) = target {
+            if q.offset > 0 { throw .invalid("offset is not supported by listeners (use cursors)") }
+            _ = try engine.prepare(q)   // a query no index serves is refused here, before anything is registered
+        }
+        let seq = engine.lastDurableSeq
+        let l = Listener(id: nextID, tag: tag, target: target, sink: sink, seq: seq)
+        nextID += 1
+        l.backlog = []
+        l.resumeAfter = resumeAfter
+        l.resumeIsForeign = resumeAfter.map { $0 > seq || (history != nil && history != engine.historyID) } ?? false
+        pending[l.id] = l
+        register(l)
+        return (l, firstRead(for: l))
+    }
+
+    /// True when `add` registers this listener from memory alone, reading nothing from the store: a cached
+    /// document, or a first listen on a query whose result another listener already holds. Any other is
+    /// registered with `begin` and `complete`.
+    public func registersInMemory(_ target: Listener.Target, resumeAfter: UInt64?) -> Bool {
+        switch target {
+        case .document(let path): return engine.cache.peekRendered(DocumentCache.Key(path)) != nil
+        case .query(let q): return resumeAfter == nil && views[q] != nil
+        }
+    }
+
+    /// What a reader reads for `l`'s first snapshot from its current `seq`.
+    private func firstRead(for l: Listener) -> FirstSnapshotRead {
+        FirstSnapshotRead(target: l.target, diffFrom: l.resumeIsForeign ? nil : l.resumeAfter, maxResumeCommits: maxResumeCommits)
+    }
+
+    public enum Completion {
+        /// Registered at the published seq; its first snapshot went to its sink.
+        case registered
+        /// Still pending: hand this read (from the current seq) to a reader, and its result to `complete`.
+        case again(FirstSnapshotRead)
+        /// Not registered, and removed from the hub: answer the listen with this error.
+        case failed(HearthError)
+    }
+
+    /// Registers the pending `l` with the first snapshot a reader read for it, at the published seq, and
+    /// delivers that snapshot to its sink. The snapshot's seq must be published (the caller waits until it
+    /// is).
+    public func complete(_ l: Listener, with first: FirstSnapshot) -> Completion {
+        engine.thread.check("ListenerHub.complete")
+        precondition(l.isPending && pending[l.id] === l, "complete() for a listener that is not pending")
+        precondition(first.seq <= engine.lastDurableSeq, "a first snapshot at seq \(first.seq) completed before it was published (\(engine.lastDurableSeq))")
+        let seq = engine.lastDurableSeq
+        let later = l.backlog!.drop { $0.seq <= first.seq }
+        guard first.seq >= l.seq, !l.backlogBroken else { return .again(startOver(l)) }
+        let event: ListenerEvent
+        switch l.target {
+        case .document(let path):
+            var doc = first.document
+            for c in later { if let m = c.mutations.last(where: { $0.path == path }) { doc = m.after } }
+            l.currentDocument = doc
+            l.sentDocument = doc
+            event = .document(seq: seq, initial: l.resumeAfter == nil, reset: l.resumeIsForeign, document: doc)
+        case .query(let q):
+            if let shared = views[q] {
+                assert(publishedSeq == seq && shared.seq <= seq, "a listener joins a shared view at seq \(shared.seq), hub at \(publishedSeq), published \(seq)")
+                l.view = shared
+            } else {
+                var rows = first.rows
+                for c in later {
+                    let mutations: [DecodedMutation]
+                    do { mutations = try DecodedCommit(c, codec: engine.codec).mutations(for: q) } catch {
+                        // A stored version that does not decode: the listen fails as its read would have.
+                        remove(l)
+                        return .failed(error)
+                    }
+                    if q.limit != nil || q.limitToLast != nil {
+                        guard WindowView.apply(mutations, to: &rows, query: q) != nil else { return .again(startOver(l)) }
+                    } else {
+                        _ = IncrementalView.apply(mutations, to: &rows, query: q)
+                    }
+                }
+                let fresh = SharedView(query: q, rows: rows, seq: seq)
+                views[q] = fresh
+                l.view = fresh
+            }
+            let now = l.current
+            if l.resumeAfter == nil {
+                event = .query(seq: seq, initial: true, reset: false, size: now.count, changes: QueryView.changes(from: [], to: now, query: q))
+            } else if let earlier = first.earlier {
+                event = .query(seq: seq, initial: false, reset: false, size: now.count, changes: QueryView.changes(from: earlier, to: now, query: q))
+            } else {
+                event = .query(seq: seq, initial: false, reset: true, size: now.count, changes: QueryView.changes(from: [], to: now, query: q))
+            }
+        }
+        pending[l.id] = nil
+        l.backlog = nil
+        l.seq = seq
+        l.view?.members.append(l)
+        l.sent = []
+        listeners[l.id] = l
+        l.isRegistered = true
+        l.sink?.deliver(event, for: l)
+        return .registered
+    }
+
+    /// `l`'s read starts over from the current seq.
+    private func startOver(_ l: Listener) -> FirstSnapshotRead {
+        l.seq = engine.lastDurableSeq
+        l.backlog = []
+        l.backlogBroken = false
+        return firstRead(for: l)
+    }
+
+    /// A published commit that may affect the pending `l`.
+    func keep(_ record: CommitRecord, for l: Listener) {
+        guard !l.backlogBroken else { return }
+        guard l.backlog!.count < Self.maxBacklog else { return breakBacklog(of: l) }
+        l.backlog!.append(record)
+    }
+
+    /// The pending `l`'s backlog can no longer bring its snapshot to the published seq: it will be read again.
+    func breakBacklog(of l: Listener) {
+        l.backlogBroken = true
+        l.backlog = []
+    }
+}

@@ -1,0 +1,196 @@
+@testable import HearthEngine
+import HearthModel
+import HearthStorage
+import Testing
+
+/// Listeners whose first snapshot is read off the loop (`ListenerHub.begin`, a snapshot read as a reader
+/// thread reads it, `complete`), with commits published between each step: every first snapshot must be the
+/// query's result at the seq it carries (the published seq when it completes), a resume's changes must lead
+/// from the result at its resume point to that result, and every later snapshot must keep the listener equal
+/// to the re-run query.
+@Suite struct PendingListenTests {
+    typealias Sink = ListenerWindowTests.Sink
+
+    /// One pending registration in the test: its listener, the read to run, the snapshot read so far.
+    final class Attempt {
+        let tag: String
+        let listener: Listener
+        var read: FirstSnapshotRead
+        var first: FirstSnapshot?
+        let resumeAfter: UInt64?
+        init(tag: String, listener: Listener, read: FirstSnapshotRead, resumeAfter: UInt64?) {
+            self.tag = tag
+            self.listener = listener
+            self.read = read
+            self.resumeAfter = resumeAfter
+        }
+    }
+
+    @Test(arguments: 0..<16)
+    func firstSnapshotsReadOffTheLoopAreExactAtTheirSeq(seed: Int) throws {
+        var r = QueryOracleTests.RNG(state: UInt64(seed) &* 6_151 &+ 11)
+        let h = try EngineHarness()
+        let window = ListenerWindowTests()
+        _ = h.commit((0..<30).map { set("w/d\($0)", m(["v": .int(Int64(r.next() % 100)), "k": 0])) })
+        let queries = try ListenerWindowTests.queries() + [("all", try Query.collection(CollectionPath(parsing: "w")).validated())]
+        // Each query's result (paths) after every seq, to check resumes against.
+        var history: [String: [UInt64: [DocumentPath]]] = [:]
+        func record() throws {
+            for (name, q) in queries { history[name, default: [:]][h.engine.lastDurableSeq] = try h.engine.runQuery(q).documents.map(\.stored.path) }
+        }
+        try record()
+        let sink = Sink()
+        var pending: [Attempt] = []
+        var registered: [String: (query: String, rows: [DocumentPath])] = [:]
+        var nextTag = 0, resumed = 0
+
+        func check(_ tag: String, _ event: ListenerEvent) throws {
+            guard case .query(let seq, let initial, let reset, _, let changes) = event else {
+                Issue.record("\(tag): \(event)")
+                return
+            }
+            if var state = registered[tag] {
+                #expect(!initial && !reset, "\(tag): a later snapshot")
+                window.apply(changes, to: &state.rows)
+                registered[tag] = state
+                return
+            }
+            // The first snapshot of a pending listener that just completed.
+            let attempt = try #require(pending.first { $0.tag == tag })
+            #expect(seq == h.engine.lastDurableSeq, "\(tag): registered at the published seq")
+            let name = String(tag.split(separator: ":")[0])
+            var rows: [DocumentPath] = []
+            if attempt.resumeAfter == nil {
+                #expect(initial && !reset)
+            } else if !reset {
+                resumed += 1
+                rows = try #require(history[name]?[attempt.resumeAfter!], "\(tag): the result at its resume point")
+            }
+            window.apply(changes, to: &rows)
+            #expect(rows == history[name]?[seq], "\(tag): first snapshot at seq \(seq)")
+            registered[tag] = (name, rows)
+        }
+
+        for step in 0..<600 {
+            switch r.next() % 8 {
+            case 0:
+                let (name, q) = queries[Int(r.next() % UInt64(queries.count))]
+                let published = h.engine.lastDurableSeq
+                let resume: UInt64? = r.next() % 3 == 0 ? published - min(published - 1, r.next() % 12) : nil
+                let tag = "\(name):\(nextTag)"
+                nextTag += 1
+                let (l, read) = try h.engine.listeners.begin(.query(q), tag: tag, sink: sink, resumeAfter: resume)
+                #expect(l.isPending)
+                pending.append(Attempt(tag: tag, listener: l, read: read, resumeAfter: resume))
+            case 1, 2:
+                // A reader reads one not yet read, at the store's current seq.
+                guard let a = pending.first(where: { $0.first == nil }) else { continue }
+                let snapshot = try h.store.snapshot()
+                defer { snapshot.close() }
+                a.first = try a.read.read(on: snapshot, indexes: h.engine.indexes, codec: h.codec, cache: h.engine.documentCache)
+            case 3:
+                guard let i = pending.firstIndex(where: { $0.first != nil }) else { continue }
+                let a = pending[i]
+                sink.events.removeAll()
+                switch h.engine.listeners.complete(a.listener, with: a.first!) {
+                case .again(let read):
+                    #expect(sink.events.isEmpty)
+                    a.read = read
+                    a.first = nil
+                case .failed(let e):
+                    Issue.record("\(a.tag): \(e)")
+                case .registered:
+                    #expect(sink.events.count == 1)
+                    for (tag, e) in sink.events { try check(tag, e) }
+                    pending.remove(at: i)
+                }
+                sink.events.removeAll()
+            case 4 where step % 5 == 0:
+                // A connection closes while its listener is pending.
+                guard let a = pending.popLast() else { continue }
+                h.engine.listeners.remove(a.listener)
+            default:
+                guard case .success = h.commit(window.randomCommit(&r)) else { continue }
+                try record()
+                for (tag, e) in sink.events { try check(tag, e) }
+                sink.events.removeAll()
+            }
+        }
+        for (tag, state) in registered {
+            let q = try #require(queries.first { $0.0 == state.query }?.1)
+            #expect(state.rows == (try h.engine.runQuery(q).documents.map(\.stored.path)), "\(tag)")
+        }
+        #expect(h.engine.listeners.count == registered.count)
+        #expect(h.engine.listeners.pending.count == pending.count)
+        for a in pending { h.engine.listeners.remove(a.listener) }
+        #expect(h.engine.listeners.pending.isEmpty && h.engine.listeners.index.values.allSatisfy { $0.allSatisfy { $0.isRegistered } })
+        #expect(registered.count > 10 && resumed > 0, "\(registered.count) registered, \(resumed) resumed")
+    }
+
+    /// A full window that loses a row only the store can replace while its snapshot is read starts over from
+    /// the current seq instead of reading on the loop.
+    @Test func aWindowThatLosesARowWhilePendingIsReadAgain() throws {
+        let h = try EngineHarness()
+        _ = h.commit((0..<10).map { set("w/d\($0)", m(["v": .int(Int64($0))])) })
+        var query = Query.collection(try CollectionPath(parsing: "w"))
+        query.orderBy = [.init(fp("v"))]
+        query.limit = 3
+        let q = try query.validated()
+        let sink = Sink()
+        let (l, read) = try h.engine.listeners.begin(.query(q), tag: "t", sink: sink, resumeAfter: nil)
+        let snapshot = try h.store.snapshot()
+        let first = try read.read(on: snapshot, indexes: h.engine.indexes, codec: h.codec, cache: nil)
+        snapshot.close()
+        _ = h.commit([delete("w/d0")])
+        guard case .again(let again) = h.engine.listeners.complete(l, with: first) else {
+            Issue.record("a window that lost a row must be read again")
+            return
+        }
+        #expect(l.isPending && l.seq == 2 && sink.events.isEmpty)
+        let second = try h.store.snapshot()
+        let retry = try again.read(on: second, indexes: h.engine.indexes, codec: h.codec, cache: nil)
+        second.close()
+        guard case .registered = h.engine.listeners.complete(l, with: retry) else {
+            Issue.record("the second read registers")
+            return
+        }
+        guard case .query(let seq, true, false, 3, let changes) = sink.events.first?.event else {
+            Issue.record("\(sink.events)")
+            return
+        }
+        #expect(seq == 2 && changes.map(\.document.stored.path.description) == ["w/d1", "w/d2", "w/d3"])
+        // A commit published after the snapshot and kept in the backlog is applied to it.
+        let (l2, read2) = try h.engine.listeners.begin(.query(q), tag: "u", sink: sink, resumeAfter: nil)
+        _ = l2
+        h.engine.listeners.remove(l)   // not shared yet: l2 builds its own view
+        let s3 = try h.store.snapshot()
+        let third = try read2.read(on: s3, indexes: h.engine.indexes, codec: h.codec, cache: nil)
+        s3.close()
+        _ = h.commit([set("w/a", m(["v": -1]))])
+        sink.events.removeAll()
+        guard case .registered = h.engine.listeners.complete(l2, with: third),
+              case .query(3, true, false, 3, let got) = sink.events.first?.event else {
+            Issue.record("\(sink.events)")
+            return
+        }
+        #expect(got.map(\.document.stored.path.description) == ["w/a", "w/d1", "w/d2"])
+    }
+
+    /// The hub moving every listener to a new seq without the commits between (a follower behind retention)
+    /// makes a pending listener read again.
+    @Test func aResetWhilePendingStartsTheReadOver() throws {
+        let h = try EngineHarness()
+        _ = h.commit([set("w/a", m(["v": 1]))])
+        let sink = Sink()
+        let (l, read) = try h.engine.listeners.begin(.document(path("w/a")), tag: "d", sink: sink, resumeAfter: nil)
+        let snapshot = try h.store.snapshot()
+        let first = try read.read(on: snapshot, indexes: h.engine.indexes, codec: h.codec, cache: nil)
+        snapshot.close()
+        h.engine.listeners.resetAll()
+        guard case .again = h.engine.listeners.complete(l, with: first) else {
+            Issue.record("a reset breaks the backlog")
+            return
+        }
+        #expect(sink.events.isEmpty)
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+import HearthTesting
+@testable import HearthEngine
+@testable import HearthServer
+import Testing
+
+/// A listen whose first snapshot the engine does not hold in memory is read on a reader thread: the loop
+/// never waits for it, the connection's later lines wait for its response, the response comes before the
+/// first snapshot, and commits published while it is read reach the listener exactly.
+@Suite struct ListenOffLoopTests {
+    func fill(_ s: InProcessServer, _ n: Int) {
+        let w = s.connect()
+        let writes = (0..<n).map { #"{"op":"set","path":"c/d\#(String(format: "%04d", $0))","data":{"n":\#($0)}}"# }
+        w.write([#"{"op":"commit","writes":["# + writes.joined(separator: ",") + "]}"])
+        s.flush()
+        #expect(w.take().allSatisfy { $0["ok"] as? Bool == true })
+    }
+
+    /// Holds the only reader thread until `release` (with `--readers 1`), and says when the reads queued
+    /// behind it have run (`passed`).
+    final class ReaderGate: @unchecked Sendable {
+        let held = DispatchSemaphore(value: 0)
+        let passed = DispatchSemaphore(value: 0)
+        init(_ s: InProcessServer) {
+            s.server.readers.submit({ [held] in held.wait() }, done: {})
+        }
+        func release() { held.signal() }
+        /// Queues a marker behind what is queued now, hands it all to the reader (a loop turn that does not
+        /// poll), and waits until the reader reaches the marker.
+        func waitForQueuedReads(_ s: InProcessServer) {
+            s.server.readers.submit({ [passed] in passed.signal() }, done: {})
+            _ = s.server.loop.runOnce(nowait: true)
+            passed.wait()
+        }
+    }
+
+    /// Makes the queued commits durable and publishes them, without waiting for reads (`flush` would wait
+    /// for the held reader).
+    func publishAll(_ s: InProcessServer) {
+        while let b = s.takeBatch() {
+            s.land(b)
+            s.publish(b)
+        }
+    }
+
+    @Test func aListenIsReadOnAReaderAndItsResponseComesBeforeItsSnapshot() throws {
+        let s = try InProcessServer()
+        fill(s, 300)
+        let r = s.connect()
+        r.write([#"{"op":"listen","query":{"collection":"c","orderBy":["n"]},"id":1}"#, #"{"op":"ping","id":2}"#])
+        #expect(s.server.readsInFlight == 1)        // the snapshot is on a reader; the ping waits
+        #expect(!r.reading)
+        #expect(s.engine.listeners.pending.count == 1 && s.engine.listeners.count == 0)
+        s.settle()
+        let lines = r.take()
+        #expect(lines.count == 3)
+        #expect(lines[0]["id"] as? Int == 1 && lines[0]["sub"] as? String == "1")
+        #expect(lines[1]["sub"] as? String == "1" && lines[1]["initial"] as? Bool == true && lines[1]["seq"] as? Int == 1)
+        #expect((lines[1]["changes"] as? [Any])?.count == 300)
+        #expect(lines[2]["id"] as? Int == 2)
+        #expect(s.engine.listeners.pending.isEmpty && s.engine.listeners.count == 1)
+        // A second listen on the same query joins the result in memory, on the loop.
+        r.write([#"{"op":"listen","query":{"collection":"c","orderBy":["n"]},"id":3}"#])
+        #expect(s.server.readsInFlight == 0)
+        let again = r.take()
+        #expect(again.count == 2 && again[0]["sub"] as? String == "2" && (again[1]["changes"] as? [Any])?.count == 300)
+    }
+
+    /// Commits published before the reader takes its snapshot are in it; commits published after it are
+    /// applied from the listener's backlog; the first snapshot is at the published seq either way.
+    @Test func commitsPublishedWhileTheSnapshotIsReadReachTheListenerExactly() throws {
+        let s = try InProcessServer { $0.readers = 1 }
+        fill(s, 10)
+        let w = s.connect(), r = s.connect()
+        let gate = ReaderGate(s)
+        r.write([#"{"op":"listen","query":{"collection":"c","orderBy":[["n","desc"]],"limit":3},"id":"l"}"#])
+        // Published before the snapshot: in the snapshot and in the backlog (skipped there).
+        w.write([#"{"op":"set","path":"c/top","data":{"n":100}}"#])
+        publishAll(s)
+        gate.release()
+        gate.waitForQueuedReads(s)           // the snapshot is read, at seq 2; its result waits for the loop
+        // Published after the snapshot: only in the backlog.
+        w.write([#"{"op":"set","path":"c/higher","data":{"n":200}}"#, #"{"op":"delete","path":"c/d0009"}"#])
+        publishAll(s)
+        s.settle()
+        let lines = r.take()
+        #expect(lines.count == 2 && lines[0]["sub"] as? String == "1")
+        let first = lines.count > 1 ? lines[1] : [:]
+        #expect(first["seq"] as? Int == 4 && first["initial"] as? Bool == true)
+        let ids = (first["changes"] as? [[String: Any]])?.compactMap { ($0["doc"] as? [String: Any])?["id"] as? String }
+        #expect(ids == ["higher", "top", "d0008"])
+        // And it carries on from there.
+        w.write([#"{"op":"delete","path":"c/top"}"#])
+        s.flush()
+        let next = r.take()
+        #expect(next.count == 1 && next.first?["seq"] as? Int == 5)
+        #expect((next.first?["changes"] as? [[String: Any]])?.map { $0["type"] as? String } == ["removed", "added"])
+    }
+
+    /// A resume diffs from its seq on the reader (the change log read there), then catches up from the backlog.
+    @Test func aResumeIsDiffedOnAReader() throws {
+        let s = try InProcessServer { $0.readers = 1 }
+        fill(s, 5)
+        let w = s.connect(), r = s.connect()
+        w.write([#"{"op":"delete","path":"c/d0000"}"#, #"{"op":"set","path":"c/new","data":{"n":7}}"#])
+        s.flush()
+        let gate = ReaderGate(s)
+        r.write([#"{"op":"listen","query":{"collection":"c"},"resumeAfter":1,"id":"l"}"#])
+        gate.release()
+        gate.waitForQueuedReads(s)
+        w.write([#"{"op":"set","path":"c/d0001","data":{"n":-1}}"#])
+        publishAll(s)
+        s.settle()
+        let lines = r.take()
+        #expect(lines.count == 2)
+        let first = lines.count > 1 ? lines[1] : [:]
+        #expect(first["seq"] as? Int == 4 && first["initial"] as? Bool == false && first["reset"] == nil)
+        let changes = (first["changes"] as? [[String: Any]])?.map { "\($0["type"]!) \((($0["doc"] as? [String: Any])?["id"])!)" }
+        #expect(changes == ["removed d0000", "added new", "modified d0001"])
+    }
+
+    @Test func aConnectionClosedWhileItsListenIsReadLeavesNothingBehind() throws {
+        let s = try InProcessServer { $0.readers = 1 }
+        fill(s, 5)
+        let gate = ReaderGate(s)
+        let r = s.connect(), w = s.connect()
+        r.write([#"{"op":"listen","query":{"collection":"c"},"id":1}"#])
+        #expect(s.engine.listeners.pending.count == 1)
+        r.close()
+        #expect(s.engine.listeners.pending.isEmpty)
+        w.write([#"{"op":"set","path":"c/x","data":{"n":1}}"#])
+        publishAll(s)
+        gate.release()
+        s.settle()
+        #expect(r.take().isEmpty)
+        #expect(s.engine.listeners.count == 0 && s.engine.listeners.index.isEmpty)
+        w.write([#"{"op":"count","collection":"c","id":2}"#])
+        s.settle()
+        #expect(w.take().last?["count"] as? Int == 6)
+    }
+
+    /// A document the cache holds is registered on the loop; one it does not is read on a reader.
+    @Test func aDocumentListenGoesToAReaderOnlyOnACacheMiss() throws {
+        let s = try InProcessServer()
+        fill(s, 3)
+        let r = s.connect()
+        r.write([#"{"op":"listen","path":"c/absent","id":1}"#])
+        #expect(s.server.readsInFlight == 1)
+        s.settle()
+        let lines = r.take()
+        #expect(lines.count == 2 && lines[1]["initial"] as? Bool == true && lines[1]["doc"] is NSNull)
+        r.write([#"{"op":"get","path":"c/d0001","id":2}"#])
+        s.settle()
+        _ = r.take()
+        r.write([#"{"op":"listen","path":"c/d0001","id":3}"#])
+        #expect(s.server.readsInFlight == 0)
+        let cached = r.take()
+        #expect(cached.count == 2 && (cached[1]["doc"] as? [String: Any])?["id"] as? String == "d0001")
+    }
+}
+
+/// Rules judge a listen on the loop; while its first snapshot is read, a publication that changes a
+/// document the judgement read judges it again, and a refusal then answers the listen itself (the client
+/// never saw its subscription).
+@Suite struct ListenOffLoopRulesTests {
+    static let rules = """
+    rules_version = '2';
+    service cloud.firestore {
+      match /databases/{database}/documents {
+        match /flags/{f} { allow read, write: if true; }
+        match /c/{d} {
+          allow read: if get(/databases/$(database)/documents/flags/open).data.on == true;
+          allow write: if true;
+        }
+      }
+    }
+    """
+
+    @Test func aListenerRefusedWhileItsSnapshotIsReadAnswersTheListenWithTheRefusal() throws {
+        let file = NSTemporaryDirectory() + "hearth-rules-\(UUID().uuidString).rules"
+        try Self.rules.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let s = try InProcessServer {
+            $0.readers = 1
+            $0.security.rulesFile = file
+        }
+        let w = s.connect(), r = s.connect()
+        w.write([#"{"op":"commit","writes":[{"op":"set","path":"flags/open","data":{"on":true}},{"op":"set","path":"c/a","data":{"n":1}}]}"#])
+        s.flush()
+        #expect(w.take().first?["ok"] as? Bool == true)
+        let gate = ListenOffLoopTests.ReaderGate(s)
+        r.write([#"{"op":"listen","query":{"collection":"c"},"id":"l"}"#, #"{"op":"ping","id":"p"}"#])
+        #expect(s.engine.listeners.pending.count == 1)
+        w.write([#"{"op":"set","path":"flags/open","data":{"on":false}}"#])
+        ListenOffLoopTests().publishAll(s)
+        #expect(s.engine.listeners.pending.isEmpty)       // refused, and out of the hub
+        gate.release()
+        s.settle()
+        let lines = r.take()
+        #expect(lines.map { $0["id"] as? String } == ["l", "p"])
+        #expect(lines.first?.errorCode == "PERMISSION_DENIED" && lines.first?.errorMessage?.hasPrefix("listen: ") == true, "\(lines)")
+        #expect(s.engine.listeners.count == 0)
+    }
+}
