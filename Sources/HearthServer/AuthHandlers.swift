@@ -42,29 +42,31 @@ enum AuthHandlers {
         // Read-your-writes across nodes: the answer (and every line after it) waits until this node has
         // published `minSeq`, a seq the client saw elsewhere.
         let minSeq = try req.optionalInt("minSeq").map { UInt64($0) }
-        var waitFor: UInt64?
-        if let minSeq, minSeq > ctx.engine.lastDurableSeq {
-            let last = try ctx.engine.store.lastSeq()
-            guard minSeq <= last else {
-                throw HearthError(.failedPrecondition, "minSeq \(minSeq) is beyond the database's last seq \(last) (a seq from another database, or one restored since)")
-            }
-            waitFor = minSeq
-        }
         if let heartbeat { ctx.session.setHeartbeat(heartbeat) }
-        let seq = max(ctx.engine.lastDurableSeq, waitFor ?? 0)
-        let fields = { (w: inout JSONWriter) in
-            w.key("version"); w.string(HearthVersion.string)
-            w.key("seq"); w.uint(seq)
-            w.key("history"); w.string(HistoryToken.encode(ctx.engine.historyID))
-            if let principal { writeAuth(principal, into: &w) }
-        }
-        if let waitFor {
-            let line = ctx.dispatcher.okLine(req.id, fields)
-            ctx.session.offLoopReadDone(ctx.session.beginOffLoopRead(), line: line, seq: waitFor)
+        let history = HistoryToken.encode(ctx.engine.historyID)
+        if let minSeq, minSeq > ctx.engine.lastDurableSeq {
+            let who = principal
+            // Not published here yet: a reader checks that the database has it (the store may be across the
+            // network), and the answer, at the snapshot's seq, goes out once this node has published that.
+            ctx.readOnReader(req, reparsing: false) { r, w throws(HearthError) in
+                let last = try r.snapshot.seq
+                guard minSeq <= last else {
+                    throw HearthError(.failedPrecondition, "minSeq \(minSeq) is beyond the database's last seq \(last) (a seq from another database, or one restored since)")
+                }
+                writeHello(seq: last, history: history, principal: who, into: &w)
+            }
         } else {
-            ctx.reply(req, fields)
+            ctx.reply(req) { w in writeHello(seq: ctx.engine.lastDurableSeq, history: history, principal: principal, into: &w) }
         }
         if let principal { ctx.session.authenticated(as: principal) }
+    }
+
+    /// A hello's answer fields.
+    static func writeHello(seq: UInt64, history: String, principal: Principal?, into w: inout JSONWriter) {
+        w.key("version"); w.string(HearthVersion.string)
+        w.key("seq"); w.uint(seq)
+        w.key("history"); w.string(history)
+        if let principal { writeAuth(principal, into: &w) }
     }
 
     /// `"auth":{"uid","admin","expiresAt"}` as a hello answers it.
