@@ -26,6 +26,7 @@ extension Engine {
         gate.adoptionStarted()
         if let carrier = batch.last(where: { $0.indexCatalog != nil }) { adoptCatalog(carrier.indexCatalog!, storedBy: "seq \(carrier.seq)") }
         cache.publish(batch, through: last.seq)
+        writeReads.published(batch)
         lastDurableSeq = last.seq
         lastAssignedSeq = last.seq
         lastCommitMicros = max(lastCommitMicros, last.commitTime.micros)

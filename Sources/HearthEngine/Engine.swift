@@ -33,13 +33,18 @@ public final class Engine {
     var lastCommitMicros: Int64 = 0
 
     /// Documents changed by commits not yet durable: the newest version of each, with its seq.
-    private var overlay: [DocumentPath: OverlayEntry] = [:]
+    var overlay: [DocumentPath: OverlayEntry] = [:]
     /// Commits applied in memory and not yet handed to the store, ascending seq.
     private var queued: [PendingCommit] = []
     /// The batch being made durable, if any.
     private var inFlight: CommitBatch?
     /// Pending commits (queued or in flight) by request ID: a retry while one is pending waits for its outcome.
-    private var pendingRequests: [String: PendingCommit] = [:]
+    var pendingRequests: [String: PendingCommit] = [:]
+    /// Reads a write needs, made off the loop (`Engine+WriteReads.swift`).
+    var writeReads = WriteReadState()
+    /// The server makes the reads a write needs on a reader thread (`readsNeeded`) rather than on the loop:
+    /// set from `DocumentStore.readsAreRemote`.
+    public var readsWritesOffLoop: Bool
 
     /// Declared composite indexes (building or ready), maintained by every commit.
     public internal(set) var indexes: [IndexDefinition] = [] { didSet { catalogView.publish(indexes) } }
@@ -122,6 +127,7 @@ public final class Engine {
         self.lastAssignedSeq = last
         self.lastDurableSeq = last
         self.historyID = try store.historyID()
+        self.readsWritesOffLoop = store.readsAreRemote
         // Commit times never go backwards, even across a restart on a clock that did, or on another node.
         if last > 0, let newest = try? store.changes(after: last - 1, limit: 1)?.first, newest.seq == last {
             lastCommitMicros = newest.commitTime.micros
@@ -384,8 +390,10 @@ public final class Engine {
     /// the published one for a moment (a batch landing): answer once it is published.
     public func committedRequest(_ requestID: String) throws(HearthError) -> CommitOutcome? {
         thread.check("Engine.committedRequest")
-        guard pendingRequests[requestID] == nil,
-              let found = try store.committedRequest(requestID) else { return nil }
+        guard pendingRequests[requestID] == nil else { return nil }
+        let found: CommittedRequest?
+        if let known = writeReads.learnedRequests[requestID] { found = known } else { found = try store.committedRequest(requestID) }
+        guard let found else { return nil }
         return try CommitAnswer.decode(found.answer, seq: found.seq, codec: codec)
     }
 
@@ -428,6 +436,7 @@ public final class Engine {
     /// The newest version of a document, durable or not (what a write must see).
     private func latest(_ path: DocumentPath) throws(HearthError) -> (doc: StoredDocument?, fields: MapValue?) {
         if let e = overlay[path] { return (e.doc, e.fields) }
+        if let known = writeReads.learned[path] { return (known, nil) }
         return (try get(path), nil)
     }
 
@@ -487,6 +496,7 @@ public final class Engine {
                 }
             }
             cache.publish(batch.records, through: lastSeq)
+            writeReads.published(batch.records)
             lastDurableSeq = lastSeq
             willPublish?(batch.records)
             listeners.publish(batch.records)

@@ -101,7 +101,7 @@ public final class WorkerPool: @unchecked Sendable {
     }
 
     /// Moves this turn's items to the threads' queue and wakes as many waiting threads as there are items.
-    private func handOverSubmitted() {
+    func handOverSubmitted() {
         guard !submitted.isEmpty else { return }
         var items: [Item] = []
         swap(&items, &spare)                 // `spare`'s empty buffer becomes `submitted`'s, unshared

@@ -75,35 +75,15 @@ extension Session: ListenerSink {
 
     private func readFirstSnapshot(_ listener: Listener, _ read: FirstSnapshotRead, slot: ResponseQueue.Slot, id: [UInt8]?,
                                    timing: RequestTiming) {
-        let store = server.store
-        let engine = server.engine
-        let catalog = engine.catalogView
-        let codec = engine.codec
-        let cache = engine.documentCache
-        let outcome = FirstSnapshotOutcome()
-        server.offLoopReadStarted()
-        server.readers.submit({
-            do throws(HearthError) {
-                let (snapshot, indexes) = try catalog.open { () throws(HearthError) in try store.snapshot() }
-                defer { snapshot.close() }
-                outcome.result = .success(try read.read(on: snapshot, indexes: indexes, codec: codec, cache: cache))
-            } catch {
-                outcome.result = .failure(error)
-            }
-        }, done: { [self] in
-            server.offLoopReadReturned()
-            defer { server.maybeFinishShutdown() }   // a shutdown waits for the reads it had accepted
-            switch outcome.result! {
-            case .failure(let error):
-                if error.code == .dataLoss { engine.onDataLoss?(error) }
-                offLoopReadReturned(seq: 0) { [unowned self] in self.refuseListen(listener, error, slot: slot, id: id, timing: timing) }
-            case .success(let first):
-                if let damage = first.damage { engine.onDataLoss?(damage) }
-                offLoopReadReturned(seq: first.seq) { [unowned self] in
-                    self.completeListen(listener, first, slot: slot, id: id, timing: timing)
+        // Answered once the snapshot's seq is published; dropped if the connection closed meanwhile.
+        server.readForListeners(read) { [self] result in
+            offLoopReadReturned(seq: 0) { [unowned self] in
+                switch result {
+                case .failure(let error): self.refuseListen(listener, error, slot: slot, id: id, timing: timing)
+                case .success(let first): self.completeListen(listener, first, slot: slot, id: id, timing: timing)
                 }
             }
-        })
+        }
     }
 
     /// The pending `listener`'s first snapshot is published: registers it, answers the listen, then sends the
@@ -223,10 +203,4 @@ extension Session: ListenerSink {
         w.newline()
         w.withBytes { conn.send($0) }
     }
-}
-
-/// Carries a first snapshot read on a reader thread back to the loop (written before `done` runs; the worker
-/// pool's lock orders it).
-final class FirstSnapshotOutcome: @unchecked Sendable {
-    var result: Result<FirstSnapshot, HearthError>?
 }

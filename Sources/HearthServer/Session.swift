@@ -222,6 +222,48 @@ final class Session: SnapshotWaiter {
         answerOffLoopRead(slot, line: line)
     }
 
+    /// Reads a write needs go to a reader thread (`Engine.readsNeeded`); the connection's next lines wait, and
+    /// once they are back the write goes on (`PreparedWrite.run`) with what was read, in its place.
+    func readForWrite(_ reads: WriteReads, then write: PreparedWrite) {
+        readInFlight = true
+        let store = server.store
+        let codec = server.engine.codec
+        let outcome = WriteReadOutcome()
+        server.offLoopReadStarted()
+        server.readers.submit({
+            do throws(HearthError) {
+                let snapshot = try store.snapshot()
+                defer { snapshot.close() }
+                outcome.result = .success(try reads.read(on: snapshot, codec: codec))
+            } catch {
+                outcome.result = .failure(error)
+            }
+        }, done: { [self] in
+            server.offLoopReadReturned()
+            defer { server.maybeFinishShutdown() }
+            let engine = server.engine
+            readInFlight = false
+            switch outcome.result! {
+            case .success(let result):
+                engine.learn(result, for: reads)
+                defer { engine.forgetLearned() }
+                guard !closed else { return }
+                do throws(HearthError) { try write.run(on: self) } catch { refuseWrite(write, error) }
+            case .failure(let error):
+                engine.learn(nil, for: reads)
+                if error.code == .dataLoss { engine.onDataLoss?(error) }
+                guard !closed else { return }
+                refuseWrite(write, error)
+            }
+            if isParked { runParked() } else { updateReading() }
+        })
+    }
+
+    private func refuseWrite(_ write: PreparedWrite, _ error: HearthError) {
+        server.requestFinished(write.timing, failed: true, id: write.id, session: self)
+        server.dispatcher.replyError(error.prefixed(write.op), id: write.id, session: self)
+    }
+
     /// A reader thread's work, read at `seq`, came back: `finish` runs once `seq` is published (at once,
     /// unless a batch landed after the read began and is not yet published), and must answer the read
     /// (`answerOffLoopRead`) or hand it to a reader again. Dropped when the connection has closed.
@@ -317,4 +359,10 @@ final class Session: SnapshotWaiter {
         // follower's forwarded write, `ClusterCoordinator`) lets them run now.
         if server.engine.gate.phase == .quiet { runParked() } else { server.engine.gate.wait(self) }
     }
+}
+
+/// Carries a write's reads back from a reader thread (written before `done` runs; the worker pool's lock
+/// orders it).
+final class WriteReadOutcome: @unchecked Sendable {
+    var result: Result<WriteReadResult, HearthError>?
 }

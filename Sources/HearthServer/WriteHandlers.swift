@@ -84,35 +84,57 @@ enum WriteHandlers {
         w.endArray()
     }
 
-    /// Hands the writes to the engine and arranges the in-order response once durable.
-    ///
-    /// With `requestId`, a write whose commit is already durable is answered with that commit's answer (and
-    /// `"duplicate":true`) instead of being applied again, once its seq is published here; one still pending
-    /// gets the same when it lands.
+    /// Hands the writes to the engine and arranges the in-order response once durable. Where the store is
+    /// across the network, what the engine must read first (documents it does not hold, a request ID) is read
+    /// on a reader thread (`Session.readForWrite`), and the write goes on once that is back.
     private static func submit(_ ctx: Context, _ req: Request, _ writes: [Write], nameIndexes: Bool = false,
                                _ fields: @escaping (inout JSONWriter, CommitOutcome) -> Void) throws(HearthError) {
-        let session = ctx.session
-        let dispatcher = ctx.dispatcher
-        let id = req.id
-        let op = req.op
         let requestID = try requestID(req)
-        if let requestID, let earlier = try ctx.engine.committedRequest(requestID) {
+        let write = PreparedWrite(writes: writes, nameIndexes: nameIndexes, requestID: requestID, id: req.id, op: req.op,
+                                  review: ctx.commitReviewer(nameWrites: nameIndexes), timing: ctx.deferTiming(),
+                                  fields: fields)
+        if ctx.engine.readsWritesOffLoop, let reads = ctx.engine.readsNeeded(for: writes, requestID: requestID) {
+            ctx.session.readForWrite(reads, then: write)
+            return
+        }
+        try write.run(on: ctx.session)
+    }
+}
+
+/// A write decoded and judged on the loop, ready for the engine (`run`), at once or once what it must read
+/// has been read off the loop.
+struct PreparedWrite {
+    let writes: [Write]
+    let nameIndexes: Bool
+    let requestID: String?
+    let id: [UInt8]?
+    let op: String
+    /// The rules' review, made with the identity the write was sent as.
+    let review: ((CommitReview) throws(HearthError) -> Void)?
+    let timing: RequestTiming
+    let fields: (inout JSONWriter, CommitOutcome) -> Void
+
+    /// Commits, with the in-order response once durable. With `requestId`, a write whose commit is already
+    /// durable is answered with that commit's answer (and `"duplicate":true`) instead of being applied again,
+    /// once its seq is published here; one still pending gets the same when it lands.
+    func run(on session: Session) throws(HearthError) {
+        let server = session.server
+        let dispatcher = server.dispatcher
+        let id = self.id, op = self.op, timing = self.timing, fields = self.fields
+        if let requestID, let earlier = try server.engine.committedRequest(requestID) {
             let line = dispatcher.okLine(id) { w in
                 fields(&w, earlier)
                 w.key("duplicate"); w.bool(true)
             }
-            ctx.server.requestFinished(ctx.deferTiming(), failed: false, id: id, session: session)
+            server.requestFinished(timing, failed: false, id: id, session: session)
             session.offLoopReadDone(session.beginOffLoopRead(), line: line, seq: earlier.seq)
             return
         }
         var slot: ResponseQueue.Slot?
-        let timing = ctx.deferTiming()
-        let server = ctx.server
         // Strong: a weak reference would give every Session a side table and make each retain/release of it
         // take the slow path (the listener fan-out retains the session once per delivery). The closure lives
         // only until the commit is durable; a closed session ignores the response.
-        try ctx.engine.commit(writes, nameIndexes: nameIndexes, requestID: requestID,
-                              review: ctx.commitReviewer(nameWrites: nameIndexes)) { [session] result in
+        try server.engine.commit(writes, nameIndexes: nameIndexes, requestID: requestID, review: review) { [session] result in
             guard let slot else { return }
             let line: [UInt8]
             var failed = false

@@ -251,6 +251,11 @@ public protocol StoreSnapshot: StoreReads {
     /// the commits after that seq rolled back. Every backend implements it (the default throws UNIMPLEMENTED).
     func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]?
 
+    /// `DocumentStore.committedRequest` as of the snapshot's seq: a write with a request ID is prepared off the
+    /// loop with it on a node whose store is across the network. Every backend implements it (the default
+    /// throws UNIMPLEMENTED).
+    func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest?
+
     func close()
 }
 
@@ -273,6 +278,10 @@ public protocol StoreSnapshot: StoreReads {
 /// DATA_LOSS naming the commit and document, and `indexCatalog` throws DATA_LOSS when the catalog is damaged.
 /// Other rows keep being served: a read that does not meet the damaged row succeeds.
 public protocol DocumentStore: StoreReads, Sendable {
+    /// True when a read costs a round trip across the network (PostgreSQL): the daemon then makes the reads a
+    /// write needs on a reader thread rather than on its loop (`Engine.readsNeeded`). False by default.
+    var readsAreRemote: Bool { get }
+
     /// The highest seq applied (durably); 0 for a new store. Never decreases, even when retention empties the
     /// change log.
     func lastSeq() throws(HearthError) -> UInt64
@@ -406,4 +415,8 @@ public enum StorageDamage {
     public static func indexCatalog(_ detail: String) -> HearthError {
         HearthError(.dataLoss, "the index catalog is damaged in storage (\(detail))")
     }
+}
+
+extension DocumentStore {
+    public var readsAreRemote: Bool { false }
 }

@@ -95,6 +95,7 @@ public final class MemoryStore: StoreAdministration {
         func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
             MemoryStore.changes(state, after: after, limit: limit)
         }
+        func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest? { state.requests[id] }
         func close() {}
     }
 

@@ -58,4 +58,8 @@ extension StoreSnapshot {
     public func changes(after: UInt64, limit: Int) throws(HearthError) -> [CommitRecord]? {
         throw HearthError(.unimplemented, "storage: this backend cannot read the change log in a snapshot")
     }
+
+    public func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest? {
+        throw HearthError(.unimplemented, "storage: this backend cannot look request IDs up in a snapshot")
+    }
 }

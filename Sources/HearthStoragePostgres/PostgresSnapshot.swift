@@ -49,6 +49,8 @@ final class PostgresSnapshot: StoreSnapshot, @unchecked Sendable {
         try reads().changes(after: after, limit: limit)
     }
 
+    func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest? { try reads().committedRequest(id) }
+
     func close() {
         guard let c = connection else { return }
         connection = nil

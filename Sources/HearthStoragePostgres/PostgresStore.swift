@@ -117,6 +117,8 @@ public final class PostgresStore: ClusterStore, StoreAdministration, @unchecked 
         try read { (r) throws(HearthError) in try r.changes(after: after, limit: limit) }
     }
 
+    public var readsAreRemote: Bool { true }
+
     public func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest? {
         try read { (r) throws(HearthError) in try r.committedRequest(id) }
     }

@@ -65,6 +65,12 @@ final class SQLiteSnapshot: StoreSnapshot, @unchecked Sendable {
         return try pending.changes(after: after, limit: limit, baseSeq: baseSeq, base: r)
     }
 
+    func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest? {
+        let r = try open()
+        if let found = pending.committedRequest(id) { return found }
+        return try r.committedRequest(id)
+    }
+
     func close() {
         guard let r = reader else { return }
         reader = nil

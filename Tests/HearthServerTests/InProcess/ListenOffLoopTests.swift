@@ -1,6 +1,7 @@
 import Foundation
 import HearthTesting
 @testable import HearthEngine
+@testable import HearthLoop
 @testable import HearthServer
 import Testing
 
@@ -17,19 +18,21 @@ import Testing
     }
 
     /// Holds the only reader thread until `release` (with `--readers 1`), and says when the reads queued
-    /// behind it have run (`passed`).
+    /// behind it have run (`passed`). Work is handed to the reader directly, without a loop turn, so no
+    /// reader's answer reaches the loop before the test lets it (`settle`, `flush`).
     final class ReaderGate: @unchecked Sendable {
         let held = DispatchSemaphore(value: 0)
         let passed = DispatchSemaphore(value: 0)
         init(_ s: InProcessServer) {
             s.server.readers.submit({ [held] in held.wait() }, done: {})
+            s.server.readers.handOverSubmitted()
         }
         func release() { held.signal() }
-        /// Queues a marker behind what is queued now, hands it all to the reader (a loop turn that does not
-        /// poll), and waits until the reader reaches the marker.
+        /// Queues a marker behind what is queued now, hands it all to the reader, and waits until the reader
+        /// reaches the marker.
         func waitForQueuedReads(_ s: InProcessServer) {
             s.server.readers.submit({ [passed] in passed.signal() }, done: {})
-            _ = s.server.loop.runOnce(nowait: true)
+            s.server.readers.handOverSubmitted()
             passed.wait()
         }
     }

@@ -1,0 +1,99 @@
+import Foundation
+@testable import HearthEngine
+import HearthModel
+@testable import HearthServer
+import Testing
+
+/// Where the store is across the network (`DocumentStore.readsAreRemote`, forced here over a MemoryStore), what
+/// a write must read first (documents neither pending nor cached, a request ID) is read on a reader thread:
+/// the loop makes no store read for it, the connection's later lines wait, and what a commit published after
+/// the reader's snapshot changed is read again rather than trusted.
+@Suite struct WriteReadsOffLoopTests {
+    func server() throws -> InProcessServer {
+        let s = try InProcessServer { $0.readers = 1 }
+        s.engine.readsWritesOffLoop = true
+        return s
+    }
+
+    /// Writes `docs` (on the loop, as a local store would) and empties the document cache.
+    func seed(_ s: InProcessServer, _ docs: [String]) {
+        s.engine.readsWritesOffLoop = false
+        let w = s.connect()
+        w.write(docs.map { #"{"op":"set","path":"\#($0)","data":{"v":1}}"# })
+        s.flush()
+        #expect(w.take().allSatisfy { $0["ok"] as? Bool == true })
+        s.engine.documentCache.reset(published: s.engine.lastDurableSeq)
+        s.engine.readsWritesOffLoop = true
+    }
+
+    @Test func aWriteReadsWhatItNeedsOnAReaderAndTheLoopReadsNothing() throws {
+        let s = try server()
+        seed(s, ["c/a"])
+        let c = s.connect()
+        let before = s.engine.gate.storeReads
+        c.write([#"{"op":"update","path":"c/a","data":{"w":2},"id":1}"#, #"{"op":"create","path":"c/a","data":{},"id":2}"#,
+                 #"{"op":"create","path":"c/new","data":{},"id":3}"#, #"{"op":"ping","id":4}"#])
+        #expect(s.server.readsInFlight == 1)
+        #expect(!c.reading)
+        s.flush()
+        let lines = c.take()
+        #expect(lines.map { $0["id"] as? Int } == [1, 2, 3, 4])
+        #expect(lines[0]["ok"] as? Bool == true)
+        #expect(lines[1].errorCode == "ALREADY_EXISTS", "c/a is pending from write 1: no read needed, and it exists")
+        #expect(lines[2]["ok"] as? Bool == true)
+        #expect(s.engine.gate.storeReads == before, "no store read on the loop")
+        let doc = try #require(try s.engine.get(DocumentPath(parsing: "c/a")))
+        #expect(try s.engine.fields(of: doc)["w"] == .int(2) && s.engine.fields(of: doc)["v"] == .int(1))
+    }
+
+    @Test func aRetriedRequestIdIsFoundOnAReader() throws {
+        let s = try server()
+        let c = s.connect()
+        c.write([#"{"op":"set","path":"c/r","data":{"n":1},"requestId":"req-1","id":1}"#])
+        s.flush()
+        let first = try #require(c.take().first)
+        s.engine.documentCache.reset(published: s.engine.lastDurableSeq)
+        let before = s.engine.gate.storeReads
+        c.write([#"{"op":"set","path":"c/r","data":{"n":1},"requestId":"req-1","id":2}"#])
+        #expect(s.server.readsInFlight == 1)
+        s.flush()
+        let again = try #require(c.take().first)
+        #expect(again["duplicate"] as? Bool == true && again["seq"] as? Int == first["seq"] as? Int)
+        #expect(again["updateTime"] as? String == first["updateTime"] as? String)
+        #expect(s.engine.gate.storeReads == before)
+        #expect(s.engine.lastDurableSeq == 1, "applied once")
+    }
+
+    /// A commit published after the reader's snapshot changed the document: what the reader read is not
+    /// trusted, and the write sees the newer version (read again on the loop).
+    @Test func aDocumentChangedAfterTheSnapshotIsReadAgain() throws {
+        let s = try server()
+        seed(s, ["c/x"])
+        let a = s.connect(), b = s.connect()
+        let gate = ListenOffLoopTests.ReaderGate(s)
+        a.write([#"{"op":"update","path":"c/x","data":{"by":"a"},"id":"a"}"#])
+        gate.release()
+        gate.waitForQueuedReads(s)            // the reader read c/x at seq 1
+        s.engine.readsWritesOffLoop = false
+        b.write([#"{"op":"delete","path":"c/x","id":"b"}"#])
+        s.engine.readsWritesOffLoop = true
+        ListenOffLoopTests().publishAll(s)     // seq 2 deletes it, before the read comes back
+        #expect(b.take().first?["ok"] as? Bool == true)
+        let before = s.engine.gate.storeReads
+        s.flush()
+        let answer = try #require(a.take().first)
+        #expect(answer.errorCode == "NOT_FOUND", "\(answer)")
+        #expect(s.engine.gate.storeReads == before + 1, "read again on the loop")
+    }
+
+    @Test func aFailedReadAnswersTheWriteAndTheConnectionCarriesOn() throws {
+        let s = try server()
+        let c = s.connect()
+        s.store.close()
+        c.write([#"{"op":"set","path":"c/z","data":{},"id":1}"#, #"{"op":"ping","id":2}"#])
+        s.settle()
+        let lines = c.take()
+        #expect(lines.map { $0["id"] as? Int } == [1, 2])
+        #expect(lines.first?.errorCode == "UNAVAILABLE" && lines.first?.errorMessage?.hasPrefix("set: ") == true, "\(lines)")
+    }
+}
