@@ -42,9 +42,10 @@ public final class Engine {
     var pendingRequests: [String: PendingCommit] = [:]
     /// Reads a write needs, made off the loop (`Engine+WriteReads.swift`).
     var writeReads = WriteReadState()
-    /// The server makes the reads a write needs on a reader thread (`readsNeeded`) rather than on the loop:
-    /// set from `DocumentStore.readsAreRemote`.
-    public var readsWritesOffLoop: Bool
+    /// Reads of the store are round trips across the network (`DocumentStore.readsAreRemote`, which sets it):
+    /// the server then makes the reads a write needs (`readsNeeded`) and the limit windows a publication would
+    /// refill (`ListenerHub.windowReads`) on reader threads rather than on the loop.
+    public var storeIsRemote: Bool
 
     /// Declared composite indexes (building or ready), maintained by every commit.
     public internal(set) var indexes: [IndexDefinition] = [] { didSet { catalogView.publish(indexes) } }
@@ -127,7 +128,7 @@ public final class Engine {
         self.lastAssignedSeq = last
         self.lastDurableSeq = last
         self.historyID = try store.historyID()
-        self.readsWritesOffLoop = store.readsAreRemote
+        self.storeIsRemote = store.readsAreRemote
         // Commit times never go backwards, even across a restart on a clock that did, or on another node.
         if last > 0, let newest = try? store.changes(after: last - 1, limit: 1)?.first, newest.seq == last {
             lastCommitMicros = newest.commitTime.micros
@@ -477,6 +478,7 @@ public final class Engine {
         inFlight = nil
         if let error {
             let failed = batch.pending + queued
+            listeners.refillRows.removeAll()   // read for seqs that a later batch will take again
             queued.removeAll()
             overlay.removeAll()
             pendingRequests.removeAll()

@@ -2,10 +2,13 @@ import HearthEngine
 import HearthModel
 import HearthStorage
 
-/// Reads the listener hub makes off the loop (a limit window read again, `ListenerHub+Refill.swift`): on a
-/// reader thread against a snapshot, answered on the loop once the snapshot's seq is published.
+/// Reads the listener hub makes off the loop: a listener's first snapshot, and a limit window to refill in
+/// the next publication (`ListenerHub+WindowReads.swift`), on a reader thread against a snapshot.
 extension Server {
-    func readForListeners(_ read: FirstSnapshotRead, then done: @escaping (Result<FirstSnapshot, HearthError>) -> Void) {
+    /// Runs `read` on a reader; `done` runs on the loop, once the snapshot's seq is published unless
+    /// `waitForPublication` is false (a window's rows at a seq, exact whatever is published).
+    func readForListeners(_ read: FirstSnapshotRead, waitForPublication: Bool = true,
+                          then done: @escaping (Result<FirstSnapshot, HearthError>) -> Void) {
         let store = self.store
         let catalog = engine.catalogView
         let codec = engine.codec
@@ -28,10 +31,37 @@ extension Server {
             case .failure(let error): if error.code == .dataLoss { engine.onDataLoss?(error) }
             case .success(let first): if let damage = first.damage { engine.onDataLoss?(damage) }
             }
-            guard case .success(let first) = result, first.seq > engine.lastDurableSeq else { return done(result) }
+            guard waitForPublication, case .success(let first) = result, first.seq > engine.lastDurableSeq else { return done(result) }
             engine.gate.wait(PublicationWaiter(engine: engine, seq: first.seq) { done(result) })
         })
     }
+}
+
+extension Server {
+    /// True when `records` can be published now without a listener's limit window read on the loop. Else
+    /// (the store is across the network and some window would be refilled) those reads are under way on
+    /// reader threads, and `whenRead` runs once they are all back: ask again then (a refill can lead to
+    /// another).
+    func windowsReady(for records: [CommitRecord], whenRead: @escaping () -> Void) -> Bool {
+        guard engine.storeIsRemote else { return true }
+        let reads = engine.listeners.windowReads(for: records)
+        guard !reads.isEmpty else { return true }
+        let left = Counter(reads.count)
+        for w in reads {
+            readForListeners(w.read, waitForPublication: false) { [unowned self] result in
+                engine.listeners.provide(w, result)
+                left.value -= 1
+                if left.value == 0 { whenRead() }
+            }
+        }
+        return false
+    }
+}
+
+/// A count the loop thread keeps across callbacks.
+private final class Counter {
+    var value: Int
+    init(_ value: Int) { self.value = value }
 }
 
 /// Runs `then` once the engine has published `seq` (parked at the snapshot gate until then).

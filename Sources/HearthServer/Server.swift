@@ -377,6 +377,8 @@ public final class Server {
     /// Back on the loop thread with a batch the writer made durable (or failed): the engine publishes it,
     /// acknowledges its commits and wakes the reads that waited for it (`Engine.finish`).
     package func batchLanded(_ batch: CommitBatch, error: HearthError?) {
+        // A window the publication would refill is read first, off the loop (the batch stays in flight).
+        guard error != nil || windowsReady(for: batch.records, whenRead: { [unowned self] in self.batchLanded(batch, error: nil) }) else { return }
         if let error {
             let first = batch.records.first?.seq ?? 0, last = batch.records.last?.seq ?? 0
             let what = "commit of seq \(first)\(last == first ? "" : "...\(last)") failed"

@@ -93,7 +93,7 @@ enum WriteHandlers {
         let write = PreparedWrite(writes: writes, nameIndexes: nameIndexes, requestID: requestID, id: req.id, op: req.op,
                                   review: ctx.commitReviewer(nameWrites: nameIndexes), timing: ctx.deferTiming(),
                                   fields: fields)
-        if ctx.engine.readsWritesOffLoop, let reads = ctx.engine.readsNeeded(for: writes, requestID: requestID) {
+        if ctx.engine.storeIsRemote, let reads = ctx.engine.readsNeeded(for: writes, requestID: requestID) {
             ctx.session.readForWrite(reads, then: write)
             return
         }

@@ -194,3 +194,62 @@ import Testing
         #expect(sink.events.isEmpty)
     }
 }
+
+/// Limit windows refilled from reads made before the publication (`ListenerHub.windowReads`, as the daemon
+/// does on reader threads when the store is across the network): the publication then reads nothing from the
+/// store, and every listener's snapshots are exactly those of an engine that refilled on the loop, given the
+/// same commits in the same batches.
+@Suite struct WindowReadsBeforePublicationTests {
+    @Test(arguments: 0..<10)
+    func windowsRefilledBeforehandGiveTheSameSnapshots(seed: Int) throws {
+        var r = QueryOracleTests.RNG(state: UInt64(seed) &* 69_621 &+ 17)
+        let ahead = try EngineHarness(), reference = try EngineHarness()
+        let window = ListenerWindowTests()
+        let fill = (0..<30).map { set("w/d\($0)", m(["v": .int(Int64(r.next() % 100)), "k": 0])) }
+        _ = ahead.commit(fill)
+        _ = reference.commit(fill)
+        var qs = try ListenerWindowTests.queries()
+        qs += qs.prefix(2).map { ($0.0 + "-shared", $0.1) }
+        let sinkAhead = ListenerWindowTests.Sink(), sinkReference = ListenerWindowTests.Sink()
+        for (tag, q) in qs {
+            _ = try ahead.engine.listeners.add(.query(q), tag: tag, sink: sinkAhead, resumeAfter: nil)
+            _ = try reference.engine.listeners.add(.query(q), tag: tag, sink: sinkReference, resumeAfter: nil)
+        }
+        func text(_ events: [(tag: String, event: ListenerEvent)]) -> [String] {
+            events.map { e in
+                guard case .query(let seq, _, _, let size, let changes) = e.event else { return "\(e.tag) \(e.event)" }
+                return "\(e.tag) @\(seq) size \(size): " + changes.map { "\($0.kind) \($0.document.stored.path) \($0.oldIndex)>\($0.newIndex)" }.joined(separator: ", ")
+            }
+        }
+        var provided = 0, rounds = 0
+        for _ in 0..<80 {
+            let writes = (0..<(1 + Int(r.next() % 5))).map { _ in window.randomCommit(&r) }
+            for w in writes {
+                _ = try? ahead.engine.commit(w) { _ in }
+                _ = try? reference.engine.commit(w) { _ in }
+            }
+            reference.flush()
+            guard let batch = ahead.engine.takeBatch() else { continue }
+            #expect(Engine.makeDurable(batch, in: ahead.store) == nil)
+            while true {
+                let reads = ahead.engine.listeners.windowReads(for: batch.records)
+                if reads.isEmpty { break }
+                rounds += 1
+                for w in reads {
+                    let snapshot = try ahead.store.snapshot()
+                    defer { snapshot.close() }
+                    ahead.engine.listeners.provide(w, .success(try w.read.read(on: snapshot, indexes: ahead.engine.indexes,
+                                                                              codec: ahead.codec, cache: nil)))
+                    provided += 1
+                }
+            }
+            let storeReads = ahead.engine.gate.storeReads
+            ahead.engine.finish(batch, error: nil)
+            #expect(ahead.engine.gate.storeReads == storeReads, "the publication read nothing from the store")
+            #expect(text(sinkAhead.events) == text(sinkReference.events))
+            sinkAhead.events.removeAll()
+            sinkReference.events.removeAll()
+        }
+        #expect(provided > 5 && rounds > 3, "\(provided) refills in \(rounds) rounds")
+    }
+}

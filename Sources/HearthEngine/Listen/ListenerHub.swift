@@ -26,6 +26,10 @@ public final class ListenerHub {
     /// Listeners holding back changes, per sink: draining costs what is pending, not every listener.
     private var dirtyBySink: [ObjectIdentifier: [Listener]] = [:]
 
+    /// Window refills read before the publication they are for (`ListenerHub+WindowReads.swift`); nil rows:
+    /// not readable there, refilled on the loop. Forgotten at the end of each publication.
+    var refillRows: [WindowKey: [ResultDocument]?] = [:]
+
     /// The most commits a resume replays before falling back to a reset.
     public var maxResumeCommits = 100_000
 
@@ -215,10 +219,13 @@ public final class ListenerHub {
     func publish(_ records: [CommitRecord]) {
         engine.thread.check("ListenerHub.publish")
         if let last = records.last { publishedSeq = last.seq }
-        guard !listeners.isEmpty || !pending.isEmpty else { return }
+        guard !listeners.isEmpty || !pending.isEmpty else { return refillRows.removeAll() }
         // Views applied in this publication: their last changes are let go at its end.
         var appliedViews: [SharedView] = []
-        defer { for v in appliedViews { v.lastChanges = [] } }
+        defer {
+            for v in appliedViews { v.lastChanges = [] }
+            refillRows.removeAll()
+        }
         for (i, record) in records.enumerated() where !record.mutations.isEmpty {
             let affected = self.affected(by: record)
             guard !affected.isEmpty else { continue }
@@ -240,6 +247,11 @@ public final class ListenerHub {
                     if let v = l.view {
                         if decoded == nil { decoded = try DecodedCommit(record, codec: engine.codec) }
                         var changes = apply(decoded!.mutations(for: v.query), to: v)
+                        if changes == nil, case .some(.some(let rows)) = refillRows[WindowKey(query: v.query, seq: record.seq)] {
+                            // Read before this publication, on a reader thread.
+                            changes = QueryView.changes(from: v.rows, to: rows, query: v.query)
+                            v.rows = rows
+                        }
                         if changes == nil {
                             // A document left a full window: re-read it as of this commit (later commits of
                             // the batch are already in the store, so they are rolled back).
@@ -271,6 +283,7 @@ public final class ListenerHub {
         engine.thread.check("ListenerHub.resetAll")
         let seq = engine.lastDurableSeq
         publishedSeq = seq
+        refillRows.removeAll()
         // A first snapshot being read cannot be brought to the new seq by commits: it is read again.
         for l in pending.values { breakBacklog(of: l) }
         for v in views.values {
@@ -314,7 +327,7 @@ public final class ListenerHub {
     /// The listeners `record` may affect, by ascending ID, each once. One index entry (the usual case: one
     /// document changed, listened to through one key) is returned as it is; several are merged. A listener
     /// removed while the commit is published stays in the list with `isRegistered` false.
-    private func affected(by record: CommitRecord) -> [Listener] {
+    func affected(by record: CommitRecord) -> [Listener] {
         var sources: [[Listener]] = []
         for m in record.mutations {
             if let s = index[.document(m.path)] { sources.append(s) }

@@ -31,6 +31,8 @@ final class ClusterCoordinator {
     private var retryTimer: LoopTimer?
     /// Commits read from the feed and not yet published (the engine had a batch of its own pending).
     private var fetched: [CommitRecord] = []
+    /// Limit windows the next adoption would refill are being read on reader threads (`Server.windowsReady`).
+    private var readingWindows = false
     /// The link to the committer, made on the first write forwarded to it.
     private var link: PeerLink?
     /// Forwarded writes the committer answered, waiting until this node has published their seq.
@@ -262,7 +264,15 @@ final class ClusterCoordinator {
         } else {
             fetched.removeAll()
         }
-        if !fetched.isEmpty, engine.isIdle {
+        if !fetched.isEmpty, engine.isIdle, !readingWindows {
+            // A window the publication would refill is read first, off the loop.
+            guard server.windowsReady(for: fetched, whenRead: { [unowned self] in
+                readingWindows = false
+                if !stopped { publishFetched() }
+            }) else {
+                readingWindows = true
+                return
+            }
             let batch = fetched
             fetched.removeAll()
             adopted += UInt64(batch.count)

@@ -11,19 +11,19 @@ import Testing
 @Suite struct WriteReadsOffLoopTests {
     func server() throws -> InProcessServer {
         let s = try InProcessServer { $0.readers = 1 }
-        s.engine.readsWritesOffLoop = true
+        s.engine.storeIsRemote = true
         return s
     }
 
     /// Writes `docs` (on the loop, as a local store would) and empties the document cache.
     func seed(_ s: InProcessServer, _ docs: [String]) {
-        s.engine.readsWritesOffLoop = false
+        s.engine.storeIsRemote = false
         let w = s.connect()
         w.write(docs.map { #"{"op":"set","path":"\#($0)","data":{"v":1}}"# })
         s.flush()
         #expect(w.take().allSatisfy { $0["ok"] as? Bool == true })
         s.engine.documentCache.reset(published: s.engine.lastDurableSeq)
-        s.engine.readsWritesOffLoop = true
+        s.engine.storeIsRemote = true
     }
 
     @Test func aWriteReadsWhatItNeedsOnAReaderAndTheLoopReadsNothing() throws {
@@ -74,9 +74,9 @@ import Testing
         a.write([#"{"op":"update","path":"c/x","data":{"by":"a"},"id":"a"}"#])
         gate.release()
         gate.waitForQueuedReads(s)            // the reader read c/x at seq 1
-        s.engine.readsWritesOffLoop = false
+        s.engine.storeIsRemote = false
         b.write([#"{"op":"delete","path":"c/x","id":"b"}"#])
-        s.engine.readsWritesOffLoop = true
+        s.engine.storeIsRemote = true
         ListenOffLoopTests().publishAll(s)     // seq 2 deletes it, before the read comes back
         #expect(b.take().first?["ok"] as? Bool == true)
         let before = s.engine.gate.storeReads
@@ -95,5 +95,31 @@ import Testing
         let lines = c.take()
         #expect(lines.map { $0["id"] as? Int } == [1, 2])
         #expect(lines.first?.errorCode == "UNAVAILABLE" && lines.first?.errorMessage?.hasPrefix("set: ") == true, "\(lines)")
+    }
+
+    /// A limit window the publication would refill is read before it on a reader: the batch is published
+    /// (and its write acknowledged) once the read is back, and the publication reads nothing on the loop.
+    @Test func aWindowRefillIsReadBeforeThePublication() throws {
+        let s = try server()
+        seed(s, ["c/a", "c/b", "c/c", "c/d"])
+        let l = s.connect(), w = s.connect()
+        l.write([#"{"op":"listen","query":{"collection":"c","orderBy":["__name__"],"limit":2},"id":"l"}"#])
+        s.settle()
+        #expect(l.take().count == 2)
+        w.write([#"{"op":"delete","path":"c/a","id":"w"}"#])
+        #expect(s.server.readsInFlight == 1, "the delete's own read")
+        s.settle()
+        let batch = try #require(s.takeBatch())
+        s.land(batch)
+        let before = s.engine.gate.storeReads
+        s.publish(batch)                         // the window loses c/a: c/c is read on a reader first
+        #expect(s.server.readsInFlight == 1 && s.engine.lastDurableSeq == 4 && w.take().isEmpty)
+        s.settle()
+        #expect(s.engine.lastDurableSeq == 5)
+        #expect(w.take().first?["ok"] as? Bool == true)
+        let event = try #require(l.take().first)
+        let changes = (event["changes"] as? [[String: Any]])?.map { "\($0["type"]!) \((($0["doc"] as? [String: Any])?["id"])!)" }
+        #expect(event["seq"] as? Int == 5 && changes == ["removed a", "added c"])
+        #expect(s.engine.gate.storeReads == before, "the publication read nothing on the loop")
     }
 }

@@ -1,0 +1,84 @@
+import HearthModel
+import HearthStorage
+
+/// When a row leaves a full limit window and the commit brings none to take its place, publication refills
+/// the window from the store, exact at that commit. Where the store is across the network, that read is made
+/// before the publication, on a reader thread, so the loop never waits for it and the listeners' snapshots
+/// stay exactly what they would have been (one per commit, in seq order on every connection):
+///
+/// 1. `windowReads(for:)` runs the publication of `records` dry, on copies of the windows' rows, and returns
+///    the refills it would make that are not known yet (the first of each window: the later ones depend on it);
+/// 2. the caller reads each on a reader thread (`FirstSnapshotRead` with `diffFrom` the commit's seq: the
+///    result at that seq, from any snapshot at or after it) and hands it to `provide`;
+/// 3. repeat until `windowReads` returns none, then publish: `publish` takes each refill from what was
+///    provided (`refillRows`), and forgets them all at its end.
+///
+/// A refill is a fact about the database (a query's result at a seq), so it is kept by query and seq, whatever
+/// view needs it. One that could not be read (the change log no longer reaches the seq, a failed read), or a
+/// window that appeared after the dry run, is refilled on the loop as before.
+extension ListenerHub {
+    /// The refills publishing `records` would make that are not known yet (empty: it reads nothing).
+    public func windowReads(for records: [CommitRecord]) -> [WindowRead] {
+        engine.thread.check("ListenerHub.windowReads")
+        guard !listeners.isEmpty else { return [] }
+        var rowsOf: [ObjectIdentifier: [ResultDocument]] = [:]
+        var appliedAt: [ObjectIdentifier: UInt64] = [:]
+        var blocked = Set<ObjectIdentifier>()
+        var asked = Set<WindowKey>()
+        var needed: [WindowRead] = []
+        for record in records where !record.mutations.isEmpty && record.seq > publishedSeq {
+            var decoded: DecodedCommit?
+            for l in affected(by: record) where l.backlog == nil && l.isRegistered && l.seq < record.seq {
+                guard let v = l.view, v.query.limit != nil || v.query.limitToLast != nil else { continue }
+                let id = ObjectIdentifier(v)
+                guard !blocked.contains(id), appliedAt[id] != record.seq else { continue }
+                if decoded == nil {
+                    // One that does not decode fails its listeners when published; nothing to read for it.
+                    guard let d = try? DecodedCommit(record, codec: engine.codec) else { break }
+                    decoded = d
+                }
+                var rows = rowsOf[id] ?? v.rows
+                if WindowView.apply(decoded!.mutations(for: v.query), to: &rows, query: v.query) == nil {
+                    let key = WindowKey(query: v.query, seq: record.seq)
+                    guard case .some(.some(let known)) = refillRows[key] else {
+                        // Not known (read it), or not readable (publication reads it): the rest of this
+                        // window depends on it.
+                        blocked.insert(id)
+                        if refillRows[key] == nil && asked.insert(key).inserted {
+                            needed.append(WindowRead(read: FirstSnapshotRead(target: .query(v.query), diffFrom: record.seq,
+                                                                             maxResumeCommits: maxResumeCommits), key: key))
+                        }
+                        continue
+                    }
+                    rows = known
+                }
+                rowsOf[id] = rows
+                appliedAt[id] = record.seq
+            }
+        }
+        return needed
+    }
+
+    /// The result of one of `windowReads`' reads (its rows at the commit's seq), for the publication.
+    public func provide(_ w: WindowRead, _ result: Result<FirstSnapshot, HearthError>) {
+        engine.thread.check("ListenerHub.provide")
+        if case .success(let first) = result, let rows = first.earlier {
+            refillRows[w.key] = .some(rows)
+        } else {
+            refillRows[w.key] = .some(nil)   // publication reads it on the loop (and meets the error, if any)
+        }
+    }
+}
+
+/// One window refill to read before a publication (`ListenerHub.windowReads`).
+public struct WindowRead: Sendable {
+    /// Run it on a reader: its `earlier` rows are the window at the commit's seq.
+    public let read: FirstSnapshotRead
+    let key: WindowKey
+}
+
+/// A query's result at a seq.
+struct WindowKey: Hashable {
+    let query: ValidQuery
+    let seq: UInt64
+}
