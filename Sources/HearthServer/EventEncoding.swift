@@ -78,3 +78,53 @@ extension Dispatcher {
         }
     }
 }
+
+/// A query listener's initial snapshot line, encoded on the reader thread that read its rows, so a large
+/// first snapshot costs the loop a copy, not its encoding. The bytes are those `Dispatcher.sendEvent` writes
+/// for `.query(seq, initial: true, reset: false, size: rows.count, changes: all added)`; the loop sends them
+/// at the seq the listener is registered at, which may be later than the one they were read at.
+struct InitialSnapshotLine: Sendable {
+    let bytes: [UInt8]
+    /// The seq written in `bytes`, and where its digits are.
+    let seq: UInt64
+    let seqDigits: Range<Int>
+
+    init(sub: String, seq: UInt64, rows: [ResultDocument]) {
+        var w = JSONWriter(capacity: 256 + rows.count * 256)
+        w.beginObject()
+        w.key("sub"); w.string(sub)
+        w.key("type"); w.string("snapshot")
+        w.key("seq")
+        let start = w.count
+        w.uint(seq)
+        let end = w.count
+        w.key("initial"); w.bool(true)
+        w.key("size"); w.int(Int64(rows.count))
+        w.key("changes")
+        w.beginArray()
+        for (i, r) in rows.enumerated() {
+            w.beginObject()
+            w.key("type"); w.string(ViewChange.Kind.added.rawValue)
+            w.key("doc"); DocumentJSON.write(r.stored, into: &w)
+            w.key("oldIndex"); w.int(-1)
+            w.key("newIndex"); w.int(Int64(i))
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        w.newline()
+        self.bytes = w.bytes
+        self.seq = seq
+        self.seqDigits = start..<end
+    }
+
+    /// Sends the line as of `seq` (the digits replaced when it differs).
+    func send(at seq: UInt64, on conn: ClientConnection) {
+        guard seq != self.seq else { return conn.send(bytes) }
+        var head = Array(bytes[..<seqDigits.lowerBound])
+        head.append(contentsOf: String(seq).utf8)
+        head.withUnsafeBytes { h in
+            bytes.withUnsafeBytes { b in conn.send(h, UnsafeRawBufferPointer(rebasing: b[seqDigits.upperBound...])) }
+        }
+    }
+}

@@ -6,9 +6,11 @@ import HearthStorage
 /// the next publication (`ListenerHub+WindowReads.swift`), on a reader thread against a snapshot.
 extension Server {
     /// Runs `read` on a reader; `done` runs on the loop, once the snapshot's seq is published unless
-    /// `waitForPublication` is false (a window's rows at a seq, exact whatever is published).
-    func readForListeners(_ read: FirstSnapshotRead, waitForPublication: Bool = true,
-                          then done: @escaping (Result<FirstSnapshot, HearthError>) -> Void) {
+    /// `waitForPublication` is false (a window's rows at a seq, exact whatever is published). With
+    /// `encodeInitialAs`, the reader also encodes the initial snapshot of the rows it read for that
+    /// subscription (`InitialSnapshotLine`).
+    func readForListeners(_ read: FirstSnapshotRead, waitForPublication: Bool = true, encodeInitialAs sub: String? = nil,
+                          then done: @escaping (Result<FirstSnapshot, HearthError>, InitialSnapshotLine?) -> Void) {
         let store = self.store
         let catalog = engine.catalogView
         let codec = engine.codec
@@ -19,7 +21,9 @@ extension Server {
             do throws(HearthError) {
                 let (snapshot, indexes) = try catalog.open { () throws(HearthError) in try store.snapshot() }
                 defer { snapshot.close() }
-                outcome.result = .success(try read.read(on: snapshot, indexes: indexes, codec: codec, cache: cache))
+                let first = try read.read(on: snapshot, indexes: indexes, codec: codec, cache: cache)
+                outcome.result = .success(first)
+                if let sub { outcome.line = InitialSnapshotLine(sub: sub, seq: first.seq, rows: first.rows) }
             } catch {
                 outcome.result = .failure(error)
             }
@@ -31,8 +35,9 @@ extension Server {
             case .failure(let error): if error.code == .dataLoss { engine.onDataLoss?(error) }
             case .success(let first): if let damage = first.damage { engine.onDataLoss?(damage) }
             }
-            guard waitForPublication, case .success(let first) = result, first.seq > engine.lastDurableSeq else { return done(result) }
-            engine.gate.wait(PublicationWaiter(engine: engine, seq: first.seq) { done(result) })
+            let line = outcome.line
+            guard waitForPublication, case .success(let first) = result, first.seq > engine.lastDurableSeq else { return done(result, line) }
+            engine.gate.wait(PublicationWaiter(engine: engine, seq: first.seq) { done(result, line) })
         })
     }
 }
@@ -48,7 +53,7 @@ extension Server {
         guard !reads.isEmpty else { return true }
         let left = Counter(reads.count)
         for w in reads {
-            readForListeners(w.read, waitForPublication: false) { [unowned self] result in
+            readForListeners(w.read, waitForPublication: false) { [unowned self] result, _ in
                 engine.listeners.provide(w, result)
                 left.value -= 1
                 if left.value == 0 { whenRead() }
@@ -85,4 +90,5 @@ final class PublicationWaiter: SnapshotWaiter {
 /// pool's lock orders it).
 final class FirstSnapshotOutcome: @unchecked Sendable {
     var result: Result<FirstSnapshot, HearthError>?
+    var line: InitialSnapshotLine?
 }

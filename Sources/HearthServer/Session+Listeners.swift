@@ -70,17 +70,22 @@ extension Session: ListenerSink {
         subscriptions[tag] = listener
         guardListener(tag, target: guarding.0, dependsOn: guarding.1)
         let slot = beginOffLoopRead()
-        readFirstSnapshot(listener, read, slot: slot, id: id, timing: ctx.deferTiming())
+        // A first listen on a query: the reader encodes its initial snapshot too (a large one then costs the
+        // loop a copy).
+        var encodeAs: String?
+        if case .query = target, resumeAfter == nil { encodeAs = tag }
+        readFirstSnapshot(listener, read, encodeAs: encodeAs, slot: slot, id: id, timing: ctx.deferTiming())
     }
 
-    private func readFirstSnapshot(_ listener: Listener, _ read: FirstSnapshotRead, slot: ResponseQueue.Slot, id: [UInt8]?,
-                                   timing: RequestTiming) {
+    private func readFirstSnapshot(_ listener: Listener, _ read: FirstSnapshotRead, encodeAs: String?, slot: ResponseQueue.Slot,
+                                   id: [UInt8]?, timing: RequestTiming) {
         // Answered once the snapshot's seq is published; dropped if the connection closed meanwhile.
-        server.readForListeners(read) { [self] result in
+        server.readForListeners(read, encodeInitialAs: encodeAs) { [self] result, line in
             offLoopReadReturned(seq: 0) { [unowned self] in
                 switch result {
                 case .failure(let error): self.refuseListen(listener, error, slot: slot, id: id, timing: timing)
-                case .success(let first): self.completeListen(listener, first, slot: slot, id: id, timing: timing)
+                case .success(let first):
+                    self.completeListen(listener, first, line: line, encodeAs: encodeAs, slot: slot, id: id, timing: timing)
                 }
             }
         }
@@ -88,8 +93,8 @@ extension Session: ListenerSink {
 
     /// The pending `listener`'s first snapshot is published: registers it, answers the listen, then sends the
     /// snapshot; or reads it again; or answers the listen with the refusal that ended it meanwhile.
-    private func completeListen(_ listener: Listener, _ first: FirstSnapshot, slot: ResponseQueue.Slot, id: [UInt8]?,
-                                timing: RequestTiming) {
+    private func completeListen(_ listener: Listener, _ first: FirstSnapshot, line: InitialSnapshotLine?, encodeAs: String?,
+                                slot: ResponseQueue.Slot, id: [UInt8]?, timing: RequestTiming) {
         let tag = listener.tag
         guard subscriptions[tag] === listener, listener.isPending else {
             let refusal = refusedWhilePending.removeValue(forKey: tag)
@@ -97,23 +102,28 @@ extension Session: ListenerSink {
             return refuseListen(listener, refusal, slot: slot, id: id, timing: timing)
         }
         heldEvents = []
-        let completion = server.engine.listeners.complete(listener, with: first)
+        let completion = server.engine.listeners.complete(listener, with: first, sinkSendsInitial: line != nil)
         let held = heldEvents ?? []
         heldEvents = nil
         switch completion {
         case .again(let read):
-            readFirstSnapshot(listener, read, slot: slot, id: id, timing: timing)
+            readFirstSnapshot(listener, read, encodeAs: encodeAs, slot: slot, id: id, timing: timing)
         case .failed(let error):
             refuseListen(listener, error, slot: slot, id: id, timing: timing)
-        case .registered:
+        case .registered(let delivered):
             let historyToken = HistoryToken.encode(server.engine.historyID)
-            let line = server.dispatcher.okLine(id) { w in
+            let ok = server.dispatcher.okLine(id) { w in
                 w.key("sub"); w.string(tag)
                 w.key("history"); w.string(historyToken)
             }
             server.requestFinished(timing, failed: false, id: id, session: self)
-            answerOffLoopRead(slot, line: line) { [self] in
+            answerOffLoopRead(slot, line: ok) { [self] in
                 assert(!responses.hasOutstanding, "a listen's first snapshot would overtake the responses before it")
+                if !delivered, let line {
+                    line.send(at: listener.seq, on: conn)
+                    sentSinceTick = true
+                    if !canAcceptEvents { startSlowDeadline() }
+                }
                 for e in held { deliver(e, for: listener) }
             }
         }

@@ -56,8 +56,8 @@ public struct FirstSnapshotRead: Sendable {
 public struct FirstSnapshot: Sendable {
     /// The snapshot's seq: everything below is exact there.
     public let seq: UInt64
-    /// A query's result.
-    let rows: [ResultDocument]
+    /// A query's result at `seq`.
+    public let rows: [ResultDocument]
     /// A document's version (nil: absent).
     let document: StoredDocument?
     /// A resume's result at the seq it diffs from; nil: the listener gets a reset.

@@ -57,8 +57,10 @@ extension ListenerHub {
     }
 
     public enum Completion {
-        /// Registered at the published seq; its first snapshot went to its sink.
-        case registered
+        /// Registered at the published seq. `delivered`: its first snapshot went to its sink; false only when
+        /// the sink said it sends it itself and the snapshot is exactly the reader's rows, all added (a first
+        /// listen no commit since the snapshot changed): the sink sends those at the listener's `seq`.
+        case registered(delivered: Bool)
         /// Still pending: hand this read (from the current seq) to a reader, and its result to `complete`.
         case again(FirstSnapshotRead)
         /// Not registered, and removed from the hub: answer the listen with this error.
@@ -67,8 +69,9 @@ extension ListenerHub {
 
     /// Registers the pending `l` with the first snapshot a reader read for it, at the published seq, and
     /// delivers that snapshot to its sink. The snapshot's seq must be published (the caller waits until it
-    /// is).
-    public func complete(_ l: Listener, with first: FirstSnapshot) -> Completion {
+    /// is). `sinkSendsInitial`: the sink has the initial snapshot of the reader's rows encoded already (made
+    /// on the reader thread) and sends it when nothing changed them (`Completion.registered`).
+    public func complete(_ l: Listener, with first: FirstSnapshot, sinkSendsInitial: Bool = false) -> Completion {
         engine.thread.check("ListenerHub.complete")
         precondition(l.isPending && pending[l.id] === l, "complete() for a listener that is not pending")
         precondition(first.seq <= engine.lastDurableSeq, "a first snapshot at seq \(first.seq) completed before it was published (\(engine.lastDurableSeq))")
@@ -76,6 +79,7 @@ extension ListenerHub {
         let later = l.backlog!.drop { $0.seq <= first.seq }
         guard first.seq >= l.seq, !l.backlogBroken else { return .again(startOver(l)) }
         let event: ListenerEvent
+        var untouched = false   // the first snapshot is the reader's rows, all added
         switch l.target {
         case .document(let path):
             var doc = first.document
@@ -89,6 +93,7 @@ extension ListenerHub {
                 l.view = shared
             } else {
                 var rows = first.rows
+                untouched = l.resumeAfter == nil
                 for c in later {
                     let mutations: [DecodedMutation]
                     do { mutations = try DecodedCommit(c, codec: engine.codec).mutations(for: q) } catch {
@@ -96,18 +101,23 @@ extension ListenerHub {
                         remove(l)
                         return .failed(error)
                     }
+                    let changes: [ViewChange]
                     if q.limit != nil || q.limitToLast != nil {
-                        guard WindowView.apply(mutations, to: &rows, query: q) != nil else { return .again(startOver(l)) }
+                        guard let c = WindowView.apply(mutations, to: &rows, query: q) else { return .again(startOver(l)) }
+                        changes = c
                     } else {
-                        _ = IncrementalView.apply(mutations, to: &rows, query: q)
+                        changes = IncrementalView.apply(mutations, to: &rows, query: q)
                     }
+                    if !changes.isEmpty { untouched = false }
                 }
                 let fresh = SharedView(query: q, rows: rows, seq: seq)
                 views[q] = fresh
                 l.view = fresh
             }
             let now = l.current
-            if l.resumeAfter == nil {
+            if untouched && sinkSendsInitial {
+                event = .query(seq: seq, initial: true, reset: false, size: now.count, changes: [])   // not delivered
+            } else if l.resumeAfter == nil {
                 event = .query(seq: seq, initial: true, reset: false, size: now.count, changes: QueryView.changes(from: [], to: now, query: q))
             } else if let earlier = first.earlier {
                 event = .query(seq: seq, initial: false, reset: false, size: now.count, changes: QueryView.changes(from: earlier, to: now, query: q))
@@ -122,8 +132,9 @@ extension ListenerHub {
         l.sent = []
         listeners[l.id] = l
         l.isRegistered = true
+        if untouched && sinkSendsInitial { return .registered(delivered: false) }
         l.sink?.deliver(event, for: l)
-        return .registered
+        return .registered(delivered: true)
     }
 
     /// `l`'s read starts over from the current seq.

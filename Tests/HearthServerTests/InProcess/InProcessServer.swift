@@ -16,7 +16,7 @@ final class FakeConnection: ClientConnection {
     var pendingOutputBytes = 0
     private(set) var reading = false
     private(set) var closed = false
-    private var output: [UInt8] = []
+    private(set) var output: [UInt8] = []
     private var cursor = 0
 
     init(peer: String) { self.peer = peer }

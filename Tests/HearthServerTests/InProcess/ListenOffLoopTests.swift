@@ -1,4 +1,5 @@
 import Foundation
+import HearthModel
 import HearthTesting
 @testable import HearthEngine
 @testable import HearthLoop
@@ -140,6 +141,44 @@ import Testing
         w.write([#"{"op":"count","collection":"c","id":2}"#])
         s.settle()
         #expect(w.take().last?["count"] as? Int == 6)
+    }
+
+    /// The initial snapshot a reader encodes is byte for byte the line the loop would encode, at any seq.
+    @Test func theInitialSnapshotEncodedOnAReaderIsTheLoopsLine() throws {
+        let s = try InProcessServer()
+        let w = s.connect()
+        w.write([#"{"op":"commit","writes":[{"op":"set","path":"c/a","data":{"s":"é\n\"x\"","n":1.5}},{"op":"set","path":"c/b b","data":{}}]}"#])
+        s.flush()
+        let q = try Query.collection(CollectionPath(parsing: "c")).validated()
+        let rows = try s.engine.runQuery(q).documents
+        #expect(rows.count == 2)
+        let line = InitialSnapshotLine(sub: "7", seq: 1, rows: rows)
+        for seq: UInt64 in [1, 9, 123_456] {
+            let expected = s.server.dispatcher.eventLine(.query(seq: seq, initial: true, reset: false, size: rows.count,
+                                                                 changes: QueryView.changes(from: [], to: rows, query: q)), sub: "7")
+            let conn = FakeConnection(peer: "encoding")
+            line.send(at: seq, on: conn)
+            #expect(conn.output == expected, "at seq \(seq)")
+        }
+    }
+
+    /// A first listen whose result no commit changed while it was read is sent as the reader encoded it, at
+    /// the seq it is registered at.
+    @Test func aListenUntouchedSinceItsSnapshotIsSentAsTheReaderEncodedIt() throws {
+        let s = try InProcessServer { $0.readers = 1 }
+        fill(s, 3)
+        let gate = ReaderGate(s)
+        let r = s.connect(), w = s.connect()
+        r.write([#"{"op":"listen","query":{"collection":"c"},"id":"l"}"#])
+        gate.release()
+        gate.waitForQueuedReads(s)
+        w.write([#"{"op":"set","path":"other/x","data":{}}"#])   // published after the snapshot, elsewhere
+        publishAll(s)
+        s.settle()
+        let lines = r.take()
+        #expect(lines.count == 2)
+        let first = lines.count > 1 ? lines[1] : [:]
+        #expect(first["seq"] as? Int == 2 && first["size"] as? Int == 3 && (first["changes"] as? [Any])?.count == 3)
     }
 
     /// A document the cache holds is registered on the loop; one it does not is read on a reader.
