@@ -7,13 +7,15 @@ import HearthStorage
 /// thread rather than on the loop:
 ///
 /// 1. `readsNeeded(for:requestID:)` on the loop says what to read, and starts watching it;
-/// 2. a reader runs the returned `WriteReads` on a snapshot at some seq S;
+/// 2. a reader reads them as the store holds them then (`DocumentStore.readLatest`: no snapshot, a round trip
+///    per read);
 /// 3. back on the loop, `learn` keeps what is still the published version: a document or request ID a
-///    commit published after S changed is dropped (read again on the loop if the write needs it), and the
-///    caller commits at once, then calls `forgetLearned`.
+///    commit published after step 1 changed is dropped (read again on the loop if the write needs it), and
+///    the caller commits at once, then calls `forgetLearned`.
 ///
-/// Commits in the snapshot that are not published yet are this node's own and pending: their documents are in
-/// the overlay, which a write consults first, so a snapshot ahead of the published seq is as good as one at it.
+/// The store holds at least the published seq of step 1; whatever it holds beyond is this node's own commits
+/// (only the committer prepares writes): pending ones are in the overlay, which a write consults first, and
+/// published ones are the commits `learn` distrusts.
 extension Engine {
     /// What `commit(writes, requestID:)` would read from the store; nil when it reads nothing.
     public func readsNeeded(for writes: [Write], requestID: String?) -> WriteReads? {
@@ -27,7 +29,7 @@ extension Engine {
         var request: String?
         if let requestID, pendingRequests[requestID] == nil, writeReads.learnedRequests[requestID] == nil { request = requestID }
         guard !paths.isEmpty || request != nil else { return nil }
-        let reads = WriteReads(paths: paths, requestID: request)
+        let reads = WriteReads(paths: paths, requestID: request, publishedAtStart: lastDurableSeq)
         writeReads.watch(reads)
         return reads
     }
@@ -56,18 +58,22 @@ extension Engine {
 public struct WriteReads: Sendable {
     public let paths: [DocumentPath]
     public let requestID: String?
+    /// The published seq when the reads were asked for. The store holds at least that by the time they run;
+    /// anything later it holds is this node's own commit (a follower does not commit), which is pending (the
+    /// overlay answers for it) or published after this seq (and then not trusted: `learn`).
+    let publishedAtStart: UInt64
 
-    /// Reads them on `snapshot` (any thread); documents are verified as the engine verifies what it reads.
-    public func read(on snapshot: any StoreSnapshot, codec: any DocumentCodec) throws(HearthError) -> WriteReadResult {
+    /// Reads them as the store holds them now (`DocumentStore.readLatest`; any thread); documents are verified
+    /// as the engine verifies what it reads.
+    public func read(from store: any DocumentStore, codec: any DocumentCodec) throws(HearthError) -> WriteReadResult {
+        let latest = try store.readLatest(paths, requestID: requestID)
         var docs: [(DocumentPath, StoredDocument?)] = []
         docs.reserveCapacity(paths.count)
-        for p in paths {
-            let doc = try snapshot.get(p)
+        for (p, doc) in zip(paths, latest.documents) {
             if let doc { try codec.verifyStored(doc) }
             docs.append((p, doc))
         }
-        let found = try requestID.map { id throws(HearthError) in try snapshot.committedRequest(id) } ?? nil
-        return WriteReadResult(seq: snapshot.seq, documents: docs, requestID: requestID, request: found)
+        return WriteReadResult(seq: publishedAtStart, documents: docs, requestID: requestID, request: latest.request)
     }
 }
 

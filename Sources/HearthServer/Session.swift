@@ -232,9 +232,7 @@ final class Session: SnapshotWaiter {
         server.offLoopReadStarted()
         server.readers.submit({
             do throws(HearthError) {
-                let snapshot = try store.snapshot()
-                defer { snapshot.close() }
-                outcome.result = .success(try reads.read(on: snapshot, codec: codec))
+                outcome.result = .success(try reads.read(from: store, codec: codec))
             } catch {
                 outcome.result = .failure(error)
             }

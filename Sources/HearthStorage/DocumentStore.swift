@@ -282,6 +282,12 @@ public protocol DocumentStore: StoreReads, Sendable {
     /// write needs on a reader thread rather than on its loop (`Engine.readsNeeded`). False by default.
     var readsAreRemote: Bool { get }
 
+    /// Documents and a request ID as the store holds them now, from any thread: each read sees what is durable
+    /// when it runs, without a snapshot's cost (for a caller that validates what it gets against the commits
+    /// it knows of: a write's reads, `Engine+WriteReads.swift`). Damaged documents throw DATA_LOSS as `get`
+    /// does. The default reads a snapshot.
+    func readLatest(_ paths: [DocumentPath], requestID: String?) throws(HearthError) -> LatestReads
+
     /// The highest seq applied (durably); 0 for a new store. Never decreases, even when retention empties the
     /// change log.
     func lastSeq() throws(HearthError) -> UInt64
@@ -419,4 +425,23 @@ public enum StorageDamage {
 
 extension DocumentStore {
     public var readsAreRemote: Bool { false }
+
+    public func readLatest(_ paths: [DocumentPath], requestID: String?) throws(HearthError) -> LatestReads {
+        let s = try snapshot()
+        defer { s.close() }
+        var docs: [StoredDocument?] = []
+        for p in paths { docs.append(try s.get(p)) }
+        return LatestReads(documents: docs, request: try requestID.map { id throws(HearthError) in try s.committedRequest(id) } ?? nil)
+    }
+}
+
+/// What `DocumentStore.readLatest` read: each path's document (nil: absent), in order, and the request ID's
+/// commit (nil: none the change log holds, or no ID asked).
+public struct LatestReads: Sendable, Equatable {
+    public let documents: [StoredDocument?]
+    public let request: CommittedRequest?
+    public init(documents: [StoredDocument?], request: CommittedRequest?) {
+        self.documents = documents
+        self.request = request
+    }
 }

@@ -119,6 +119,18 @@ public final class PostgresStore: ClusterStore, StoreAdministration, @unchecked 
 
     public var readsAreRemote: Bool { true }
 
+    /// Statement by statement on a pooled connection, outside any transaction: one round trip per read.
+    public func readLatest(_ paths: [DocumentPath], requestID: String?) throws(HearthError) -> LatestReads {
+        if state.withLock({ $0 }) { throw CommitValidation.closed }
+        let c = try pooledConnection()
+        defer { release(c) }
+        let r = PostgresReads(connection: c)
+        var docs: [StoredDocument?] = []
+        docs.reserveCapacity(paths.count)
+        for p in paths { docs.append(try r.get(p)) }
+        return LatestReads(documents: docs, request: try requestID.map { id throws(HearthError) in try r.committedRequest(id) } ?? nil)
+    }
+
     public func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest? {
         try read { (r) throws(HearthError) in try r.committedRequest(id) }
     }

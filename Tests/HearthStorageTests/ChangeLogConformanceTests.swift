@@ -1,3 +1,4 @@
+import Foundation
 import HearthModel
 import HearthStorage
 import Testing
@@ -56,6 +57,16 @@ import Testing
         #expect(try f.store.committedRequest("réq-2 ✓") == CommittedRequest(seq: 3, answer: []))
         #expect(try f.store.committedRequest("req-9") == nil)
         #expect(try f.store.committedRequest("req") == nil, "an exact match only")
+        // Read as the store holds them now, from another thread: what get and committedRequest say.
+        let store = f.store
+        let latest = try onAnotherThread { () throws(HearthError) in
+            try store.readLatest([path("c/a"), path("c/b"), path("c/zzz")], requestID: "réq-2 ✓")
+        }
+        let expected = LatestReads(documents: [try f.store.get(path("c/a")), try f.store.get(path("c/b")), nil],
+                                   request: CommittedRequest(seq: 3, answer: []))
+        #expect(latest == expected)
+        let none = try f.store.readLatest([], requestID: nil)
+        #expect(none == LatestReads(documents: [], request: nil))
         // A snapshot finds those its seq holds, whatever is applied after it.
         let early = try f.store.snapshot()
         var third = h.put("c/d", bytes("4"))
@@ -190,4 +201,18 @@ import Testing
         let stale = commitAt(seq: 2, putting: "c/z")
         #expect(thrownError { () throws(HearthError) in try f.store.apply([stale]) }?.code == .internal)
     }
+}
+
+/// Runs `body` on a thread of its own and waits for it.
+func onAnotherThread<R: Sendable>(_ body: @escaping @Sendable () throws(HearthError) -> R) throws(HearthError) -> R {
+    let result = Locked<Result<R, HearthError>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+        let r: Result<R, HearthError>
+        do throws(HearthError) { r = .success(try body()) } catch { r = .failure(error) }
+        result.withLock { $0 = r }
+        done.signal()
+    }
+    done.wait()
+    return try result.withLock { $0! }.get()
 }
