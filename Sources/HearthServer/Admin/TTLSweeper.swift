@@ -93,10 +93,35 @@ final class TTLSweeper {
     private func deleteExpired(_ paths: ArraySlice<DocumentPath>, policy: TTLPolicy, then next: @escaping () -> Void) {
         guard !stopped else { return finishSweep() }
         guard !paths.isEmpty else { return next() }
-        let now = Engine.wallClockMicros()
         let engine = server.engine
         let batch = paths.prefix(TTLSweeper.batchSize)
         let rest = paths.dropFirst(batch.count)
+        // Over a store across the network, the versions the loop does not hold are read on a reader first
+        // (`Engine+WriteReads.swift`), as for a client's write.
+        let deletes = batch.map { Write(kind: .delete, path: $0, operation: .delete) }
+        guard engine.storeIsRemote, let reads = engine.readsNeeded(for: Array(deletes), requestID: nil) else {
+            return commitExpired(batch, rest, policy: policy, then: next)
+        }
+        let store = server.store, codec = engine.codec
+        let outcome = WriteReadOutcome()
+        server.offLoopReadStarted()
+        server.readers.submit({
+            do throws(HearthError) { outcome.result = .success(try reads.read(from: store, codec: codec)) } catch { outcome.result = .failure(error) }
+        }, done: { [self] in
+            server.offLoopReadReturned()
+            defer { server.maybeFinishShutdown() }
+            if case .success(let r) = outcome.result! { engine.learn(r, for: reads) } else { engine.learn(nil, for: reads) }
+            defer { engine.forgetLearned() }
+            commitExpired(batch, rest, policy: policy, then: next)
+        })
+    }
+
+    /// Deletes the documents of `batch` still expired now in one commit, then goes on with `rest`.
+    private func commitExpired(_ batch: ArraySlice<DocumentPath>, _ rest: ArraySlice<DocumentPath>, policy: TTLPolicy,
+                               then next: @escaping () -> Void) {
+        guard !stopped else { return finishSweep() }
+        let now = Engine.wallClockMicros()
+        let engine = server.engine
         var writes: [Write] = []
         for path in batch {
             guard let fields = try? engine.latestFields(path), let t = policy.expiry(of: fields), t.micros <= now else { continue }

@@ -122,4 +122,34 @@ import Testing
         #expect(event["seq"] as? Int == 5 && changes == ["removed a", "added c"])
         #expect(s.engine.gate.storeReads == before, "the publication read nothing on the loop")
     }
+
+    /// The TTL sweep reads the expired documents it does not hold on a reader before deleting them.
+    func publishAll(_ s: InProcessServer) { ListenOffLoopTests().publishAll(s) }
+
+    @Test func theTTLSweepReadsWhatItDeletesOnAReader() throws {
+        let s = try server()
+        s.engine.storeIsRemote = false
+        let c = s.connect()
+        c.write([#"{"op":"set","path":"u/1/sessions/old","data":{"expireAt":{"$timestamp":"2020-01-01T00:00:00Z"}}}"#,
+                 #"{"op":"set","path":"u/1/sessions/new","data":{"expireAt":{"$timestamp":"2999-01-01T00:00:00Z"}}}"#,
+                 #"{"op":"ttl","action":"set","collectionGroup":"sessions","field":"expireAt","id":"ttl"}"#])
+        s.flush()
+        #expect(c.take().allSatisfy { $0["ok"] as? Bool == true })
+        s.engine.documentCache.reset(published: s.engine.lastDurableSeq)
+        s.engine.storeIsRemote = true
+        let before = s.engine.gate.storeReads
+        let sweeper = s.server.jobs.sweeper
+        let sweeps = sweeper.sweeps
+        sweeper.sweep()
+        // The page is scanned on a reader, the expired document read on a reader, then deleted.
+        for _ in 0..<10_000 where sweeper.sweeps == sweeps {
+            _ = s.server.loop.runOnce(nowait: true)
+            publishAll(s)
+        }
+        #expect(sweeper.sweeps == sweeps + 1)
+        #expect(s.engine.gate.storeReads == before, "nothing read on the loop")
+        #expect(try s.engine.get(DocumentPath(parsing: "u/1/sessions/old")) == nil)
+        #expect(try s.engine.get(DocumentPath(parsing: "u/1/sessions/new")) != nil)
+        #expect(s.server.ttlDeleted == 1)
+    }
 }
