@@ -117,11 +117,23 @@ struct WriteReadState {
         return (valid, request)
     }
 
+    /// The documents commits published since a page of index work was asked for changed (`startScan`), while
+    /// its scan runs on a reader.
+    private var scanChanges: Set<DocumentPath>?
+
+    mutating func startScan() { scanChanges = [] }
+
+    mutating func endScan() -> Set<DocumentPath> {
+        defer { scanChanges = nil }
+        return scanChanges ?? []
+    }
+
     /// Commits being published: notes what they change among what is being read, and drops what was learned
     /// (it is only for the commit made right after learning).
     mutating func published(_ records: [CommitRecord]) {
         learned.removeAll(keepingCapacity: true)
         learnedRequests.removeAll(keepingCapacity: true)
+        if scanChanges != nil { for r in records { for m in r.mutations { scanChanges!.insert(m.path) } } }
         guard !paths.isEmpty || !requests.isEmpty else { return }
         for r in records {
             for m in r.mutations where paths[m.path] != nil { paths[m.path]!.changedAt = r.seq }

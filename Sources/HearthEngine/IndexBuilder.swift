@@ -154,14 +154,67 @@ extension Engine {
         }
     }
 
-    private func step(_ work: IndexWork) throws(HearthError) {
+    /// The index range the next page of `work` scans; nil (and the work dropped) when its index is gone.
+    private func pageRange(_ work: IndexWork) -> (lower: [UInt8], upper: [UInt8])? {
         switch work {
-        case .backfill(let id, let after, let generation):
-            guard let def = indexes.first(where: { $0.id == id }) else { indexWork.removeFirst(); return }
+        case .backfill(let id, let after, _):
+            guard let def = indexes.first(where: { $0.id == id }) else {
+                indexWork.removeFirst()
+                return nil
+            }
             let prefix = IndexLayout.groupPrefix(def.collectionID)
-            let lower = after.map(IndexKey.immediateSuccessor) ?? prefix
-            let hits = try storeRead { store throws(HearthError) in
-                try store.scanIndex(from: lower, to: IndexKey.prefixSuccessor(prefix) ?? [], reverse: false, limit: Engine.backfillPage)
+            return (after.map(IndexKey.immediateSuccessor) ?? prefix, IndexKey.prefixSuccessor(prefix) ?? [])
+        case .purge(let id, let after):
+            var prefix: [UInt8] = [IndexLayout.composite]
+            IndexKey.encode(.int(id), into: &prefix)
+            return (after.map(IndexKey.immediateSuccessor) ?? prefix, IndexKey.prefixSuccessor(prefix) ?? [])
+        }
+    }
+
+    private func step(_ work: IndexWork) throws(HearthError) {
+        guard let range = pageRange(work) else { return }
+        let hits = try storeRead { store throws(HearthError) in
+            try store.scanIndex(from: range.lower, to: range.upper, reverse: false, limit: Engine.backfillPage)
+        }
+        try apply(work, hits)
+    }
+
+    /// The next page of index work, the scan of its range read off the loop (a store across the network): run
+    /// `read(on:)` on a reader's snapshot, then give the result to `indexWorkStep(_:_:)`. Nil when there is no
+    /// work. One at a time.
+    public func indexWorkRead() -> IndexWorkPage? {
+        thread.check("Engine.indexWorkRead")
+        guard let work = indexWork.first, let range = pageRange(work) else { return nil }
+        writeReads.startScan()
+        return IndexWorkPage(work: work, lower: range.lower, upper: range.upper)
+    }
+
+    /// Does the page `indexWorkRead` asked for with what a reader scanned. A document a commit published since
+    /// the page was asked for changed is not taken from the scan (its version is read as a write reads it); a
+    /// page of work that moved on meanwhile (a drop, a restarted backfill) is dropped.
+    public func indexWorkStep(_ page: IndexWorkPage, _ scanned: Result<[IndexHit], HearthError>) throws(HearthError) {
+        thread.check("Engine.indexWorkStep")
+        let changed = writeReads.endScan()
+        guard let work = indexWork.first, work == page.work else { return }
+        do {
+            let hits = try scanned.get()
+            if case .backfill = work {
+                for hit in hits where !changed.contains(hit.document.path) { writeReads.learned[hit.document.path] = .some(hit.document) }
+            }
+            defer { forgetLearned() }
+            try apply(work, hits)
+        } catch where error.code == .dataLoss {
+            indexWork.removeFirst()
+            onDataLoss?(HearthError(.dataLoss, "index work on #\(work.indexID) stopped: \(error.message)"))
+        }
+    }
+
+    private func apply(_ work: IndexWork, _ hits: [IndexHit]) throws(HearthError) {
+        switch work {
+        case .backfill(let id, _, let generation):
+            guard let def = indexes.first(where: { $0.id == id }) else {
+                indexWork.removeFirst()
+                return
             }
             var changes = IndexChanges()
             for hit in hits {
@@ -191,13 +244,7 @@ extension Engine {
                     self.onIndexesChanged?(self.indexes[i], .ready)
                 }
             }
-        case .purge(let id, let after):
-            var prefix: [UInt8] = [IndexLayout.composite]
-            IndexKey.encode(.int(id), into: &prefix)
-            let lower = after.map(IndexKey.immediateSuccessor) ?? prefix
-            let hits = try storeRead { store throws(HearthError) in
-                try store.scanIndex(from: lower, to: IndexKey.prefixSuccessor(prefix) ?? [], reverse: false, limit: Engine.backfillPage)
-            }
+        case .purge(let id, _):
             let changes = IndexChanges(removed: hits.map { IndexEntry(key: $0.key, path: $0.document.path) })
             let restartOnFailure: (Result<CommitOutcome, HearthError>) -> Void = { [weak self] result in
                 guard let self, case .failure = result, self.droppingIndexes.contains(id) else { return }
@@ -224,8 +271,20 @@ extension Engine {
     }
 }
 
+/// A page of index work to scan off the loop (`Engine.indexWorkRead`).
+public struct IndexWorkPage: Sendable {
+    let work: IndexWork
+    let lower: [UInt8]
+    let upper: [UInt8]
+
+    /// Scans the page on `snapshot` (any thread).
+    public func read(on snapshot: any StoreSnapshot) throws(HearthError) -> [IndexHit] {
+        try snapshot.scanIndex(from: lower, to: upper, reverse: false, limit: Engine.backfillPage)
+    }
+}
+
 /// Background index work, one page at a time.
-enum IndexWork {
+enum IndexWork: Sendable, Equatable {
     case backfill(id: Int64, after: [UInt8]?, generation: Int)
     case purge(id: Int64, after: [UInt8]?)
 
