@@ -48,6 +48,7 @@ extension Engine {
         gate.adoptionStarted()
         defer { gate.publicationFinished() }
         cache.reset(published: seq)
+        writeReads.invalidateAll(at: seq)
         lastDurableSeq = seq
         lastAssignedSeq = seq
         if let newest = try? store.changes(after: seq - 1, limit: 1)?.first, newest.seq == seq {

@@ -120,12 +120,28 @@ struct WriteReadState {
     /// The documents commits published since a page of index work was asked for changed (`startScan`), while
     /// its scan runs on a reader.
     private var scanChanges: Set<DocumentPath>?
+    /// The engine moved to a seq without the commits between (`Engine.reset(toStoreSeq:)`) during the scan.
+    private var scanInvalid = false
 
-    mutating func startScan() { scanChanges = [] }
+    mutating func startScan() {
+        scanChanges = []
+        scanInvalid = false
+    }
 
-    mutating func endScan() -> Set<DocumentPath> {
-        defer { scanChanges = nil }
-        return scanChanges ?? []
+    /// The documents changed since `startScan`; nil: trust none of what the scan read.
+    mutating func endScan() -> Set<DocumentPath>? {
+        defer { scanChanges = nil; scanInvalid = false }
+        return scanInvalid ? nil : (scanChanges ?? [])
+    }
+
+    /// The engine moved to `seq` without publishing the commits before it: nothing being read can be checked
+    /// against them, so none of it is trusted.
+    mutating func invalidateAll(at seq: UInt64) {
+        learned.removeAll()
+        learnedRequests.removeAll()
+        for p in paths.keys { paths[p]!.changedAt = seq }
+        for id in requests.keys { requests[id]!.changedAt = seq }
+        if scanChanges != nil { scanInvalid = true }
     }
 
     /// Commits being published: notes what they change among what is being read, and drops what was learned

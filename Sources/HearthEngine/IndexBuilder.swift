@@ -198,7 +198,7 @@ extension Engine {
         guard let work = indexWork.first, work == page.work else { return }
         do {
             let hits = try scanned.get()
-            if case .backfill = work {
+            if case .backfill = work, let changed {
                 for hit in hits where !changed.contains(hit.document.path) { writeReads.learned[hit.document.path] = .some(hit.document) }
             }
             defer { forgetLearned() }

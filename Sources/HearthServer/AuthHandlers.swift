@@ -42,23 +42,52 @@ enum AuthHandlers {
         // Read-your-writes across nodes: the answer (and every line after it) waits until this node has
         // published `minSeq`, a seq the client saw elsewhere.
         let minSeq = try req.optionalInt("minSeq").map { UInt64($0) }
-        if let heartbeat { ctx.session.setHeartbeat(heartbeat) }
         let history = HistoryToken.encode(ctx.engine.historyID)
         if let minSeq, minSeq > ctx.engine.lastDurableSeq {
-            let who = principal
-            // Not published here yet: a reader checks that the database has it (the store may be across the
-            // network), and the answer, at the snapshot's seq, goes out once this node has published that.
-            ctx.readOnReader(req, reparsing: false) { r, w throws(HearthError) in
-                let last = try r.snapshot.seq
-                guard minSeq <= last else {
-                    throw HearthError(.failedPrecondition, "minSeq \(minSeq) is beyond the database's last seq \(last) (a seq from another database, or one restored since)")
-                }
-                writeHello(seq: last, history: history, principal: who, into: &w)
-            }
-        } else {
-            ctx.reply(req) { w in writeHello(seq: ctx.engine.lastDurableSeq, history: history, principal: principal, into: &w) }
+            return helloAfterCheck(ctx, req, minSeq: minSeq, heartbeat: heartbeat, principal: principal, history: history)
         }
+        if let heartbeat { ctx.session.setHeartbeat(heartbeat) }
+        ctx.reply(req) { w in writeHello(seq: ctx.engine.lastDurableSeq, history: history, principal: principal, into: &w) }
         if let principal { ctx.session.authenticated(as: principal) }
+    }
+
+    /// A hello whose `minSeq` this node has not published: a reader checks that the database holds it (the
+    /// store may be across the network); then the hello takes effect and is answered once this node has
+    /// published it, or is refused and changes nothing. The lines after it wait meanwhile.
+    private static func helloAfterCheck(_ ctx: Context, _ req: Request, minSeq: UInt64, heartbeat: UInt64?,
+                                        principal: Principal?, history: String) {
+        let session = ctx.session, server = ctx.server, dispatcher = ctx.dispatcher, id = req.id
+        let timing = ctx.deferTiming()
+        let slot = session.beginOffLoopRead()
+        let store = server.store
+        let outcome = StoreSeqOutcome()
+        server.offLoopReadStarted()
+        server.readers.submit({
+            do throws(HearthError) {
+                let snapshot = try store.snapshot()
+                outcome.seq = snapshot.seq
+                snapshot.close()
+            } catch {
+                outcome.error = error
+            }
+        }, done: {
+            server.offLoopReadReturned()
+            defer { server.maybeFinishShutdown() }
+            var refusal = outcome.error
+            if refusal == nil, minSeq > outcome.seq {
+                refusal = HearthError(.failedPrecondition, "minSeq \(minSeq) is beyond the database's last seq \(outcome.seq) (a seq from another database, or one restored since)")
+            }
+            server.requestFinished(timing, failed: refusal != nil, id: id, session: session)
+            if let refusal {
+                return session.offLoopReadDone(slot, line: dispatcher.errorLine(refusal.prefixed("hello"), id: id), seq: 0)
+            }
+            if !session.closed {
+                if let heartbeat { session.setHeartbeat(heartbeat) }
+                if let principal { session.authenticated(as: principal) }
+            }
+            let line = dispatcher.okLine(id) { w in writeHello(seq: minSeq, history: history, principal: principal, into: &w) }
+            session.offLoopReadDone(slot, line: line, seq: minSeq)
+        })
     }
 
     /// A hello's answer fields.
@@ -144,4 +173,10 @@ enum AuthHandlers {
             throw .invalid("field \"action\" must be \"reload\" or \"status\" (got \"\(action)\")")
         }
     }
+}
+
+/// The store's seq as a reader read it (written before `done` runs; the worker pool's lock orders it).
+private final class StoreSeqOutcome: @unchecked Sendable {
+    var seq: UInt64 = 0
+    var error: HearthError?
 }

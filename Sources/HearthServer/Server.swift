@@ -36,6 +36,8 @@ public final class Server {
     lazy var jobs = AdminJobs(server: self)
     /// Reads on reader threads whose response has not come back to the loop yet.
     package private(set) var readsInFlight = 0
+    /// First snapshots sent as the reader that read them encoded them (`InitialSnapshotLine`), for tests.
+    var firstSnapshotsSentAsRead = 0
     func offLoopReadStarted() { readsInFlight += 1 }
     func offLoopReadReturned() { readsInFlight -= 1 }
     private var listeners: [TCPListener] = []

@@ -120,6 +120,7 @@ extension Session: ListenerSink {
             answerOffLoopRead(slot, line: ok) { [self] in
                 assert(!responses.hasOutstanding, "a listen's first snapshot would overtake the responses before it")
                 if !delivered, let line {
+                    server.firstSnapshotsSentAsRead += 1
                     line.send(at: listener.seq, on: conn)
                     sentSinceTick = true
                     if !canAcceptEvents { startSlowDeadline() }

@@ -66,6 +66,8 @@ public final class Listener {
     /// The backlog cannot bring the snapshot to the published seq (the hub reset every listener, or the backlog
     /// outgrew its bound): `complete` has the snapshot read again.
     var backlogBroken = false
+    /// How many times its first snapshot was read again (`ListenerHub.complete`).
+    var attempts = 0
     /// The seq a pending listener resumes after, and whether that is not a seq this history published (it
     /// then gets a reset).
     var resumeAfter: UInt64?

@@ -94,7 +94,8 @@ extension ListenerHub {
             } else {
                 var rows = first.rows
                 untouched = l.resumeAfter == nil
-                for c in later {
+                for i in later.indices {
+                    let c = later[i]
                     let mutations: [DecodedMutation]
                     do { mutations = try DecodedCommit(c, codec: engine.codec).mutations(for: q) } catch {
                         // A stored version that does not decode: the listen fails as its read would have.
@@ -103,8 +104,22 @@ extension ListenerHub {
                     }
                     let changes: [ViewChange]
                     if q.limit != nil || q.limitToLast != nil {
-                        guard let c = WindowView.apply(mutations, to: &rows, query: q) else { return .again(startOver(l)) }
-                        changes = c
+                        if let c = WindowView.apply(mutations, to: &rows, query: q) {
+                            changes = c
+                        } else if l.attempts < Self.maxAttempts {
+                            return .again(startOver(l))
+                        } else {
+                            // A window that keeps losing rows while it is read: refilled here as a publication
+                            // refills one (a read on the loop), rather than read again without end.
+                            do {
+                                rows = try engine.runQuery(q, rollback: Self.stateBefore(later[(i + 1)...])).documents
+                            } catch {
+                                remove(l)
+                                return .failed(error)
+                            }
+                            untouched = false
+                            continue
+                        }
                     } else {
                         changes = IncrementalView.apply(mutations, to: &rows, query: q)
                     }
@@ -137,8 +152,13 @@ extension ListenerHub {
         return .registered(delivered: true)
     }
 
+    /// How many times a pending listener's read starts over before a window it cannot bring forward is
+    /// refilled on the loop.
+    static let maxAttempts = 3
+
     /// `l`'s read starts over from the current seq.
     private func startOver(_ l: Listener) -> FirstSnapshotRead {
+        l.attempts += 1
         l.seq = engine.lastDurableSeq
         l.backlog = []
         l.backlogBroken = false

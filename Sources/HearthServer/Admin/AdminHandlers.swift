@@ -139,7 +139,7 @@ enum AdminHandlers {
         let started = ServerMetrics.nanos()
         var slot: ResponseQueue.Slot?
         try ctx.server.jobs.compact { result in
-            guard let slot, !session.closed else { return }
+            guard let slot else { return }
             let line: [UInt8]
             switch result {
             case .success(let r):
@@ -152,8 +152,10 @@ enum AdminHandlers {
                 }
             case .failure(let e): line = dispatcher.errorLine(e.prefixed(op), id: id)
             }
-            session.responses.fill(slot, with: line) { session.conn.send($0) }
+            session.offLoopReadDone(slot, line: line, seq: 0)
         }
-        slot = session.responses.reserve()
+        // The connection's next lines wait for it, as for a backup (a listen's first snapshot must not come
+        // before an earlier response).
+        slot = session.beginOffLoopRead()
     }
 }

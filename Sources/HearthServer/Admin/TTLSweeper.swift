@@ -110,7 +110,12 @@ final class TTLSweeper {
         }, done: { [self] in
             server.offLoopReadReturned()
             defer { server.maybeFinishShutdown() }
-            if case .success(let r) = outcome.result! { engine.learn(r, for: reads) } else { engine.learn(nil, for: reads) }
+            switch outcome.result! {
+            case .success(let r): engine.learn(r, for: reads)
+            case .failure(let e):
+                engine.learn(nil, for: reads)   // read again on the loop, where a damaged one is reported as well
+                if e.code == .dataLoss { engine.onDataLoss?(e) }
+            }
             defer { engine.forgetLearned() }
             commitExpired(batch, rest, policy: policy, then: next)
         })

@@ -31,8 +31,10 @@ final class ClusterCoordinator {
     private var retryTimer: LoopTimer?
     /// Commits read from the feed and not yet published (the engine had a batch of its own pending).
     private var fetched: [CommitRecord] = []
-    /// Limit windows the next adoption would refill are being read on reader threads (`Server.windowsReady`).
+    /// Limit windows the next adoption would refill are being read on reader threads (`Server.windowsReady`),
+    /// for the fetched records up to this seq.
     private var readingWindows = false
+    private var windowsBatchThrough: UInt64?
     /// The link to the committer, made on the first write forwarded to it.
     private var link: PeerLink?
     /// Forwarded writes the committer answered, waiting until this node has published their seq.
@@ -265,19 +267,26 @@ final class ClusterCoordinator {
             fetched.removeAll()
         }
         if !fetched.isEmpty, engine.isIdle, !readingWindows {
-            // A window the publication would refill is read first, off the loop.
-            guard server.windowsReady(for: fetched, whenRead: { [unowned self] in
+            // A window the publication would refill is read first, off the loop. The batch is the records
+            // fetched when that began: what the feed brings meanwhile waits for the next publication, so the
+            // rounds of reads end (each settles a refill of the same batch).
+            let through = windowsBatchThrough ?? fetched[fetched.count - 1].seq
+            let count = fetched.firstIndex { $0.seq > through } ?? fetched.count
+            let batch = Array(fetched[..<count])
+            guard server.windowsReady(for: batch, whenRead: { [unowned self] in
                 readingWindows = false
                 if !stopped { publishFetched() }
             }) else {
                 readingWindows = true
+                windowsBatchThrough = through
                 return
             }
-            let batch = fetched
-            fetched.removeAll()
+            windowsBatchThrough = nil
+            fetched.removeFirst(count)
             adopted += UInt64(batch.count)
             engine.adopt(batch)
             answerPublished()
+            if !fetched.isEmpty { return publishFetched() }   // what came while the windows were read
         }
         checkPromotion()
     }

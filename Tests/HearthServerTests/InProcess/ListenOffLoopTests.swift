@@ -179,6 +179,19 @@ import Testing
         #expect(lines.count == 2)
         let first = lines.count > 1 ? lines[1] : [:]
         #expect(first["seq"] as? Int == 2 && first["size"] as? Int == 3 && (first["changes"] as? [Any])?.count == 3)
+        #expect(s.server.firstSnapshotsSentAsRead == 1)
+        // A commit since the snapshot that changes the result: the loop encodes the first snapshot instead.
+        let gate2 = ReaderGate(s)
+        let r2 = s.connect()
+        r2.write([#"{"op":"listen","query":{"collection":"c","orderBy":[["n","desc"]]},"id":"m"}"#])
+        gate2.release()
+        gate2.waitForQueuedReads(s)
+        w.write([#"{"op":"set","path":"c/new","data":{"n":50}}"#])
+        publishAll(s)
+        s.settle()
+        let lines2 = r2.take()
+        #expect(lines2.count == 2 && (lines2.last?["changes"] as? [Any])?.count == 4)
+        #expect(s.server.firstSnapshotsSentAsRead == 1)
     }
 
     /// A document the cache holds is registered on the loop; one it does not is read on a reader.
