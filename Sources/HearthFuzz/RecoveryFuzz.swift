@@ -13,6 +13,7 @@ import HearthStorageSQLite
 /// crash, and stored data that decodes at all must re-encode as valid UTF-8.
 final class RecoveryFuzz {
     nonisolated(unsafe) static let shared = RecoveryFuzz()
+    nonisolated(unsafe) private static var base: String?
     private let template: [UInt8]
     private let dir: String
     private let paths = (0..<40).map { try! DocumentPath(parsing: "c/d\($0)") }
@@ -23,6 +24,9 @@ final class RecoveryFuzz {
         dir = base + "/run"
         let tdir = base + "/template"
         _ = system("rm -rf '\(base)' && mkdir -p '\(tdir)' '\(dir)'")
+        // Gone when the fuzzer exits.
+        Self.base = base
+        atexit { if let b = RecoveryFuzz.base { _ = system("rm -rf '\(b)'") } }
         let store = try! SQLiteStore(directory: tdir)
         var seq: UInt64 = 0
         var current: [DocumentPath: StoredDocument] = [:]

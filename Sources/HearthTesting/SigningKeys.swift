@@ -20,6 +20,7 @@ public enum OpenSSLCommand {
     public static func temporaryDirectory() throws -> URL {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-keys-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        TemporaryDirectories.removeAtExit(dir.path)
         return dir
     }
 

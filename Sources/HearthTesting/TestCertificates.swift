@@ -34,6 +34,7 @@ public final class TestCertificates: @unchecked Sendable {
     public init() throws {
         directory = NSTemporaryDirectory() + "hearth-certs-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        TemporaryDirectories.removeAtExit(directory)
         let localSAN = "subjectAltName=IP:127.0.0.1,IP:::1,DNS:localhost"
         try makeCA("ca", subject: "/CN=Hearth Test CA")
         try makeCA("other-ca", subject: "/CN=Unrelated Test CA")

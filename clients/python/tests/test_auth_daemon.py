@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import tempfile
 import unittest
 
@@ -44,6 +45,7 @@ class AuthDaemonTest(unittest.IsolatedAsyncioTestCase):
     @classmethod
     def tearDownClass(cls) -> None:
         cls.daemon.stop()
+        shutil.rmtree(cls.dir, ignore_errors=True)
 
     def token(self, uid: str, **kw) -> str:
         return user_token(self.secret, uid, **kw)
