@@ -212,49 +212,26 @@ final class Session: SnapshotWaiter {
     /// batch landed after the read began and is not yet published), then the parked lines run.
     func offLoopReadDone(_ slot: ResponseQueue.Slot, line: [UInt8], seq: UInt64) {
         server.engine.thread.check("Session.offLoopReadDone")
-        guard !closed else { readInFlight = false; return }
-        guard seq <= server.engine.lastDurableSeq else {
-            // Unowned: a closed session's held read is dropped (`closed`) before the session goes away.
-            heldRead = (seq, { [unowned self] in self.answerOffLoopRead(slot, line: line) })
-            server.engine.gate.wait(self)
-            return
-        }
-        answerOffLoopRead(slot, line: line)
+        // The usual case answers at once, without making a closure.
+        if !closed && seq <= server.engine.lastDurableSeq { return answerOffLoopRead(slot, line: line) }
+        // Unowned: a held read is only run by this session's gate wakeup.
+        offLoopReadReturned(seq: seq) { [unowned self] in self.answerOffLoopRead(slot, line: line) }
     }
 
     /// Reads a write needs go to a reader thread (`Engine.readsNeeded`); the connection's next lines wait, and
     /// once they are back the write goes on (`PreparedWrite.run`) with what was read, in its place.
     func readForWrite(_ reads: WriteReads, then write: PreparedWrite) {
         readInFlight = true
-        let store = server.store
-        let codec = server.engine.codec
-        let outcome = WriteReadOutcome()
-        server.offLoopReadStarted()
-        server.readers.submit({
-            do throws(HearthError) {
-                outcome.result = .success(try reads.read(from: store, codec: codec))
-            } catch {
-                outcome.result = .failure(error)
-            }
-        }, done: { [self] in
-            server.offLoopReadReturned()
-            defer { server.maybeFinishShutdown() }
-            let engine = server.engine
+        server.readForWrite(reads) { [self] failure in
             readInFlight = false
-            switch outcome.result! {
-            case .success(let result):
-                engine.learn(result, for: reads)
-                defer { engine.forgetLearned() }
-                guard !closed else { return }
+            guard !closed else { return }
+            if let failure {
+                refuseWrite(write, failure)
+            } else {
                 do throws(HearthError) { try write.run(on: self) } catch { refuseWrite(write, error) }
-            case .failure(let error):
-                engine.learn(nil, for: reads)
-                if error.code == .dataLoss { engine.onDataLoss?(error) }
-                guard !closed else { return }
-                refuseWrite(write, error)
             }
             if isParked { runParked() } else { updateReading() }
-        })
+        }
     }
 
     private func refuseWrite(_ write: PreparedWrite, _ error: HearthError) {
@@ -357,10 +334,4 @@ final class Session: SnapshotWaiter {
         // follower's forwarded write, `ClusterCoordinator`) lets them run now.
         if server.engine.gate.phase == .quiet { runParked() } else { server.engine.gate.wait(self) }
     }
-}
-
-/// Carries a write's reads back from a reader thread (written before `done` runs; the worker pool's lock
-/// orders it).
-final class WriteReadOutcome: @unchecked Sendable {
-    var result: Result<WriteReadResult, HearthError>?
 }

@@ -102,23 +102,8 @@ final class TTLSweeper {
         guard engine.storeIsRemote, let reads = engine.readsNeeded(for: Array(deletes), requestID: nil) else {
             return commitExpired(batch, rest, policy: policy, then: next)
         }
-        let store = server.store, codec = engine.codec
-        let outcome = WriteReadOutcome()
-        server.offLoopReadStarted()
-        server.readers.submit({
-            do throws(HearthError) { outcome.result = .success(try reads.read(from: store, codec: codec)) } catch { outcome.result = .failure(error) }
-        }, done: { [self] in
-            server.offLoopReadReturned()
-            defer { server.maybeFinishShutdown() }
-            switch outcome.result! {
-            case .success(let r): engine.learn(r, for: reads)
-            case .failure(let e):
-                engine.learn(nil, for: reads)   // read again on the loop, where a damaged one is reported as well
-                if e.code == .dataLoss { engine.onDataLoss?(e) }
-            }
-            defer { engine.forgetLearned() }
-            commitExpired(batch, rest, policy: policy, then: next)
-        })
+        // A failed read leaves them to be read on the loop.
+        server.readForWrite(reads) { [self] _ in commitExpired(batch, rest, policy: policy, then: next) }
     }
 
     /// Deletes the documents of `batch` still expired now in one commit, then goes on with `rest`.
