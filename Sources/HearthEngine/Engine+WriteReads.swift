@@ -1,56 +1,112 @@
 import HearthModel
 import HearthStorage
 
-/// A write reads the store before the engine can apply it: the version of each document it touches that no
-/// pending commit and the document cache hold, and, with a request ID, whether a commit already carried it.
-/// Where the store is across the network (`DocumentStore.readsAreRemote`) those reads are made on a reader
-/// thread rather than on the loop:
+/// Where the store is across the network (`DocumentStore.readsAreRemote`), the loop never reads it: a
+/// document or request ID the loop needs and does not hold is read on a reader thread first, and the work
+/// that needed it runs again once it is back.
 ///
-/// 1. `readsNeeded(for:requestID:)` on the loop says what to read, and starts watching it;
-/// 2. a reader reads them as the store holds them then (`DocumentStore.readLatest`: no snapshot, a round trip
-///    per read);
-/// 3. back on the loop, `learn` keeps what is still the published version: a document or request ID a
-///    commit published after step 1 changed is dropped (read again on the loop if the write needs it), and
-///    the caller commits at once, then calls `forgetLearned`.
+/// 1. What to read is known up front (`readsNeeded(for:requestID:)`: what a write touches), or found by
+///    running: a loop read of something neither pending, cached nor learned notes it as missing and throws
+///    UNAVAILABLE (`latest`, `publishedOnLoop`, `committedRequest`); the caller takes the misses
+///    (`takeMissing`) and asks for them (`readsNeeded(paths:requestID:published:)`). Either way the engine
+///    starts watching what is read.
+/// 2. A reader reads it (`WriteReads.read`): for a write, as the store holds it now (`readLatest`, one
+///    round trip); for the published state (a rule's `get()` while judging a read or a listen), at a snapshot,
+///    and the caller waits until the snapshot's seq is published here.
+/// 3. Back on the loop, `learn` keeps what is still right: a document or request ID a commit published after
+///    the read changed is dropped (and missed again if still needed). The caller runs its work again at
+///    once, then calls `forgetLearned`.
 ///
-/// The store holds at least the published seq of step 1; whatever it holds beyond is this node's own commits
-/// (only the committer prepares writes): pending ones are in the overlay, which a write consults first, and
-/// published ones are the commits `learn` distrusts.
+/// A write's latest read holds at least the published seq of step 1; whatever the store holds beyond is this
+/// node's own commits (only the committer prepares writes): pending ones are in the overlay, which a write
+/// consults first, and published ones are the commits `learn` distrusts. So a latest read of a document the
+/// overlay does not hold when it is learned is also its published version.
 extension Engine {
-    /// What `commit(writes, requestID:)` would read from the store; nil when it reads nothing.
-    public func readsNeeded(for writes: [Write], requestID: String?) -> WriteReads? {
+    /// What `commit(writes, requestID:)` would read from the store; nil when it reads nothing (all of it is
+    /// pending, cached or learned). Once something must be read, everything not pending or cached is, since
+    /// what was learned is forgotten before the read is back.
+    public func readsNeeded(for writes: [Write], requestID: String?, also extra: [DocumentPath] = []) -> WriteReads? {
         thread.check("Engine.readsNeeded")
         var paths: [DocumentPath] = []
         var seen = Set<DocumentPath>()
-        for w in writes where overlay[w.path] == nil && writeReads.learned[w.path] == nil
-            && cache.peekRendered(DocumentCache.Key(w.path)) == nil && seen.insert(w.path).inserted {
-            paths.append(w.path)
+        var unknown = false
+        for p in writes.lazy.map(\.path) + extra where overlay[p] == nil && cache.peekRendered(DocumentCache.Key(p)) == nil
+            && seen.insert(p).inserted {
+            paths.append(p)
+            if writeReads.learned[p] == nil { unknown = true }
         }
         var request: String?
-        if let requestID, pendingRequests[requestID] == nil, writeReads.learnedRequests[requestID] == nil { request = requestID }
-        guard !paths.isEmpty || request != nil else { return nil }
-        let reads = WriteReads(paths: paths, requestID: request, publishedAtStart: lastDurableSeq)
+        if let requestID, pendingRequests[requestID] == nil {
+            request = requestID
+            if writeReads.learnedRequests[requestID] == nil { unknown = true }
+        }
+        guard unknown else { return nil }
+        let reads = WriteReads(paths: paths, requestID: request, publishedAtStart: lastDurableSeq, published: false)
         writeReads.watch(reads)
         return reads
     }
 
-    /// Takes what a reader read for `reads` (`WriteReads.read`) that is still the published state, for the
-    /// commit the caller makes next; pass nil when the read failed (it stops watching either way).
+    /// Reads of `paths` (and `requestID`) that the loop missed: as the store holds them now, or with
+    /// `published`, as of the published seq (read at a snapshot; the caller waits until its seq is published
+    /// before `learn`). Nil when there is nothing to read.
+    public func readsNeeded(paths: [DocumentPath], requestID: String? = nil, published: Bool) -> WriteReads? {
+        thread.check("Engine.readsNeeded")
+        var unique: [DocumentPath] = []
+        var seen = Set<DocumentPath>()
+        for p in paths where seen.insert(p).inserted { unique.append(p) }
+        guard !unique.isEmpty || requestID != nil else { return nil }
+        let reads = WriteReads(paths: unique, requestID: requestID, publishedAtStart: lastDurableSeq, published: published)
+        writeReads.watch(reads)
+        return reads
+    }
+
+    /// Takes what a reader read for `reads` (`WriteReads.read`) that is still right, for the work the
+    /// caller runs next; pass nil when the read failed (it stops watching either way).
     public func learn(_ result: WriteReadResult?, for reads: WriteReads) {
         thread.check("Engine.learn")
         let stillValid = writeReads.unwatch(reads, readAt: result?.seq)
         guard let result else { return }
         for (path, doc) in result.documents where stillValid.paths.contains(path) {
             writeReads.learned[path] = .some(doc)
+            if reads.published || overlay[path] == nil { writeReads.learnedPublished.insert(path) }
             if let doc, doc.seq <= lastDurableSeq { cache.insert(doc) }
         }
         if let id = result.requestID, stillValid.request { writeReads.learnedRequests[id] = .some(result.request) }
     }
 
-    /// Drops what `learn` kept (right after the commit it was for).
+    /// Drops what `learn` kept (right after the work it was for), and any miss nobody took.
     public func forgetLearned() {
-        writeReads.learned.removeAll(keepingCapacity: true)
-        writeReads.learnedRequests.removeAll(keepingCapacity: true)
+        writeReads.forget()
+    }
+
+    /// The published version of `path`, for a read the loop makes while judging (a rule's `get()`, a
+    /// document listen's resource): from the cache, or learned. Over a store across the network it is not
+    /// read here: it is noted as missing and UNAVAILABLE thrown (see above); over a local store it is read.
+    public func publishedOnLoop(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
+        thread.check("Engine.publishedOnLoop")
+        guard storeIsRemote else { return try get(path) }
+        if let doc = cache.get(path) { return doc }
+        if let known = writeReads.learned[path], writeReads.learnedPublished.contains(path) { return known }
+        throw missing(path)
+    }
+
+    /// Notes `path` as missing: the loop needs it and, the store being across the network, does not read it.
+    func missing(_ path: DocumentPath) -> HearthError {
+        writeReads.missing.append(path)
+        return HearthError(.unavailable, "document \(path) is read from the store on a reader first; this request runs again once it is back (try again)")
+    }
+
+    /// Notes `requestID` as missing (see `missing(_:)`).
+    func missing(requestID: String) -> HearthError {
+        writeReads.missingRequest = requestID
+        return HearthError(.unavailable, "request ID \(requestID) is looked up in the store on a reader first; this request runs again once it is back (try again)")
+    }
+
+    /// The documents (and request ID) the loop missed since the last call, and forgets them.
+    public func takeMissing() -> (paths: [DocumentPath], requestID: String?) {
+        thread.check("Engine.takeMissing")
+        defer { writeReads.missing.removeAll(keepingCapacity: true); writeReads.missingRequest = nil }
+        return (writeReads.missing, writeReads.missingRequest)
     }
 }
 
@@ -62,10 +118,25 @@ public struct WriteReads: Sendable {
     /// anything later it holds is this node's own commit (a follower does not commit), which is pending (the
     /// overlay answers for it) or published after this seq (and then not trusted: `learn`).
     let publishedAtStart: UInt64
+    /// Read at a snapshot, for the published state (else as the store holds them now).
+    public let published: Bool
 
-    /// Reads them as the store holds them now (`DocumentStore.readLatest`; any thread); documents are verified
-    /// as the engine verifies what it reads.
+    /// Reads them (any thread): as the store holds them now (`DocumentStore.readLatest`), or at a snapshot
+    /// when `published`. Documents are verified as the engine verifies what it reads.
     public func read(from store: any DocumentStore, codec: any DocumentCodec) throws(HearthError) -> WriteReadResult {
+        if published {
+            let snapshot = try store.snapshot()
+            defer { snapshot.close() }
+            var docs: [(DocumentPath, StoredDocument?)] = []
+            docs.reserveCapacity(paths.count)
+            for p in paths {
+                let doc = try snapshot.get(p)
+                if let doc { try codec.verifyStored(doc) }
+                docs.append((p, doc))
+            }
+            let request = try requestID.map { id throws(HearthError) in try snapshot.committedRequest(id) } ?? nil
+            return WriteReadResult(seq: snapshot.seq, documents: docs, requestID: requestID, request: request)
+        }
         let latest = try store.readLatest(paths, requestID: requestID)
         var docs: [(DocumentPath, StoredDocument?)] = []
         docs.reserveCapacity(paths.count)
@@ -77,7 +148,8 @@ public struct WriteReads: Sendable {
     }
 }
 
-/// What a reader read for `WriteReads` at the snapshot's seq.
+/// What a reader read for `WriteReads`, and the seq it is right at (a latest read: the published seq when it
+/// was asked for; a snapshot: its seq, to be published before it is learned).
 public struct WriteReadResult: Sendable {
     public let seq: UInt64
     let documents: [(DocumentPath, StoredDocument?)]
@@ -89,7 +161,20 @@ public struct WriteReadResult: Sendable {
 /// and what was learned for the commit being made. Loop thread only.
 struct WriteReadState {
     var learned: [DocumentPath: StoredDocument?] = [:]
+    /// Learned documents known to be the published version (read at a snapshot, or not pending when learned).
+    var learnedPublished = Set<DocumentPath>()
     var learnedRequests: [String: CommittedRequest?] = [:]
+    /// What the loop needed and did not read since the last `takeMissing`.
+    var missing: [DocumentPath] = []
+    var missingRequest: String?
+
+    mutating func forget() {
+        learned.removeAll(keepingCapacity: true)
+        learnedPublished.removeAll(keepingCapacity: true)
+        learnedRequests.removeAll(keepingCapacity: true)
+        missing.removeAll(keepingCapacity: true)
+        missingRequest = nil
+    }
     /// Paths and request IDs being read: how many reads want each, and the seq of the last published commit
     /// that changed it (or carried it) since the first of them began (0: none).
     private var paths: [DocumentPath: (readers: Int, changedAt: UInt64)] = [:]
@@ -138,6 +223,7 @@ struct WriteReadState {
     /// against them, so none of it is trusted.
     mutating func invalidateAll(at seq: UInt64) {
         learned.removeAll()
+        learnedPublished.removeAll()
         learnedRequests.removeAll()
         for p in paths.keys { paths[p]!.changedAt = seq }
         for id in requests.keys { requests[id]!.changedAt = seq }
@@ -148,6 +234,7 @@ struct WriteReadState {
     /// (it is only for the commit made right after learning).
     mutating func published(_ records: [CommitRecord]) {
         learned.removeAll(keepingCapacity: true)
+        learnedPublished.removeAll(keepingCapacity: true)
         learnedRequests.removeAll(keepingCapacity: true)
         if scanChanges != nil { for r in records { for m in r.mutations { scanChanges!.insert(m.path) } } }
         guard !paths.isEmpty || !requests.isEmpty else { return }

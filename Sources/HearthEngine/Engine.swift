@@ -393,7 +393,13 @@ public final class Engine {
         thread.check("Engine.committedRequest")
         guard pendingRequests[requestID] == nil else { return nil }
         let found: CommittedRequest?
-        if let known = writeReads.learnedRequests[requestID] { found = known } else { found = try store.committedRequest(requestID) }
+        if let known = writeReads.learnedRequests[requestID] {
+            found = known
+        } else {
+            // Over a store across the network the loop does not look it up (`Engine+WriteReads.swift`).
+            guard !storeIsRemote else { throw missing(requestID: requestID) }
+            found = try store.committedRequest(requestID)
+        }
         guard let found else { return nil }
         return try CommitAnswer.decode(found.answer, seq: found.seq, codec: codec)
     }
@@ -434,10 +440,15 @@ public final class Engine {
         }
     }
 
-    /// The newest version of a document, durable or not (what a write must see).
+    /// The newest version of a document, durable or not (what a write must see). Over a store across the
+    /// network, one neither pending, learned nor cached is missed rather than read (`Engine+WriteReads.swift`).
     private func latest(_ path: DocumentPath) throws(HearthError) -> (doc: StoredDocument?, fields: MapValue?) {
         if let e = overlay[path] { return (e.doc, e.fields) }
         if let known = writeReads.learned[path] { return (known, nil) }
+        if storeIsRemote {
+            guard let doc = cache.get(path) else { throw missing(path) }
+            return (doc, nil)
+        }
         return (try get(path), nil)
     }
 

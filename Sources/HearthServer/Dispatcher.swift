@@ -123,6 +123,9 @@ final class Dispatcher {
             // An error reply depends on nothing read from a moving store: decoding and validation errors,
             // or a store failure that the client may retry.
             holdingReply = false
+            var error = error
+            // Documents the loop does not read are read on a reader; the line runs again then.
+            if session.readMissed(after: &error) { return .mustWait }
             replyError(error.prefixed(op), id: id, session: session)
             session.server.requestFinished(timing, failed: true, id: id, session: session)
             return .handled
@@ -139,6 +142,7 @@ final class Dispatcher {
             }
             writer.withBytes { session.emitLine($0) }
         }
+        session.lineReads = nil
         if !timingDeferred { session.server.requestFinished(timing, failed: false, id: id, session: session) }
         return .handled
     }

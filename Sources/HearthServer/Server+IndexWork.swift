@@ -38,7 +38,10 @@ extension Server {
             offLoopReadReturned()
             defer { maybeFinishShutdown() }
             indexPageReading = false
-            do { try engine.indexWorkStep(page, outcome.result!) } catch { logger.warn("index work failed, will retry: \(error)") }
+            do { try engine.indexWorkStep(page, outcome.result!) } catch {
+                // A document a publication changed during the scan is not read here: the page is scanned again.
+                if engine.takeMissing().paths.isEmpty { logger.warn("index work failed, will retry: \(error)") }
+            }
             keepTurningWhileIndexWorkRemains()
         })
     }

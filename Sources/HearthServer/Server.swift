@@ -38,7 +38,12 @@ public final class Server {
     package private(set) var readsInFlight = 0
     /// First snapshots sent as the reader that read them encoded them (`InitialSnapshotLine`), for tests.
     var firstSnapshotsSentAsRead = 0
-    func offLoopReadStarted() { readsInFlight += 1 }
+    /// Reads handed to reader threads since start (tests count them).
+    package private(set) var readsStarted = 0
+    func offLoopReadStarted() {
+        readsInFlight += 1
+        readsStarted += 1
+    }
     func offLoopReadReturned() { readsInFlight -= 1 }
     private var listeners: [TCPListener] = []
     /// TLS (certificate, key, client CA; reloaded on SIGHUP), when configured.

@@ -34,6 +34,9 @@ final class Session: SnapshotWaiter {
     private(set) var readInFlight = false
     /// Its result, read at a seq not yet published: `finish` answers it once that seq is.
     private var heldRead: (seq: UInt64, finish: () -> Void)?
+    /// The running line missed documents the loop does not read (`readMissed`): what it read before it runs
+    /// again, and how that went.
+    var lineReads: LineReads?
     private var readingPaused = false
     // @exclusivity(unchecked) here and below: loop-thread state read on every delivered event; dynamic exclusivity checks off (docs/architecture.md, "Decisions").
     @exclusivity(unchecked) private(set) var closed = false
@@ -220,18 +223,57 @@ final class Session: SnapshotWaiter {
 
     /// Reads a write needs go to a reader thread (`Engine.readsNeeded`); the connection's next lines wait, and
     /// once they are back the write goes on (`PreparedWrite.run`) with what was read, in its place.
+    /// What the write misses when it runs (`PreparedWrite.next`) is read the same way, and it runs again.
     func readForWrite(_ reads: WriteReads, then write: PreparedWrite) {
         readInFlight = true
-        server.readForWrite(reads) { [self] failure in
+        server.readFirst(reads) { [self] failure in
             readInFlight = false
             guard !closed else { return }
             if let failure {
                 refuseWrite(write, failure)
             } else {
-                do throws(HearthError) { try write.run(on: self) } catch { refuseWrite(write, error) }
+                do throws(HearthError) { try write.run(on: self) } catch {
+                    switch write.next(after: error, engine: server.engine) {
+                    case .refuse(let e): refuseWrite(write, e)
+                    case .read(let next, let again): readForWrite(again, then: next)
+                    }
+                }
             }
             if isParked { runParked() } else { updateReading() }
         }
+    }
+
+    /// After the running line's handler threw `error`: when the loop missed documents it does not read (a rule's
+    /// `get()` over a store across the network: `Engine.publishedOnLoop`), they are read at a snapshot on a
+    /// reader thread, the connection's next lines wait, and the line runs again once they are back and
+    /// published here (true). Else false, and `error` is the line's answer: the handler's own, the failure of
+    /// that read, or the refusal after `Server.maxReadRounds` rounds.
+    func readMissed(after error: inout HearthError) -> Bool {
+        let missed = server.engine.takeMissing()
+        let earlier = lineReads
+        lineReads = nil
+        guard !missed.paths.isEmpty || missed.requestID != nil else { return false }
+        if let failure = earlier?.failure {
+            error = failure
+            return false
+        }
+        var r = earlier ?? LineReads()
+        r.rounds += 1
+        r.paths += missed.paths
+        guard r.rounds <= Server.maxReadRounds else {
+            error = Server.readRoundsExceeded(r.rounds - 1)
+            return false
+        }
+        guard let reads = server.engine.readsNeeded(paths: r.paths, requestID: missed.requestID, published: true) else { return false }
+        lineReads = r
+        readInFlight = true
+        server.readFirst(reads) { [self] failure in
+            readInFlight = false
+            guard !closed else { return }
+            lineReads?.failure = failure
+            if isParked { runParked() } else { updateReading() }
+        }
+        return true
     }
 
     private func refuseWrite(_ write: PreparedWrite, _ error: HearthError) {
@@ -334,4 +376,11 @@ final class Session: SnapshotWaiter {
         // follower's forwarded write, `ClusterCoordinator`) lets them run now.
         if server.engine.gate.phase == .quiet { runParked() } else { server.engine.gate.wait(self) }
     }
+}
+
+/// What a line that missed documents read before it runs again (`Session.readMissed`).
+struct LineReads {
+    var paths: [DocumentPath] = []
+    var rounds = 0
+    var failure: HearthError?
 }

@@ -97,7 +97,12 @@ enum WriteHandlers {
             ctx.session.readForWrite(reads, then: write)
             return
         }
-        try write.run(on: ctx.session)
+        do {
+            try write.run(on: ctx.session)
+        } catch {
+            guard case .read(let next, let reads) = write.next(after: error, engine: ctx.engine) else { throw error }
+            ctx.session.readForWrite(reads, then: next)
+        }
     }
 }
 
@@ -113,6 +118,30 @@ struct PreparedWrite {
     let review: ((CommitReview) throws(HearthError) -> Void)?
     let timing: RequestTiming
     let fields: (inout JSONWriter, CommitOutcome) -> Void
+    /// Documents earlier runs missed (`Engine+WriteReads.swift`; a rule's `get()`), read with its own, and
+    /// how many runs missed.
+    var alsoRead: [DocumentPath] = []
+    var rounds = 0
+
+    enum Next {
+        case refuse(HearthError)
+        /// Run `write` once `reads` are back.
+        case read(PreparedWrite, WriteReads)
+    }
+
+    /// After `run` threw `error`: when the engine missed what only the store across the network holds (a
+    /// document a rule read, one a publication changed since it was read, the request ID), read it with the
+    /// rest and run again; else refuse with `error`.
+    func next(after error: HearthError, engine: Engine) -> Next {
+        let missed = engine.takeMissing()
+        guard !missed.paths.isEmpty || missed.requestID != nil else { return .refuse(error) }
+        var again = self
+        again.rounds += 1
+        again.alsoRead += missed.paths
+        guard again.rounds <= Server.maxReadRounds else { return .refuse(Server.readRoundsExceeded(rounds)) }
+        guard let reads = engine.readsNeeded(for: writes, requestID: requestID, also: again.alsoRead) else { return .refuse(error) }
+        return .read(again, reads)
+    }
 
     /// Commits, with the in-order response once durable. With `requestId`, a write whose commit is already
     /// durable is answered with that commit's answer (and `"duplicate":true`) instead of being applied again,

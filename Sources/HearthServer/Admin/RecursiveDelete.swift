@@ -52,24 +52,46 @@ final class RecursiveDelete {
             guard !finished else { return }
             if let error = read.error { return finish(.failure(error)) }
             guard !read.paths.isEmpty else { return finish(.success(deleted)) }
-            let writes = read.paths.map { Write(kind: .delete, path: $0, operation: .delete) }
-            let count = writes.count
-            do throws(HearthError) {
-                try server.engine.commit(writes) { [self] result in
-                    switch result {
-                    case .success:
-                        deleted += count
-                        progress(deleted)
-                        // Not from inside the publication: the next read starts on the next loop turn.
-                        server.loop.timer(after: 0) { [self] in nextBatch() }
-                    case .failure(let error):
-                        finish(.failure(error))
-                    }
-                }
-            } catch {
-                finish(.failure(error))
-            }
+            deleteBatch(read.paths.map { Write(kind: .delete, path: $0, operation: .delete) }, round: 0)
         })
+    }
+
+    /// Deletes one batch in one commit. Over a store across the network, the versions the loop does not hold
+    /// are read on a reader first, and again if the commit still missed one (`Engine+WriteReads.swift`).
+    private func deleteBatch(_ writes: [Write], round: Int) {
+        guard !finished else { return }
+        let engine = server.engine
+        if engine.storeIsRemote, let reads = engine.readsNeeded(for: writes, requestID: nil) {
+            return server.readFirst(reads) { [self] failure in
+                if let failure { return finish(.failure(failure)) }
+                commit(writes, round: round)
+            }
+        }
+        commit(writes, round: round)
+    }
+
+    private func commit(_ writes: [Write], round: Int) {
+        guard !finished else { return }
+        let count = writes.count
+        do throws(HearthError) {
+            try server.engine.commit(writes) { [self] result in
+                switch result {
+                case .success:
+                    deleted += count
+                    progress(deleted)
+                    // Not from inside the publication: the next read starts on the next loop turn.
+                    server.loop.timer(after: 0) { [self] in nextBatch() }
+                case .failure(let error):
+                    finish(.failure(error))
+                }
+            }
+        } catch {
+            let missed = !server.engine.takeMissing().paths.isEmpty
+            guard missed, round < Server.maxReadRounds else {
+                return finish(.failure(missed ? Server.readRoundsExceeded(round) : error))
+            }
+            deleteBatch(writes, round: round + 1)
+        }
     }
 }
 

@@ -102,8 +102,8 @@ final class TTLSweeper {
         guard engine.storeIsRemote, let reads = engine.readsNeeded(for: Array(deletes), requestID: nil) else {
             return commitExpired(batch, rest, policy: policy, then: next)
         }
-        // A failed read leaves them to be read on the loop.
-        server.readForWrite(reads) { [self] _ in commitExpired(batch, rest, policy: policy, then: next) }
+        // What a failed read, or a publication since, leaves unknown is deleted at a later sweep.
+        server.readFirst(reads) { [self] _ in commitExpired(batch, rest, policy: policy, then: next) }
     }
 
     /// Deletes the documents of `batch` still expired now in one commit, then goes on with `rest`.
@@ -117,6 +117,7 @@ final class TTLSweeper {
             guard let fields = try? engine.latestFields(path), let t = policy.expiry(of: fields), t.micros <= now else { continue }
             writes.append(Write(kind: .delete, path: path, operation: .delete))
         }
+        _ = engine.takeMissing()   // a document unknown here (see above) is not deleted by this sweep
         guard !writes.isEmpty else { return deleteExpired(rest, policy: policy, then: next) }
         let count = writes.count
         do throws(HearthError) {

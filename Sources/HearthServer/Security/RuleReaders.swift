@@ -17,14 +17,15 @@ class RecordingRuleReader: RuleDocumentReader {
 }
 
 /// The published state, on the loop thread (through the engine's cache; a store read counts for the
-/// snapshot gate like any read of the request).
+/// snapshot gate like any read of the request). Over a store across the network a document the loop does not
+/// hold is missed rather than read (`Engine.publishedOnLoop`): the request runs again once it is read.
 final class PublishedRuleReader: RecordingRuleReader {
     unowned let engine: Engine
     init(engine: Engine) { self.engine = engine }
 
     override func read(_ path: DocumentPath) -> MapValue? {
         do throws(HearthError) {
-            guard let doc = try engine.get(path) else { return nil }
+            guard let doc = try engine.publishedOnLoop(path) else { return nil }
             return try engine.fields(of: doc)
         } catch {
             fail(error)
@@ -54,7 +55,9 @@ final class SnapshotRuleReader: RecordingRuleReader {
 }
 
 /// A commit under review: `get()` sees the state the commit applies to (durable and pending commits),
-/// `getAfter()` the commit's result where it touches the document.
+/// `getAfter()` the commit's result where it touches the document. Over a store across the network a document
+/// the loop does not hold is missed rather than read (`Engine.latestFields`): the write runs again once it is
+/// read.
 final class CommitRuleReader: RecordingRuleReader {
     unowned let engine: Engine
     let review: CommitReview

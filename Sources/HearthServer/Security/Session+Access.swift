@@ -78,7 +78,7 @@ extension Session {
         let reader = PublishedRuleReader(engine: server.engine)
         switch target {
         case .document(let path):
-            let doc = try server.engine.get(path)
+            let doc = try server.engine.publishedOnLoop(path)
             let fields = try access.resource(for: .get, doc, codec: server.engine.codec)
             let reads = try access.judge(principal, .get, what: "listen to \(path)", path: path, resource: fields, reader: reader)
             return [path] + reads
@@ -106,15 +106,24 @@ extension Session {
     }
 
     /// Judges one listener again with the current identity, rules and documents; ends it with the refusal
-    /// if it is no longer allowed.
-    func rejudge(_ tag: String) {
+    /// if it is no longer allowed. Documents the rules read that this node must first read from a store
+    /// across the network (`Engine.publishedOnLoop`) are read on a reader, then it is judged again; `read`
+    /// and `round` are those of earlier rounds.
+    func rejudge(_ tag: String, read: [DocumentPath] = [], round: Int = 0) {
         guard !closed, let target = listenTargets[tag], subscriptions[tag] != nil else { return }
         if let e = expiredCredentials() { revoke(tag, e); return }
         do {
             let paths = try judgeListen(target)
             server.listenerAccess.set(self, tag: tag, dependsOn: paths)
         } catch {
-            revoke(tag, error)
+            let missed = server.engine.takeMissing().paths
+            guard !missed.isEmpty else { return revoke(tag, error) }
+            guard round < Server.maxReadRounds, let reads = server.engine.readsNeeded(paths: read + missed, published: true) else {
+                return revoke(tag, Server.readRoundsExceeded(round))
+            }
+            server.readFirst(reads) { [self] failure in
+                if let failure { revoke(tag, failure) } else { rejudge(tag, read: reads.paths, round: round + 1) }
+            }
         }
     }
 
