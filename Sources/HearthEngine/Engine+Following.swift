@@ -45,6 +45,7 @@ extension Engine {
         thread.check("Engine.reset")
         precondition(isIdle, "a node resets only while it has nothing pending")
         guard seq > lastDurableSeq else { return lastDurableSeq }
+        loopStoreReads &+= 1
         gate.adoptionStarted()
         defer { gate.publicationFinished() }
         cache.reset(published: seq)
@@ -84,6 +85,7 @@ extension Engine {
     func publishedReads<R>(_ body: (any StoreReads, [DocumentPath: StoredDocument?]) throws(HearthError) -> R) throws(HearthError) -> R {
         guard storeMayLead else { return try storeRead { (s) throws(HearthError) in try body(s, [:]) } }
         do throws(HearthError) {
+            loopStoreReads &+= 1
             let snapshot = try store.snapshot()
             defer { snapshot.close() }
             let published = lastDurableSeq

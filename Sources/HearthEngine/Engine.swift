@@ -46,6 +46,9 @@ public final class Engine {
     /// the server then makes the reads a write needs (`readsNeeded`) and the limit windows a publication would
     /// refill (`ListenerHub.windowReads`) on reader threads rather than on the loop.
     public var storeIsRemote: Bool
+    /// Reads of the store made on the loop thread since start (`stats`' `store.loopReads`): those the gate
+    /// confirms, a follower's reads at its published seq, and a reset's.
+    public internal(set) var loopStoreReads: UInt64 = 0
 
     /// Declared composite indexes (building or ready), maintained by every commit.
     public internal(set) var indexes: [IndexDefinition] = [] { didSet { catalogView.publish(indexes) } }
@@ -211,6 +214,7 @@ public final class Engine {
     /// The store, for a read that the snapshot gate must confirm (counted).
     var readStore: any DocumentStore {
         gate.noteStoreRead()
+        loopStoreReads &+= 1
         return store
     }
 

@@ -38,6 +38,10 @@ public final class Server {
     package private(set) var readsInFlight = 0
     /// First snapshots sent as the reader that read them encoded them (`InitialSnapshotLine`), for tests.
     var firstSnapshotsSentAsRead = 0
+    /// The store's figures last read by `refreshStoreFigures` (a store across the network), and whether a
+    /// read of them is under way.
+    var storeFigures = StoreFigures()
+    var storeFiguresReading = false
     /// Reads handed to reader threads since start (tests count them).
     package private(set) var readsStarted = 0
     func offLoopReadStarted() {

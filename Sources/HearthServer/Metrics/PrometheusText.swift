@@ -47,6 +47,7 @@ enum PrometheusText {
         gauge("hearth_cache_entries", "Documents in the cache.", "\(r.cacheEntries)")
         gauge("hearth_cache_bytes", "Bytes of documents in the cache.", "\(r.cacheBytes)")
         gauge("hearth_store_bytes", "Bytes the store's files take on disk.", "\(r.storeBytes)")
+        counter("hearth_store_loop_reads_total", "Reads of the store made on the event loop thread (over PostgreSQL they stay at or near 0: such reads are made on reader threads).", "\(r.loopStoreReads)")
         if let a = r.applier {
             gauge("hearth_applier_backlog_commits", "Commits durable in the commit log and not yet applied to the database.", "\(a.backlogCommits)")
             counter("hearth_applier_groups_total", "Group commits applied to the database by the background applier.", "\(a.groups)")

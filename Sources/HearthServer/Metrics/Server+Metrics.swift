@@ -21,7 +21,11 @@ extension Server {
     /// Starts the once-a-second tick (rates, latency windows) and serves `/metrics` on the socket's metrics
     /// listener when there is one (bound with the other listeners, before the store was opened).
     func startMetrics(_ socket: ServerSocket) {
-        metricsTimer = loop.timer(after: 1000, repeat: 1000) { [unowned self] in self.metrics.tick() }
+        metricsTimer = loop.timer(after: 1000, repeat: 1000) { [unowned self] in
+            self.metrics.tick()
+            self.refreshStoreFigures()
+        }
+        refreshStoreFigures()
         guard let listener = socket.metricsListener else { return }
         let endpoint = MetricsEndpoint(loop: loop, logger: logger, listener: listener) { [unowned self] in
             PrometheusText.render(self.statsReport())
@@ -61,10 +65,12 @@ extension Server {
         r.cacheMisses = cache.misses
         r.cacheEntries = cache.entries
         r.cacheBytes = cache.bytes
-        r.storeBytes = (store as? any StoreAdministration)?.bytesOnDisk() ?? 0
+        let figures = engine.storeIsRemote ? storeFigures : StoreFigures.read(store)
+        r.storeBytes = figures.bytesOnDisk
         r.applier = (store as? any StoreAdministration)?.applier
         r.seq = engine.lastDurableSeq
-        r.oldestResumableSeq = (try? store.oldestResumableSeq()) ?? 0
+        r.oldestResumableSeq = figures.oldestResumableSeq
+        r.loopStoreReads = engine.loopStoreReads
         r.retentionSeconds = config.retentionSeconds
         r.retentionBytes = config.retentionBytes
         r.malformedRequests = metrics.malformed
@@ -77,4 +83,39 @@ extension Server {
         }
         return r
     }
+}
+
+extension Server {
+    /// Over a store across the network the loop does not read the store's figures when `stats` or `/metrics`
+    /// asks: a reader reads them at every tick (once a second), and the report gives the last ones read.
+    func refreshStoreFigures() {
+        guard engine.storeIsRemote, !storeFiguresReading, !shuttingDown else { return }
+        storeFiguresReading = true
+        let store = self.store
+        let outcome = StoreFiguresOutcome()
+        offLoopReadStarted()
+        readers.submit({ outcome.figures = StoreFigures.read(store) }, done: { [unowned self] in
+            offLoopReadReturned()
+            storeFiguresReading = false
+            if let figures = outcome.figures { storeFigures = figures }
+            maybeFinishShutdown()
+        })
+    }
+}
+
+/// The store's own figures in a `StatsReport`.
+struct StoreFigures: Sendable {
+    var bytesOnDisk: Int64 = 0
+    var oldestResumableSeq: UInt64 = 0
+
+    /// Reads them from `store` (any thread; 0 for a figure the store cannot give now).
+    static func read(_ store: any DocumentStore) -> StoreFigures {
+        StoreFigures(bytesOnDisk: (store as? any StoreAdministration)?.bytesOnDisk() ?? 0,
+                     oldestResumableSeq: (try? store.oldestResumableSeq()) ?? 0)
+    }
+}
+
+/// Carries the figures back from a reader thread (written before `done` runs; the pool's lock orders it).
+private final class StoreFiguresOutcome: @unchecked Sendable {
+    var figures: StoreFigures?
 }

@@ -40,6 +40,8 @@ struct StatsReport {
     var applier: ApplierStatus?
     var seq: UInt64 = 0
     var oldestResumableSeq: UInt64 = 0
+    /// Reads of the store made on the loop thread (the snapshot gate's count).
+    var loopStoreReads: UInt64 = 0
     var retentionSeconds: Int64 = 0
     var retentionBytes: Int64 = 0
     var malformedRequests: UInt64 = 0
@@ -92,6 +94,7 @@ struct StatsReport {
         w.key("bytesOnDisk"); w.int(storeBytes)
         w.key("seq"); w.uint(seq)
         w.key("oldestResumableSeq"); w.uint(oldestResumableSeq)
+        w.key("loopReads"); w.uint(loopStoreReads)
         w.key("retentionSeconds"); w.int(retentionSeconds)
         w.key("retentionBytes"); w.int(retentionBytes)
         if let a = applier {

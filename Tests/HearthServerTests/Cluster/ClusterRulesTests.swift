@@ -62,5 +62,71 @@ extension ClusterSuites {
             #expect(try direct.call(["op": "hello", "token": try mint.hs256(TokenMint.claims("alice"))]).isOK)
             #expect(try direct.request(#"{"op":"set","path":"notes/alice/items/a","data":{}}"#).isOK)
         }
+
+        static let membershipRules = """
+        rules_version = '2';
+        service cloud.firestore {
+          match /databases/{database}/documents {
+            match /teams/{t}/members/{u} { allow read: if request.auth != null && request.auth.uid == u; }
+            match /teams/{t}/docs/{d} {
+              allow read, write: if request.auth != null
+                && exists(/databases/$(database)/documents/teams/$(t)/members/$(request.auth.uid));
+            }
+          }
+        }
+        """
+
+        /// Rules that read a membership document (`exists()`), on every node: the document the rule reads is in
+        /// no node's memory, so each node reads it from PostgreSQL on a reader thread and runs the request
+        /// again (writes on the committer, gets and listens on a follower); removing the membership ends the
+        /// listener on the follower, judged again the same way.
+        @Test func rulesThatReadDocumentsAreJudgedOnEveryNode() throws {
+            let mint = try TokenMint()
+            defer { mint.cleanUp() }
+            let rules = mint.dir + "/rules", key = mint.dir + "/admin.key"
+            try Self.membershipRules.write(toFile: rules, atomically: true, encoding: .utf8)
+            let adminKey = String(repeating: "k", count: 40)
+            try adminKey.write(toFile: key, atomically: true, encoding: .utf8)
+            let c = try ClusterNodes(extraArgs: ["--rules", rules, "--auth-secret-file", mint.secretFile, "--admin-key-file", key])
+            let k = try c.committer()
+            let admin = try c[k].connect()
+            #expect(try admin.call(["op": "hello", "adminKey": adminKey]).isOK)
+            #expect(try admin.request(#"{"op":"set","path":"teams/t1/members/alice","data":{}}"#).isOK)
+            let loopReadsBefore = try (0..<3).map { try Self.loopReads(c[$0], adminKey) }
+            let alice = try c[(k + 1) % 3].connect(), bob = try c[(k + 2) % 3].connect()
+            #expect(try alice.call(["op": "hello", "token": try mint.hs256(TokenMint.claims("alice"))]).isOK)
+            #expect(try bob.call(["op": "hello", "token": try mint.hs256(TokenMint.claims("bob"))]).isOK)
+            let wrote = try alice.request(#"{"op":"set","path":"teams/t1/docs/a","data":{"t":"hi"}}"#)
+            #expect(wrote.isOK, "\(wrote)")
+            #expect(try bob.request(#"{"op":"set","path":"teams/t1/docs/b","data":{}}"#).errorCode == "PERMISSION_DENIED")
+            // Twice: the first get reads the document on a reader, the second finds it cached and is judged
+            // on the loop, which reads the membership on a reader first.
+            for _ in 0..<2 {
+                let read = try alice.request(#"{"op":"get","path":"teams/t1/docs/a"}"#)
+                #expect(((read["doc"] as? [String: Any])?["data"] as? [String: Any])?["t"] as? String == "hi", "\(read)")
+                #expect(try bob.request(#"{"op":"get","path":"teams/t1/docs/a"}"#).errorCode == "PERMISSION_DENIED")
+            }
+            let listen = try alice.request(#"{"op":"listen","path":"teams/t1/docs/a","id":"l"}"#)
+            let sub = try #require(listen["sub"] as? String, "\(listen)")
+            let first = try alice.readObject()
+            #expect(first["sub"] as? String == sub && first["type"] as? String == "snapshot", "\(first)")
+            #expect(try bob.request(#"{"op":"listen","path":"teams/t1/docs/a"}"#).errorCode == "PERMISSION_DENIED")
+            // Alice leaves the team: her listener is judged again on its node and ends.
+            #expect(try admin.request(#"{"op":"delete","path":"teams/t1/members/alice"}"#).isOK)
+            let ended = try alice.readObject()
+            #expect(ended["sub"] as? String == sub && ended["type"] as? String == "error", "\(ended)")
+            #expect(((ended["error"] as? [String: Any])?["code"] as? String) == "PERMISSION_DENIED", "\(ended)")
+            #expect(try alice.request(#"{"op":"ping"}"#).isOK)
+            let loopReadsAfter = try (0..<3).map { try Self.loopReads(c[$0], adminKey) }
+            #expect(loopReadsAfter == loopReadsBefore, "no node read PostgreSQL on its loop thread")
+        }
+
+        /// `stats`' count of store reads made on the node's loop thread.
+        static func loopReads(_ node: DaemonProcess, _ adminKey: String) throws -> Int {
+            let conn = try node.connect()
+            _ = try conn.call(["op": "hello", "adminKey": adminKey])
+            let stats = try conn.request(#"{"op":"stats"}"#)
+            return try #require((stats["store"] as? [String: Any])?["loopReads"] as? Int, "\(stats)")
+        }
     }
 }
