@@ -74,6 +74,16 @@ extension Engine {
         if let id = result.requestID, stillValid.request { writeReads.learnedRequests[id] = .some(result.request) }
     }
 
+    /// Takes `versions` as the published versions of their documents (a batch being published: its
+    /// documents' versions after it), for the work the caller runs next; `forgetLearned` after.
+    public func learnPublished(_ versions: [DocumentPath: StoredDocument?]) {
+        thread.check("Engine.learnPublished")
+        for (path, doc) in versions {
+            writeReads.learned[path] = .some(doc)
+            writeReads.learnedPublished.insert(path)
+        }
+    }
+
     /// Drops what `learn` kept (right after the work it was for), and any miss nobody took.
     public func forgetLearned() {
         writeReads.forget()

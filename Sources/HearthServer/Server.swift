@@ -100,7 +100,12 @@ public final class Server {
         if let problem = config.security.protectionProblem(host: config.host) { throw HearthError(.failedPrecondition, problem) }
         self.access = try access ?? AccessControl(config.security)
         engine.willPublish = { [unowned self] records in
-            for (session, tag) in self.listenerAccess.affected(by: records) { session.rejudge(tag) }
+            let affected = self.listenerAccess.affected(by: records)
+            guard !affected.listeners.isEmpty else { return }
+            // The documents the batch changed are judged at their new versions without reading them.
+            self.engine.learnPublished(affected.versions)
+            for (session, tag) in affected.listeners { session.rejudge(tag) }
+            self.engine.forgetLearned()
         }
         if config.security.rulesFile != nil {
             onReload("rules") { [unowned self] in try self.reloadRules() }

@@ -101,6 +101,13 @@ extension Session: ListenerSink {
                 ?? HearthError(.aborted, "the listener ended while its first snapshot was read; listen again")
             return refuseListen(listener, refusal, slot: slot, id: id, timing: timing)
         }
+        if listener.held {
+            // Judged again meanwhile, and the rules' reads are being read: completed once it is judged.
+            completionsAfterJudging[tag] = { [self] in
+                completeListen(listener, first, line: line, encodeAs: encodeAs, slot: slot, id: id, timing: timing)
+            }
+            return
+        }
         heldEvents = []
         let completion = server.engine.listeners.complete(listener, with: first, sinkSendsInitial: line != nil)
         let held = heldEvents ?? []

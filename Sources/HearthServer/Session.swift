@@ -57,6 +57,9 @@ final class Session: SnapshotWaiter {
     /// Refusals (the rules judged again) of listeners whose first snapshot was being read: their listen is
     /// answered with it.
     var refusedWhilePending: [String: HearthError] = [:]
+    /// Completions of pending listeners whose first snapshot came back while they were held, being judged
+    /// again (`rejudge`): run once that judgement is made.
+    var completionsAfterJudging: [String: () -> Void] = [:]
     /// Events of a listener being registered, held until its `listen` response has gone out.
     @exclusivity(unchecked) var heldEvents: [ListenerEvent]?
     var heartbeatTimer: LoopTimer?

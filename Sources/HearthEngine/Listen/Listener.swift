@@ -53,8 +53,13 @@ public final class Listener {
     var sent: [ResultDocument] = []
     var currentDocument: StoredDocument?
     var sentDocument: StoredDocument?
-    /// Current differs from sent and is waiting for the subscriber to drain.
+    /// Current differs from sent and is waiting for the subscriber to drain (or for `ListenerHub.release`).
     @exclusivity(unchecked) var dirty = false
+    /// Its changes are kept back, coalesced as for a slow subscriber, until `ListenerHub.release`: the server
+    /// is judging it again and must read first what the rules read.
+    @exclusivity(unchecked) var holds = 0
+    /// True while `ListenerHub.hold` keeps its changes back.
+    public var held: Bool { holds > 0 }
     /// True from `ListenerHub.add` until `remove`: a publication walking an index list it was taken out of
     /// meanwhile skips it.
     @exclusivity(unchecked) var isRegistered = false

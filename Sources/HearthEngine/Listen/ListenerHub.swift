@@ -395,7 +395,7 @@ public final class ListenerHub {
     /// A shared query view: applied once, from the commit's decoded mutations; nil when a limit window lost a
     /// row it cannot refill without reading the store. Members falling behind keep what they were last sent.
     private func apply(_ mutations: [DecodedMutation], to v: SharedView) -> [ViewChange]? {
-        for m in v.members where !m.dirty && !(m.sink?.canAcceptEvents ?? false) { m.sent = v.rows }
+        for m in v.members where !m.dirty && (m.held || !(m.sink?.canAcceptEvents ?? false)) { m.sent = v.rows }
         let q = v.query
         if q.limit != nil || q.limitToLast != nil { return WindowView.apply(mutations, to: &v.rows, query: q) }
         return IncrementalView.apply(mutations, to: &v.rows, query: q)
@@ -413,10 +413,10 @@ public final class ListenerHub {
     /// `changes`, when known, are the changes from `sent` to `current` (the common case: nothing pending).
     private func emit(_ l: Listener, changes: [ViewChange]? = nil, shareKey: UInt64? = nil) {
         guard let sink = l.sink else { return }
-        if l.dirty || !sink.canAcceptEvents {
+        if l.dirty || l.held || !sink.canAcceptEvents {
             if !l.dirty { dirtyBySink[ObjectIdentifier(sink), default: []].append(l) }
             l.dirty = true
-            sink.coalescing()
+            if !l.held || !sink.canAcceptEvents { sink.coalescing() }
             return
         }
         if let changes {
@@ -450,9 +450,24 @@ public final class ListenerHub {
         guard let pending = dirtyBySink[key] else { return }
         var remaining: [Listener] = []
         for l in pending.sorted(by: { $0.seq < $1.seq }) where l.dirty && listeners[l.id] != nil {
-            if sink.canAcceptEvents { send(l, to: sink) } else { remaining.append(l) }
+            if sink.canAcceptEvents && !l.held { send(l, to: sink) } else { remaining.append(l) }
         }
         dirtyBySink[key] = remaining.isEmpty ? nil : remaining
+    }
+
+    /// Keeps the listener's changes back, coalesced, until as many `release`s (it is being judged again).
+    public func hold(_ l: Listener) {
+        engine.thread.check("ListenerHub.hold")
+        l.holds += 1
+    }
+
+    /// Ends one `hold`; after the last, what the listener missed meanwhile is sent now as one snapshot of the
+    /// net changes (unless its subscriber is over budget, as for any coalesced listener).
+    public func release(_ l: Listener) {
+        engine.thread.check("ListenerHub.release")
+        guard l.holds > 0 else { return }
+        l.holds -= 1
+        if l.holds == 0, l.dirty, let sink = l.sink { drained(sink) }
     }
 
     /// True when every listener of the subscriber has been sent everything up to its seq.

@@ -49,14 +49,22 @@ final class ListenerAccess {
     }
 
     /// The listeners that depend on a document these commits change, each once; a connection's in the
-    /// order they were made.
-    func affected(by records: [CommitRecord]) -> [(session: Session, tag: String)] {
-        guard !byPath.isEmpty else { return [] }
+    /// order they were made. With them, the version each such document has after the commits (the published
+    /// version once they are published: what judging the listeners again reads).
+    func affected(by records: [CommitRecord]) -> (listeners: [(session: Session, tag: String)], versions: [DocumentPath: StoredDocument?]) {
+        guard !byPath.isEmpty else { return ([], [:]) }
         var keys = Set<Key>()
-        for r in records { for m in r.mutations { if let ks = byPath[m.path] { keys.formUnion(ks) } } }
+        var versions: [DocumentPath: StoredDocument?] = [:]
+        for r in records {
+            for m in r.mutations {
+                guard let ks = byPath[m.path] else { continue }
+                keys.formUnion(ks)
+                versions[m.path] = .some(m.after)
+            }
+        }
         let ordered = keys.sorted { a, b in
             a.session != b.session ? a.session < b.session : (Int(a.tag) ?? 0, a.tag) < (Int(b.tag) ?? 0, b.tag)
         }
-        return ordered.compactMap { k in entries[k].map { ($0.session, k.tag) } }
+        return (ordered.compactMap { k in entries[k].map { ($0.session, k.tag) } }, versions)
     }
 }

@@ -107,21 +107,29 @@ extension Session {
 
     /// Judges one listener again with the current identity, rules and documents; ends it with the refusal
     /// if it is no longer allowed. Documents the rules read that this node must first read from a store
-    /// across the network (`Engine.publishedOnLoop`) are read on a reader, then it is judged again; `read`
-    /// and `round` are those of earlier rounds.
+    /// across the network (`Engine.publishedOnLoop`) are read on a reader, then it is judged again; meanwhile
+    /// the listener is held (`ListenerHub.hold`), so that it receives nothing it may no longer see. `read` and
+    /// `round` are those of earlier rounds.
     func rejudge(_ tag: String, read: [DocumentPath] = [], round: Int = 0) {
-        guard !closed, let target = listenTargets[tag], subscriptions[tag] != nil else { return }
+        guard !closed, let target = listenTargets[tag], let listener = subscriptions[tag] else { return }
+        let hub = server.engine.listeners
         if let e = expiredCredentials() { revoke(tag, e); return }
         do {
             let paths = try judgeListen(target)
             server.listenerAccess.set(self, tag: tag, dependsOn: paths)
+            guard round > 0 else { return }
+            hub.release(listener)
+            if !listener.held { completionsAfterJudging.removeValue(forKey: tag)?() }
         } catch {
             let missed = server.engine.takeMissing().paths
             guard !missed.isEmpty else { return revoke(tag, error) }
             guard round < Server.maxReadRounds, let reads = server.engine.readsNeeded(paths: read + missed, published: true) else {
                 return revoke(tag, Server.readRoundsExceeded(round))
             }
+            if round == 0 { hub.hold(listener) }
             server.readFirst(reads) { [self] failure in
+                // A listener the connection ended (or replaced under the same tag) meanwhile is not judged.
+                guard subscriptions[tag] === listener else { return }
                 if let failure { revoke(tag, failure) } else { rejudge(tag, read: reads.paths, round: round + 1) }
             }
         }
@@ -133,8 +141,13 @@ extension Session {
         guard let l = subscriptions.removeValue(forKey: tag) else { return }
         let pending = l.isPending
         server.engine.listeners.remove(l)
-        // A listener whose first snapshot is still being read: its listen is answered with the refusal.
-        if pending { refusedWhilePending[tag] = error; return }
+        // A listener whose first snapshot is still being read: its listen is answered with the refusal (now,
+        // if the snapshot came back while the listener was judged again).
+        if pending {
+            refusedWhilePending[tag] = error
+            completionsAfterJudging.removeValue(forKey: tag)?()
+            return
+        }
         guard !closed else { return }
         server.dispatcher.sendEvent(.error(error), sub: tag, shareKey: nil, on: conn)
         sentSinceTick = true

@@ -151,6 +151,44 @@ import Testing
         #expect(s.engine.gate.storeReads == before, "no store read on the loop")
     }
 
+    /// A commit that changes what the rules read and a document the listener sees, together: while the
+    /// rules' new read is read on a reader, the listener is held, so a listener refused never sees the
+    /// commit, and one still allowed gets it once judged.
+    @Test(arguments: [("k2", false), ("k3", true)])
+    func aListenerJudgedAgainIsHeldUntilJudged(key: String, allowed: Bool) throws {
+        let s = try server(cached: [])
+        s.engine.storeIsRemote = false
+        let w = s.connect(), r = s.connect()
+        w.write([#"{"op":"set","path":"flags/k3","data":{}}"#])
+        s.flush()
+        s.engine.documentCache.reset(published: s.engine.lastDurableSeq)
+        s.engine.storeIsRemote = true
+        r.write([#"{"op":"listen","query":{"collection":"c"},"id":"l"}"#])
+        s.flush()
+        let opened = r.take()
+        let sub = try #require(opened.first?["sub"] as? String, "\(opened)")
+        let before = s.engine.gate.storeReads
+        w.write([#"{"op":"commit","writes":[{"op":"set","path":"flags/open","data":{"on":true,"key":"\#(key)"}},{"op":"update","path":"c/a","data":{"n":5}}]}"#])
+        s.settle()
+        let batch = try #require(s.takeBatch())
+        s.land(batch)
+        s.publish(batch)
+        let listener = try #require(s.engine.listeners.listeners.values.first { $0.tag == sub })
+        #expect(listener.held, "judged again, its rule's new read on a reader")
+        #expect(r.take().isEmpty, "nothing sent while held")
+        s.flush()
+        let lines = r.take()
+        #expect(lines.count == 1, "\(lines)")
+        if allowed {
+            #expect(lines.first?["type"] as? String == "snapshot" && lines.first?["seq"] as? Int == Int(batch.records.last!.seq), "\(lines)")
+            #expect(!listener.held)
+        } else {
+            #expect(lines.first?["type"] as? String == "error" && lines.first?.errorCode == "PERMISSION_DENIED", "\(lines)")
+            #expect(s.engine.listeners.count == 0)
+        }
+        #expect(s.engine.gate.storeReads == before)
+    }
+
     @Test func aFailedReadAnswersTheLineAndTheConnectionCarriesOn() throws {
         let s = try server()
         let c = s.connect()
