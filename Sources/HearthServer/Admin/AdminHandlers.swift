@@ -9,16 +9,25 @@ enum AdminHandlers {
     /// Largest `batchSize` of a recursive delete (and its default).
     static let maxDeleteBatch = 500
 
+    /// Over a store across the network the store's own figures are read on a reader thread (the rest is the
+    /// loop's, taken when asked).
     static func stats(_ ctx: Context, _ req: Request) throws(HearthError) {
         let report = ctx.server.statsReport()
         let deletes = ctx.server.jobs.runningDeletes, compacting = ctx.server.jobs.compacting
-        ctx.reply(req) { w in
+        let write: @Sendable (StatsReport, inout JSONWriter) -> Void = { report, w in
             report.writeJSON(into: &w)
             w.key("jobs")
             w.beginObject()
             w.key("recursiveDeletes"); w.int(Int64(deletes))
             w.key("compacting"); w.bool(compacting)
             w.endObject()
+        }
+        guard ctx.engine.storeIsRemote else { return ctx.reply(req) { w in write(report, &w) } }
+        let store = ctx.server.store
+        ctx.readOnReader(req, reparsing: false) { _, w in
+            var fresh = report
+            fresh.store = StoreFigures.read(store)
+            write(fresh, &w)
         }
     }
 

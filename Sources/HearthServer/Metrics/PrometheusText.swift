@@ -46,7 +46,7 @@ enum PrometheusText {
         counter("hearth_cache_misses_total", "Document reads that went to the store.", "\(r.cacheMisses)")
         gauge("hearth_cache_entries", "Documents in the cache.", "\(r.cacheEntries)")
         gauge("hearth_cache_bytes", "Bytes of documents in the cache.", "\(r.cacheBytes)")
-        gauge("hearth_store_bytes", "Bytes the store's files take on disk.", "\(r.storeBytes)")
+        gauge("hearth_store_bytes", "Bytes the store's files take on disk.", "\(r.store.bytesOnDisk)")
         counter("hearth_store_loop_reads_total", "Reads of the store made on the event loop thread (over PostgreSQL they stay at or near 0: such reads are made on reader threads).", "\(r.loopStoreReads)")
         if let a = r.applier {
             gauge("hearth_applier_backlog_commits", "Commits durable in the commit log and not yet applied to the database.", "\(a.backlogCommits)")
@@ -55,7 +55,7 @@ enum PrometheusText {
             gauge("hearth_applier_stalled", "1 while the background applier cannot apply the backlog (writes are refused; the log holds it), else 0.", a.stalled == nil ? "0" : "1")
         }
         gauge("hearth_seq", "The last durable and published seq.", "\(r.seq)")
-        gauge("hearth_oldest_resumable_seq", "The oldest seq listeners can resume from (the change log's retention window starts after it).", "\(r.oldestResumableSeq)")
+        gauge("hearth_oldest_resumable_seq", "The oldest seq listeners can resume from (the change log's retention window starts after it).", "\(r.store.oldestResumableSeq)")
         counter("hearth_ttl_deleted_total", "Documents deleted by TTL policies.", "\(r.ttlDeleted)")
         if let c = r.cluster {
             gauge("hearth_cluster_committer", "1 while this node is the committer, else 0 (a follower, or elected and catching up).", c.role == "committer" ? "1" : "0")

@@ -65,11 +65,9 @@ extension Server {
         r.cacheMisses = cache.misses
         r.cacheEntries = cache.entries
         r.cacheBytes = cache.bytes
-        let figures = engine.storeIsRemote ? storeFigures : StoreFigures.read(store)
-        r.storeBytes = figures.bytesOnDisk
+        r.store = engine.storeIsRemote ? storeFigures : StoreFigures.read(store)
         r.applier = (store as? any StoreAdministration)?.applier
         r.seq = engine.lastDurableSeq
-        r.oldestResumableSeq = figures.oldestResumableSeq
         r.loopStoreReads = engine.loopStoreReads
         r.retentionSeconds = config.retentionSeconds
         r.retentionBytes = config.retentionBytes
@@ -86,8 +84,8 @@ extension Server {
 }
 
 extension Server {
-    /// Over a store across the network the loop does not read the store's figures when `stats` or `/metrics`
-    /// asks: a reader reads them at every tick (once a second), and the report gives the last ones read.
+    /// Over a store across the network the loop does not read the store's figures: a reader reads them at
+    /// every tick (once a second) for `/metrics`, and `stats` reads them afresh on a reader.
     func refreshStoreFigures() {
         guard engine.storeIsRemote, !storeFiguresReading, !shuttingDown else { return }
         storeFiguresReading = true

@@ -3,7 +3,7 @@ import HearthStorage
 
 /// Every figure `stats` answers and `/metrics` exposes, gathered at one moment on the loop thread
 /// (`Server.statsReport()`). The two renderings (`writeJSON`, `PrometheusText`) read only this.
-struct StatsReport {
+struct StatsReport: Sendable {
     struct Op {
         let name: String
         let count: UInt64
@@ -36,10 +36,10 @@ struct StatsReport {
     var cacheMisses = 0
     var cacheEntries = 0
     var cacheBytes = 0
-    var storeBytes: Int64 = 0
+    /// The store's own figures.
+    var store = StoreFigures()
     var applier: ApplierStatus?
     var seq: UInt64 = 0
-    var oldestResumableSeq: UInt64 = 0
     /// Reads of the store made on the loop thread (the snapshot gate's count).
     var loopStoreReads: UInt64 = 0
     var retentionSeconds: Int64 = 0
@@ -91,9 +91,9 @@ struct StatsReport {
         w.endObject()
         w.key("store")
         w.beginObject()
-        w.key("bytesOnDisk"); w.int(storeBytes)
+        w.key("bytesOnDisk"); w.int(store.bytesOnDisk)
         w.key("seq"); w.uint(seq)
-        w.key("oldestResumableSeq"); w.uint(oldestResumableSeq)
+        w.key("oldestResumableSeq"); w.uint(store.oldestResumableSeq)
         w.key("loopReads"); w.uint(loopStoreReads)
         w.key("retentionSeconds"); w.int(retentionSeconds)
         w.key("retentionBytes"); w.int(retentionBytes)
