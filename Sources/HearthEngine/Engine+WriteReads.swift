@@ -84,7 +84,7 @@ extension Engine {
         }
     }
 
-    /// Drops what `learn` kept (right after the work it was for), and any miss nobody took.
+    /// Drops what `learn` kept (right after the work it was for).
     public func forgetLearned() {
         writeReads.forget()
     }
@@ -111,6 +111,9 @@ extension Engine {
         writeReads.missingRequest = requestID
         return HearthError(.unavailable, "request ID \(requestID) is looked up in the store on a reader first; this request runs again once it is back (try again)")
     }
+
+    /// True when the loop missed something since the last `takeMissing`.
+    public var hasMissing: Bool { !writeReads.missing.isEmpty || writeReads.missingRequest != nil }
 
     /// The documents (and request ID) the loop missed since the last call, and forgets them.
     public func takeMissing() -> (paths: [DocumentPath], requestID: String?) {
@@ -182,8 +185,6 @@ struct WriteReadState {
         learned.removeAll(keepingCapacity: true)
         learnedPublished.removeAll(keepingCapacity: true)
         learnedRequests.removeAll(keepingCapacity: true)
-        missing.removeAll(keepingCapacity: true)
-        missingRequest = nil
     }
     /// Paths and request IDs being read: how many reads want each, and the seq of the last published commit
     /// that changed it (or carried it) since the first of them began (0: none).

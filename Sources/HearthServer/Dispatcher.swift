@@ -45,6 +45,13 @@ final class Dispatcher {
     }
 
     func dispatch(_ line: UnsafeRawBufferPointer, session: Session) -> Outcome {
+        let outcome = dispatchLine(line, session: session)
+        // A line answered is done with the reads it missed, however it ended.
+        if outcome == .handled, session.lineReads != nil { session.lineReads = nil }
+        return outcome
+    }
+
+    private func dispatchLine(_ line: UnsafeRawBufferPointer, session: Session) -> Outcome {
         let root: JSONRef
         do {
             root = try parser.parse(line)
@@ -117,6 +124,8 @@ final class Dispatcher {
         timing = RequestTiming(slot: command.slot, started: ServerMetrics.nanos())
         timingDeferred = false
         defer { holdingReply = false; ticket = nil }
+        // What the loop missed is taken by whoever ran the work; a miss left over is not this line's.
+        if session.server.engine.hasMissing { _ = session.server.engine.takeMissing() }
         do {
             try command.run(Context(dispatcher: self, session: session, server: session.server), request)
         } catch {
@@ -142,7 +151,6 @@ final class Dispatcher {
             }
             writer.withBytes { session.emitLine($0) }
         }
-        session.lineReads = nil
         if !timingDeferred { session.server.requestFinished(timing, failed: false, id: id, session: session) }
         return .handled
     }
@@ -165,7 +173,7 @@ final class Dispatcher {
         let own = session.principal
         session.principal = principal
         defer { session.principal = own }
-        return line.withUnsafeBytes { dispatch($0, session: session) }
+        return line.withUnsafeBytes { dispatchLine($0, session: session) }
     }
 
     /// Answers a line refused before its op was known (counted apart: it has no op).

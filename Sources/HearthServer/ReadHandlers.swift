@@ -65,7 +65,7 @@ enum ReadHandlers {
             return
         }
         ctx.engine.noteCacheHits(cached.count)
-        for (p, d) in zip(paths, cached) { try ctx.judgeGet(p, d.doc) }
+        try ctx.judgeGets(zip(paths, cached.map(\.doc)))
         ctx.reply(req) { w in
             w.key("docs")
             w.beginArray()

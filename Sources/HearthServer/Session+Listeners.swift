@@ -160,6 +160,7 @@ extension Session: ListenerSink {
         for l in subscriptions.values { server.engine.listeners.remove(l) }
         for tag in Array(listenTargets.keys) { forgetGuard(tag) }
         subscriptions.removeAll()
+        completionsAfterJudging.removeAll()
         expiryTimer?.cancel()
         expiryTimer = nil
         server.engine.listeners.forget(self)

@@ -296,6 +296,11 @@ public final class ListenerHub {
             }
         }
         for l in listeners.values.sorted(by: { $0.id < $1.id }) where l.isRegistered {
+            if l.held {
+                // Being judged again: its whole result must not go out before the judgement.
+                fail(l, HearthError(.unavailable, "this node moved to seq \(seq) without the commits before it while the listener was judged again; listen again (with resumeAfter)"))
+                continue
+            }
             l.seq = seq
             l.dirty = false
             switch l.target {

@@ -18,6 +18,20 @@ extension Context {
                              reader: PublishedRuleReader(engine: engine))
     }
 
+    /// Documents read as gets; every document's missed reads (`Engine.publishedOnLoop`) are gathered before
+    /// the first miss is thrown, so that one round reads them all.
+    func judgeGets<S: Sequence>(_ docs: S) throws(HearthError) where S.Element == (DocumentPath, StoredDocument) {
+        guard judged else { return }
+        var missed: HearthError?
+        for (path, doc) in docs {
+            do { try judgeGet(path, doc) } catch {
+                guard engine.hasMissing else { throw error }
+                if missed == nil { missed = error }
+            }
+        }
+        if let missed { throw missed }
+    }
+
     /// For documents judged on a reader thread: the rules and identity to judge them with (nil: not judged).
     var offLoopJudge: OffLoopJudge? {
         guard judged, let rules = access.rules else { return nil }

@@ -113,6 +113,8 @@ extension Session {
     func rejudge(_ tag: String, read: [DocumentPath] = [], round: Int = 0) {
         guard !closed, let target = listenTargets[tag], let listener = subscriptions[tag] else { return }
         let hub = server.engine.listeners
+        // One judgement reading at a time: the one under way judges at the state published when it is back.
+        if round == 0 && listener.held { return }
         if let e = expiredCredentials() { revoke(tag, e); return }
         do {
             let paths = try judgeListen(target)
@@ -145,7 +147,8 @@ extension Session {
         // if the snapshot came back while the listener was judged again).
         if pending {
             refusedWhilePending[tag] = error
-            completionsAfterJudging.removeValue(forKey: tag)?()
+            // Not from inside a publication (a listener judged again there): it runs the connection's lines.
+            if let complete = completionsAfterJudging.removeValue(forKey: tag) { server.loop.timer(after: 0) { complete() } }
             return
         }
         guard !closed else { return }
