@@ -36,28 +36,46 @@ extension Engine {
         gate.publicationFinished()
     }
 
-    /// Moves a node that fell behind what the store's change log still holds (retention pruned commits it
-    /// never published) to the store's seq without them: the document cache is emptied, the index catalog
-    /// read again, and every listener gets a reset, its whole result at the new seq, as a resume from a pruned
-    /// seq does. Only while nothing of this node is pending. Returns the new seq.
+    /// Where a node that fell behind what the store's change log still holds (retention pruned commits it
+    /// never published) moves to: the store's seq, its index catalog there, and that commit's time. Read on
+    /// any thread, from one snapshot, so that the loop waits for no store read (`reset(to:)`).
+    public struct ResetPoint: Sendable {
+        public let seq: UInt64
+        let catalog: [UInt8]?
+        let commitMicros: Int64?
+
+        public static func read(from store: any DocumentStore) throws(HearthError) -> ResetPoint {
+            let snapshot = try store.snapshot()
+            defer { snapshot.close() }
+            let seq = snapshot.seq
+            var micros: Int64?
+            if seq > 0, let newest = try? snapshot.changes(after: seq - 1, limit: 1)?.first, newest.seq == seq {
+                micros = newest.commitTime.micros
+            }
+            return ResetPoint(seq: seq, catalog: try snapshot.indexCatalog(), commitMicros: micros)
+        }
+    }
+
+    /// Moves a node that fell behind retention to `point` without the commits before it: the document cache is
+    /// emptied, the index catalog taken from the point, and every listener is read again, as a resume from a
+    /// seq of another history is, so that it gets a reset (its whole result at the new seq). Those reads are
+    /// returned, not made: hand each to a reader thread and its result to `ListenerHub.complete`. Only while
+    /// nothing of this node is pending; nothing when the point is not ahead of the published seq.
     @discardableResult
-    public func reset(toStoreSeq seq: UInt64) throws(HearthError) -> UInt64 {
+    public func reset(to point: ResetPoint) -> [(Listener, FirstSnapshotRead)] {
         thread.check("Engine.reset")
         precondition(isIdle, "a node resets only while it has nothing pending")
-        guard seq > lastDurableSeq else { return lastDurableSeq }
-        loopStoreReads &+= 1
+        let seq = point.seq
+        guard seq > lastDurableSeq else { return [] }
         gate.adoptionStarted()
         defer { gate.publicationFinished() }
         cache.reset(published: seq)
         writeReads.invalidateAll(at: seq)
         lastDurableSeq = seq
         lastAssignedSeq = seq
-        if let newest = try? store.changes(after: seq - 1, limit: 1)?.first, newest.seq == seq {
-            lastCommitMicros = max(lastCommitMicros, newest.commitTime.micros)
-        }
-        if indexCatalogCodec != nil, let data = try store.indexCatalog() { adoptCatalog(data, storedBy: "the store") }
-        listeners.resetAll()
-        return seq
+        if let micros = point.commitMicros { lastCommitMicros = max(lastCommitMicros, micros) }
+        if indexCatalogCodec != nil, let data = point.catalog { adoptCatalog(data, storedBy: "the store") }
+        return listeners.resetAll()
     }
 
     /// Takes the index catalog another node's commit stored. Backfills and purges it lists are queued as on

@@ -43,6 +43,15 @@ extension Server {
 }
 
 extension Server {
+    /// After `Engine.reset(to:)`: each listener's whole result is read on a reader thread, and its
+    /// connection sends it as a reset once registered (`Session.readAfterReset`).
+    func readAfterReset(_ reads: [(Listener, FirstSnapshotRead)]) {
+        for (l, read) in reads {
+            guard let session = l.subscriber as? Session else { continue }
+            session.readAfterReset(l, read)
+        }
+    }
+
     /// True when `records` can be published now without a listener's limit window read on the loop. Else
     /// (the store is across the network and some window would be refilled) those reads are under way on
     /// reader threads, and `whenRead` runs once they are all back: ask again then (a refill can lead to

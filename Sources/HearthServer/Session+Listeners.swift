@@ -91,6 +91,44 @@ extension Session: ListenerSink {
         }
     }
 
+    /// A listener the engine moved to a new seq without the commits between (`Engine.reset(to:)`): its whole
+    /// result is read on a reader thread, then it is registered again and sent it as a reset. No line of the
+    /// connection waits for it; the listener's later events follow its reset.
+    func readAfterReset(_ listener: Listener, _ read: FirstSnapshotRead) {
+        server.readForListeners(read) { [self] result, _ in
+            let tag = listener.tag
+            guard !closed else { return }
+            guard subscriptions[tag] === listener, listener.isPending else {
+                // Refused by the rules meanwhile: its error line goes out now.
+                if let refusal = refusedWhilePending.removeValue(forKey: tag) { endAfterReset(tag, refusal) }
+                return
+            }
+            if listener.held {
+                completionsAfterJudging[tag] = { [self] in readAfterReset(listener, read) }
+                return
+            }
+            let outcome: ListenerHub.Completion
+            switch result {
+            case .failure(let error): outcome = .failed(error)
+            case .success(let first): outcome = server.engine.listeners.complete(listener, with: first)
+            }
+            switch outcome {
+            case .registered: sentSinceTick = true
+            case .again(let next): readAfterReset(listener, next)
+            case .failed(let error):
+                subscriptions[tag] = nil
+                server.engine.listeners.remove(listener)
+                forgetGuard(tag)
+                endAfterReset(tag, error)
+            }
+        }
+    }
+
+    private func endAfterReset(_ tag: String, _ error: HearthError) {
+        server.dispatcher.sendEvent(.error(error), sub: tag, shareKey: nil, on: conn)
+        sentSinceTick = true
+    }
+
     /// The pending `listener`'s first snapshot is published: registers it, answers the listen, then sends the
     /// snapshot; or reads it again; or answers the listen with the refusal that ended it meanwhile.
     private func completeListen(_ listener: Listener, _ first: FirstSnapshot, line: InitialSnapshotLine?, encodeAs: String?,

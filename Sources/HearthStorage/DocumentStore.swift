@@ -256,6 +256,10 @@ public protocol StoreSnapshot: StoreReads {
     /// throws UNIMPLEMENTED).
     func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest?
 
+    /// `DocumentStore.indexCatalog` as of the snapshot's seq: a node that fell behind retention reads where it
+    /// moves to (seq, catalog) off the loop with it.
+    func indexCatalog() throws(HearthError) -> [UInt8]?
+
     func close()
 }
 

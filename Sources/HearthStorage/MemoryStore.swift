@@ -96,6 +96,7 @@ public final class MemoryStore: StoreAdministration {
             MemoryStore.changes(state, after: after, limit: limit)
         }
         func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest? { state.requests[id] }
+        func indexCatalog() throws(HearthError) -> [UInt8]? { state.catalog }
         func close() {}
     }
 

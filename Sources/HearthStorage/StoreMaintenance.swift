@@ -62,4 +62,8 @@ extension StoreSnapshot {
     public func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest? {
         throw HearthError(.unimplemented, "storage: this backend cannot look request IDs up in a snapshot")
     }
+
+    public func indexCatalog() throws(HearthError) -> [UInt8]? {
+        throw HearthError(.unimplemented, "storage: this backend cannot read the index catalog in a snapshot")
+    }
 }

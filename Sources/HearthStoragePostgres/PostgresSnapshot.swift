@@ -51,6 +51,8 @@ final class PostgresSnapshot: StoreSnapshot, @unchecked Sendable {
 
     func committedRequest(_ id: String) throws(HearthError) -> CommittedRequest? { try reads().committedRequest(id) }
 
+    func indexCatalog() throws(HearthError) -> [UInt8]? { try reads().indexCatalog() }
+
     func close() {
         guard let c = connection else { return }
         connection = nil

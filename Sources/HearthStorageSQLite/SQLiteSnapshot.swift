@@ -71,6 +71,12 @@ final class SQLiteSnapshot: StoreSnapshot, @unchecked Sendable {
         return try r.committedRequest(id)
     }
 
+    func indexCatalog() throws(HearthError) -> [UInt8]? {
+        let r = try open()
+        if let catalog = pending.indexCatalog { return catalog }
+        return try r.indexCatalog()
+    }
+
     func close() {
         guard let r = reader else { return }
         reader = nil

@@ -100,3 +100,97 @@ import Testing
         #expect(try follower.fields("g/b")?["v"] == .int(5))
     }
 }
+
+/// A follower that fell behind retention moves to the store's seq without the commits between
+/// (`Engine.reset(to:)`), reading nothing on its loop: where it moves to is read from a snapshot
+/// (`Engine.ResetPoint`), and every listener goes back to pending with a read to make off the loop. Commits
+/// published while those reads run reach the listeners through their backlog; once complete, each listener's
+/// state (its events applied as a client applies them, the reset replacing what it had) is the query's result
+/// at the published seq, and it follows later commits as before.
+@Suite struct FollowerResetTests {
+    @Test(arguments: 0..<4)
+    func aResetReadsEveryListenerOffTheLoopAndStaysExact(seed: Int) throws {
+        var r = QueryOracleTests.RNG(state: UInt64(seed) &* 7_919 &+ 3)
+        let store = MemoryStore()
+        let leader = try EngineHarness(store: store)
+        _ = leader.commit((0..<30).map { set("w/d\($0)", m(["v": .int(Int64(r.next() % 100))])) })
+        let follower = try EngineHarness(store: store, codec: leader.codec)
+        follower.engine.storeMayLead = true
+        follower.engine.commitRefusal = HearthError(.unavailable, "a follower")
+        let window = ListenerWindowTests()
+        // Two listeners per query (a shared view) and a document listener.
+        var qs = try ListenerWindowTests.queries()
+        qs += qs.map { ($0.0 + "'", $0.1) }
+        let sink = ListenerWindowTests.Sink()
+        for (tag, q) in qs { _ = try follower.engine.listeners.add(.query(q), tag: tag, sink: sink, resumeAfter: nil) }
+        _ = try follower.engine.listeners.add(.document(path("w/d7")), tag: "doc", sink: sink, resumeAfter: nil)
+        var rows: [String: [DocumentPath]] = [:]
+        var doc: StoredDocument??
+        func take() {
+            for (tag, event) in sink.events {
+                switch event {
+                case .query(_, _, let reset, _, let changes):
+                    if reset { rows[tag] = [] }
+                    window.apply(changes, to: &rows[tag, default: []])
+                case .document(_, _, _, let d): doc = .some(d)
+                case .error(let e): Issue.record("\(tag): \(e)")
+                }
+            }
+            sink.events.removeAll()
+        }
+        take()
+        // The leader commits while the follower is stalled; retention would have pruned them.
+        for _ in 0..<20 { _ = leader.commit(window.randomCommit(&r)) }
+        let point = try Engine.ResetPoint.read(from: store)
+        let before = follower.engine.loopStoreReads
+        let reads = follower.engine.reset(to: point)
+        #expect(follower.engine.lastDurableSeq == point.seq)
+        #expect(reads.count == qs.count + 1 && follower.engine.listeners.pending.count == qs.count + 1)
+        // The reads run on a snapshot taken now; the leader commits more, which the follower publishes before
+        // the reads complete.
+        let snapshot = try store.snapshot()
+        var firsts: [(Listener, FirstSnapshot)] = []
+        for (l, read) in reads {
+            firsts.append((l, try read.read(on: snapshot, indexes: follower.engine.indexes, codec: follower.codec, cache: nil)))
+        }
+        snapshot.close()
+        for _ in 0..<5 { _ = leader.commit(window.randomCommit(&r)) }
+        follower.engine.adopt(try store.changes(after: follower.engine.lastDurableSeq, limit: 1000) ?? [])
+        #expect(sink.events.isEmpty, "nothing is sent before a listener's reset")
+        // A window that lost a row to the backlog is read again (as the daemon does, on a reader).
+        for (l, first) in firsts {
+            var outcome = follower.engine.listeners.complete(l, with: first)
+            for _ in 0..<5 {
+                guard case .again(let read) = outcome else { break }
+                let again = try store.snapshot()
+                defer { again.close() }
+                outcome = follower.engine.listeners.complete(l, with: try read.read(on: again, indexes: follower.engine.indexes, codec: follower.codec, cache: nil))
+            }
+            guard case .registered = outcome else {
+                Issue.record("\(l.tag) did not register: \(outcome)")
+                continue
+            }
+        }
+        #expect(follower.engine.loopStoreReads == before, "the reset read nothing on the loop")
+        let resets = sink.events.filter { e in
+            switch e.event {
+            case .query(_, let initial, let reset, _, _): return reset && !initial
+            case .document(_, let initial, let reset, _): return reset && !initial
+            default: return false
+            }
+        }
+        #expect(resets.count == qs.count + 1)
+        take()
+        func check() throws {
+            for (tag, q) in qs {
+                #expect(rows[tag] == (try leader.engine.runQuery(q).documents.map(\.stored.path)), "\(tag) at seq \(follower.engine.lastDurableSeq)")
+            }
+            #expect(doc == .some(try leader.engine.get(path("w/d7"))))
+        }
+        try check()
+        for _ in 0..<10 { _ = leader.commit(window.randomCommit(&r)) }
+        follower.engine.adopt(try store.changes(after: follower.engine.lastDurableSeq, limit: 1000) ?? [])
+        take()
+        try check()
+    }
+}

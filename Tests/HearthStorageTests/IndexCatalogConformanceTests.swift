@@ -47,6 +47,30 @@ import Testing
         #expect(logged?.last?.mutations == [])
     }
 
+    /// A snapshot reads the catalog as of its seq, whatever is committed after it.
+    @Test(arguments: Backend.allCases)
+    func aSnapshotReadsTheCatalogAtItsSeq(_ backend: Backend) throws {
+        let f = try StoreFixture(backend)
+        defer { f.finish() }
+        var h = History()
+        let none = try f.store.snapshot()
+        #expect(try none.indexCatalog() == nil)
+        none.close()
+        var first = h.put("c/a", bytes("a"))
+        first.indexCatalog = bytes("one")
+        try f.store.apply([first])
+        let snap = try f.store.snapshot()
+        defer { snap.close() }
+        var second = h.put("c/b", bytes("b"))
+        second.indexCatalog = bytes("two")
+        try f.store.apply([second, h.put("c/c", bytes("c"))])
+        #expect(try snap.indexCatalog() == bytes("one"))
+        #expect(try f.store.indexCatalog() == bytes("two"))
+        let later = try f.store.snapshot()
+        defer { later.close() }
+        #expect(try later.indexCatalog() == bytes("two"))
+    }
+
     @Test(arguments: Backend.allCases)
     func aRefusedGroupLeavesTheCatalog(_ backend: Backend) throws {
         let f = try StoreFixture(backend)

@@ -45,6 +45,8 @@ public final class Listener {
     /// release of it take the slow path during fan-out.
     // @exclusivity(unchecked) below: loop-thread state read on every delivered event; dynamic exclusivity checks off (docs/architecture.md, "Decisions").
     @exclusivity(unchecked) var sink: ListenerSink?
+    /// Who receives its events (nil once removed).
+    public var subscriber: ListenerSink? { sink }
     /// The commit the current result reflects.
     @exclusivity(unchecked) public internal(set) var seq: UInt64
     /// The query result, shared by every listener with an equal query (computed once per commit).

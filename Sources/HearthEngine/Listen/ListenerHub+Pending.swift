@@ -52,7 +52,7 @@ extension ListenerHub {
     }
 
     /// What a reader reads for `l`'s first snapshot from its current `seq`.
-    private func firstRead(for l: Listener) -> FirstSnapshotRead {
+    func firstRead(for l: Listener) -> FirstSnapshotRead {
         FirstSnapshotRead(target: l.target, diffFrom: l.resumeIsForeign ? nil : l.resumeAfter, maxResumeCommits: maxResumeCommits)
     }
 

@@ -276,50 +276,42 @@ public final class ListenerHub {
         }
     }
 
-    /// The engine moved to a seq without the commits before it (`Engine.reset(to:)`): every listener gets a
-    /// reset, its query's whole result (or its document) at the new seq, as a resume from a pruned seq does,
-    /// and every shared view is read again. A listener whose read fails ends with the error.
-    func resetAll() {
+    /// The engine moved to a seq without the commits before it (`Engine.reset(to:)`): every listener is read
+    /// again, as a resume from a seq of another history is (`complete` then sends it its whole result as a
+    /// reset), off the loop: each goes back to pending at the new seq, and the reads to make are returned. A
+    /// listener being read already starts over; one held while judged again ends (UNAVAILABLE), since its
+    /// whole result must not go out before the judgement.
+    @discardableResult
+    func resetAll() -> [(Listener, FirstSnapshotRead)] {
         engine.thread.check("ListenerHub.resetAll")
         let seq = engine.lastDurableSeq
         publishedSeq = seq
         refillRows.removeAll()
         // A first snapshot being read cannot be brought to the new seq by commits: it is read again.
         for l in pending.values { breakBacklog(of: l) }
-        for v in views.values {
-            do {
-                v.rows = try engine.runQuery(v.query).documents
-                v.seq = seq
-                v.lastChanges = []
-            } catch {
-                for m in v.members { fail(m, error) }
-            }
-        }
+        views.removeAll()
+        dirtyBySink.removeAll()
+        var reads: [(Listener, FirstSnapshotRead)] = []
         for l in listeners.values.sorted(by: { $0.id < $1.id }) where l.isRegistered {
             if l.held {
-                // Being judged again: its whole result must not go out before the judgement.
                 fail(l, HearthError(.unavailable, "this node moved to seq \(seq) without the commits before it while the listener was judged again; listen again (with resumeAfter)"))
                 continue
             }
-            l.seq = seq
+            listeners[l.id] = nil
+            l.isRegistered = false
+            l.view = nil
+            l.sent = []
             l.dirty = false
-            switch l.target {
-            case .document(let path):
-                do {
-                    l.currentDocument = try engine.get(path)
-                } catch {
-                    fail(l, error)
-                    continue
-                }
-                l.sentDocument = l.currentDocument
-                l.sink?.deliver(.document(seq: seq, initial: false, reset: true, document: l.currentDocument), for: l)
-            case .query(let q):
-                l.sent = []
-                l.sink?.deliver(.query(seq: seq, initial: false, reset: true, size: l.current.count,
-                                       changes: QueryView.changes(from: [], to: l.current, query: q)), for: l)
-            }
+            l.resumeAfter = l.seq
+            l.resumeIsForeign = true
+            l.seq = seq
+            l.backlog = []
+            l.backlogBroken = false
+            l.attempts = 0
+            pending[l.id] = l
+            reads.append((l, firstRead(for: l)))
         }
-        dirtyBySink.removeAll()
+        return reads
     }
 
     /// The version of each document touched by `later` commits as it was before them.

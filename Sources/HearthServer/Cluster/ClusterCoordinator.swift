@@ -232,21 +232,35 @@ final class ClusterCoordinator {
 
     /// The change log no longer holds the commits after this node's published seq (retention pruned them
     /// while the node was stalled): it moves to the store's seq without them, and every listener gets its
-    /// whole result again (a reset, as a resume from a pruned seq), then it tails the feed from there.
+    /// whole result again (a reset, as a resume from a pruned seq), then it tails the feed from there. Where
+    /// it moves to is read on the feed's thread, and each listener's result on a reader thread
+    /// (`Server.readAfterReset`): the loop reads nothing.
     private func fellBehind() {
         fetched.removeAll()
         guard engine.isIdle else { return retryLater() }
         let was = engine.lastDurableSeq
-        do {
-            let now = try engine.reset(toStoreSeq: try store.lastSeq())
-            server.logger.warn("cluster: this node fell behind the change log's retention at seq \(was) (the commits after it were pruned); it moved to seq \(now) and reset its listeners (\(engine.listeners.count))")
-            answerPublished()
-            checkPromotion()
-            fetchMore()
-        } catch {
-            problems.note("cluster: this node fell behind the change log's retention at seq \(was), and moving to the store's seq failed (tried again in 1 s): \(error.message)")
-            retryLater(ms: 1000)
-        }
+        let store = self.store
+        let outcome = ResetOutcome()
+        tailing = true
+        feedThread.submit({
+            do throws(HearthError) { outcome.point = .success(try Engine.ResetPoint.read(from: store)) } catch { outcome.point = .failure(error) }
+        }, done: { [unowned self] in
+            tailing = false
+            guard !stopped else { return }
+            switch outcome.point! {
+            case .failure(let error):
+                problems.note("cluster: this node fell behind the change log's retention at seq \(was), and reading the store's seq failed (tried again in 1 s): \(error.message)")
+                retryLater(ms: 1000)
+            case .success(let point):
+                guard engine.isIdle else { return retryLater() }
+                let reads = engine.reset(to: point)
+                server.readAfterReset(reads)
+                server.logger.warn("cluster: this node fell behind the change log's retention at seq \(was) (the commits after it were pruned); it moved to seq \(engine.lastDurableSeq) and reset its listeners (\(reads.count))")
+                answerPublished()
+                checkPromotion()
+                fetchMore()
+            }
+        })
     }
 
     private func retryLater(ms: UInt64 = 250) {
@@ -403,6 +417,10 @@ private final class ElectionOutcome: @unchecked Sendable {
     var lease: CommitterLease?
     var renewed: Bool?
     var error: HearthError?
+}
+
+private final class ResetOutcome: @unchecked Sendable {
+    var point: Result<Engine.ResetPoint, HearthError>?
 }
 
 private final class FeedOutcome: @unchecked Sendable {

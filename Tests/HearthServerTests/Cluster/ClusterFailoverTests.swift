@@ -148,6 +148,7 @@ extension ClusterSuites {
             var (conn, state) = try Self.listen(c, follower)
             try Self.catchUp(conn, &state, to: try Self.lastSeq(c, k))
             let seen = state.events.last!.seq
+            let loopReads = try Self.loopReads(c[follower])
             kill(c[follower].pid, SIGSTOP)
             let padding = String(repeating: "x", count: 300)
             for i in 1...200 {
@@ -162,11 +163,18 @@ extension ClusterSuites {
             try Self.catchUp(conn, &state, to: last)
             let resets = state.events.filter { $0.seq > seen }
             #expect(!resets.isEmpty)
+            #expect(try Self.loopReads(c[follower]) == loopReads, "the reset read nothing on the follower's loop")
             let now = try c[follower].connect().request(#"{"op":"query","collection":"load"}"#)
             #expect(now["seq"] as? Int == last)
             #expect(canonical(state.rows.map(\.json)) == canonical((now["docs"] as? [[String: Any]] ?? []).map { canonical($0) }),
                     "the listener holds the query's result after its reset")
             conn.shutdownWrite()
+        }
+
+        /// `stats`' count of store reads made on the node's loop thread.
+        static func loopReads(_ node: DaemonProcess) throws -> Int {
+            let stats = try node.connect().request(#"{"op":"stats"}"#)
+            return try #require((stats["store"] as? [String: Any])?["loopReads"] as? Int, "\(stats)")
         }
 
         /// A write whose committer died is retried with the same `requestId` through another node: the new
