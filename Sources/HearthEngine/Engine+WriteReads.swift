@@ -216,7 +216,7 @@ struct WriteReadState {
     /// The documents commits published since a page of index work was asked for changed (`startScan`), while
     /// its scan runs on a reader.
     private var scanChanges: Set<DocumentPath>?
-    /// The engine moved to a seq without the commits between (`Engine.reset(toStoreSeq:)`) during the scan.
+    /// The engine moved to a seq without the commits between (`Engine.reset(to:)`) during the scan.
     private var scanInvalid = false
 
     mutating func startScan() {

@@ -93,38 +93,48 @@ extension Session: ListenerSink {
 
     /// A listener the engine moved to a new seq without the commits between (`Engine.reset(to:)`): its whole
     /// result is read on a reader thread, then it is registered again and sent it as a reset. No line of the
-    /// connection waits for it; the listener's later events follow its reset.
+    /// connection waits for it; the listener's later events follow its reset, and no heartbeat goes out on
+    /// the connection until every such listener has had its reset (a heartbeat says everything up to its seq
+    /// was sent).
     func readAfterReset(_ listener: Listener, _ read: FirstSnapshotRead) {
-        server.readForListeners(read) { [self] result, _ in
-            let tag = listener.tag
-            guard !closed else { return }
-            guard subscriptions[tag] === listener, listener.isPending else {
-                // Refused by the rules meanwhile: its error line goes out now.
-                if let refusal = refusedWhilePending.removeValue(forKey: tag) { endAfterReset(tag, refusal) }
-                return
-            }
-            if listener.held {
-                completionsAfterJudging[tag] = { [self] in readAfterReset(listener, read) }
-                return
-            }
-            let outcome: ListenerHub.Completion
-            switch result {
-            case .failure(let error): outcome = .failed(error)
-            case .success(let first): outcome = server.engine.listeners.complete(listener, with: first)
-            }
-            switch outcome {
-            case .registered: sentSinceTick = true
-            case .again(let next): readAfterReset(listener, next)
-            case .failed(let error):
-                subscriptions[tag] = nil
-                server.engine.listeners.remove(listener)
-                forgetGuard(tag)
-                endAfterReset(tag, error)
-            }
+        awaitingReset.insert(listener.tag)
+        server.readForListeners(read) { [self] result, _ in finishReset(listener, result) }
+    }
+
+    private func finishReset(_ listener: Listener, _ result: Result<FirstSnapshot, HearthError>) {
+        let tag = listener.tag
+        guard !closed, subscriptions[tag] === listener, listener.isPending else {
+            // Ended meanwhile (unlisten, the rules: `revoke` sent its error line).
+            if subscriptions[tag] == nil { awaitingReset.remove(tag) }
+            return
+        }
+        if listener.held {
+            // Being judged again: completed once judged (the backlog brings the result forward meanwhile).
+            completionsAfterJudging[tag] = { [self] in finishReset(listener, result) }
+            return
+        }
+        let outcome: ListenerHub.Completion
+        switch result {
+        case .failure(let error): outcome = .failed(error)
+        case .success(let first): outcome = server.engine.listeners.complete(listener, with: first)
+        }
+        switch outcome {
+        case .registered:
+            awaitingReset.remove(tag)
+            sentSinceTick = true
+        case .again(let next):
+            server.readForListeners(next) { [self] result, _ in finishReset(listener, result) }
+        case .failed(let error):
+            subscriptions[tag] = nil
+            server.engine.listeners.remove(listener)
+            forgetGuard(tag)
+            awaitingReset.remove(tag)
+            sendResetEnd(tag, error)
         }
     }
 
-    private func endAfterReset(_ tag: String, _ error: HearthError) {
+    /// The error line that ends a listener whose listen was answered before (its reset is being read).
+    func sendResetEnd(_ tag: String, _ error: HearthError) {
         server.dispatcher.sendEvent(.error(error), sub: tag, shareKey: nil, on: conn)
         sentSinceTick = true
     }
@@ -189,6 +199,7 @@ extension Session: ListenerSink {
 
     func unsubscribe(_ tag: String) -> Bool {
         guard let l = subscriptions.removeValue(forKey: tag) else { return false }
+        awaitingReset.remove(tag)
         server.engine.listeners.remove(l)
         forgetGuard(tag)
         return true
@@ -199,6 +210,7 @@ extension Session: ListenerSink {
         for tag in Array(listenTargets.keys) { forgetGuard(tag) }
         subscriptions.removeAll()
         completionsAfterJudging.removeAll()
+        awaitingReset.removeAll()
         expiryTimer?.cancel()
         expiryTimer = nil
         server.engine.listeners.forget(self)
@@ -251,7 +263,7 @@ extension Session: ListenerSink {
     private func heartbeatTick() {
         guard !closed else { return }
         defer { sentSinceTick = false }
-        guard !sentSinceTick, !responses.hasOutstanding, server.engine.listeners.isCaughtUp(self) else { return }
+        guard !sentSinceTick, !responses.hasOutstanding, awaitingReset.isEmpty, server.engine.listeners.isCaughtUp(self) else { return }
         var w = JSONWriter(capacity: 64)
         w.beginObject()
         w.key("type"); w.string("heartbeat")

@@ -60,6 +60,8 @@ final class Session: SnapshotWaiter {
     /// Completions of pending listeners whose first snapshot came back while they were held, being judged
     /// again (`rejudge`): run once that judgement is made.
     var completionsAfterJudging: [String: () -> Void] = [:]
+    /// Listeners whose reset is being read (`readAfterReset`): their listen was answered long ago.
+    var awaitingReset = Set<String>()
     /// Events of a listener being registered, held until its `listen` response has gone out.
     @exclusivity(unchecked) var heldEvents: [ListenerEvent]?
     var heartbeatTimer: LoopTimer?

@@ -145,6 +145,12 @@ extension Session {
         server.engine.listeners.remove(l)
         // A listener whose first snapshot is still being read: its listen is answered with the refusal (now,
         // if the snapshot came back while the listener was judged again).
+        if pending && awaitingReset.remove(tag) != nil {
+            // Its reset is being read: its listen was answered long ago, so the error line goes out now.
+            completionsAfterJudging[tag] = nil
+            if !closed { sendResetEnd(tag, error) }
+            return
+        }
         if pending {
             refusedWhilePending[tag] = error
             // Not from inside a publication (a listener judged again there): it runs the connection's lines.
