@@ -30,6 +30,7 @@ extension Engine {
         lastDurableSeq = last.seq
         lastAssignedSeq = last.seq
         lastCommitMicros = max(lastCommitMicros, last.commitTime.micros)
+        if storeMayLead { catalogView.publishedThrough(last.seq) }
         willPublish?(batch)
         listeners.publish(batch)
         onCommitted?(batch)
@@ -75,6 +76,7 @@ extension Engine {
         lastAssignedSeq = seq
         if let micros = point.commitMicros { lastCommitMicros = max(lastCommitMicros, micros) }
         if indexCatalogCodec != nil, let data = point.catalog { adoptCatalog(data, storedBy: "the store") }
+        if storeMayLead { catalogView.publishedThrough(seq) }
         return listeners.resetAll()
     }
 

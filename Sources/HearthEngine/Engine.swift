@@ -53,7 +53,7 @@ public final class Engine {
     /// Declared composite indexes (building or ready), maintained by every commit.
     public internal(set) var indexes: [IndexDefinition] = [] { didSet { catalogView.publish(indexes) } }
     /// `indexes` for reader threads: the catalog a query running on one plans with.
-    public let catalogView = IndexCatalogView()
+    public let catalogView: IndexCatalogView
     /// The id the next declared index gets (ids are never reused).
     public internal(set) var nextIndexID: Int64 = 1
     /// Dropped indexes whose entries are still being removed (kept in the catalog until they are).
@@ -71,7 +71,9 @@ public final class Engine {
     public var commitRefusal: HearthError?
     /// Other nodes commit to the store: it may hold commits this node has not published yet, and the loop's
     /// reads go through `publishedReads`'s snapshot and rollback rather than to the store directly.
-    public var storeMayLead = false
+    public var storeMayLead = false {
+        didSet { catalogView.publishedThrough(storeMayLead ? lastDurableSeq : nil) }
+    }
 
     /// Set while the store's disk is full (by the server, which also clears it): a commit that would store
     /// more than it removes fails with this error at once, while one that only deletes documents (or verifies
@@ -125,6 +127,7 @@ public final class Engine {
         self.store = store
         self.codec = codec
         self.indexCatalogCodec = indexCatalogCodec
+        self.catalogView = IndexCatalogView(codec: indexCatalogCodec)
         self.clock = clock
         let last = try store.lastSeq()
         self.cache = DocumentCache(capacityBytes: cacheBytes, published: last)

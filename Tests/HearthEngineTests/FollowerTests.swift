@@ -194,3 +194,48 @@ import Testing
         try check()
     }
 }
+
+/// A follower's readers plan with the catalog valid at their snapshot's seq: when the store holds a drop and
+/// the purge of an index the follower has not published yet, a reader whose snapshot is that far ahead takes
+/// the snapshot's own catalog (`IndexCatalogView.open`), so it never plans with an index whose entries its
+/// snapshot no longer holds.
+@Suite struct FollowerCatalogTests {
+    @Test func aReaderAheadOfTheFollowerPlansWithTheSnapshotsCatalog() throws {
+        let store = MemoryStore(), catalogCodec = TableCatalogCodec()
+        let leader = try EngineHarness(store: store, indexCatalogCodec: catalogCodec)
+        _ = leader.commit((0..<20).map { set("calls/r\($0)", m(["customerId": .string("c\($0 % 4)"), "callDate": .int(Int64($0))])) })
+        let fields: [IndexDefinition.Field] = [.init(fp("customerId"), .ascending), .init(fp("callDate"), .descending)]
+        let (def, _) = try leader.engine.createIndex(collectionID: "calls", scope: .collection, fields: fields)
+        while leader.engine.hasIndexWork { try leader.engine.indexWorkStep(); leader.flush() }
+        leader.flush()
+        let follower = try EngineHarness(store: store, codec: leader.codec, indexCatalogCodec: catalogCodec)
+        follower.engine.storeMayLead = true
+        follower.engine.commitRefusal = HearthError(.unavailable, "a follower")
+        var q = Query.collection(try CollectionPath(parsing: "calls"))
+        q.filter = .field(fp("customerId"), .equal, "c1")
+        q.orderBy = [Query.Order(fp("callDate"), .descending)]
+        let valid = try q.validated()
+        func readerResult() throws -> Result<[String], HearthError> {
+            let (snapshot, indexes) = try follower.engine.catalogView.open { () throws(HearthError) in try store.snapshot() }
+            defer { snapshot.close() }
+            do {
+                let first = try FirstSnapshotRead(target: .query(valid), diffFrom: nil, maxResumeCommits: 100)
+                    .read(on: snapshot, indexes: indexes, codec: follower.codec, cache: nil)
+                return .success(first.rows.map(\.stored.path.id))
+            } catch {
+                return .failure(error)
+            }
+        }
+        #expect(try readerResult().get() == ["r17", "r13", "r9", "r5", "r1"])
+        // The leader drops the index and purges its entries; the follower has published none of it.
+        try leader.engine.dropIndex(id: def.id)
+        while leader.engine.hasIndexWork { try leader.engine.indexWorkStep(); leader.flush() }
+        leader.flush()
+        #expect(follower.engine.indexes.contains { $0.id == def.id }, "the follower still has the index")
+        // A reader at the store's seq must not plan with it: no index serves the query there.
+        switch try readerResult() {
+        case .success(let rows): Issue.record("planned with a purged index: \(rows)")
+        case .failure(let e): #expect(e.code == .failedPrecondition, "\(e)")
+        }
+    }
+}
