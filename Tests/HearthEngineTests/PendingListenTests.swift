@@ -211,6 +211,52 @@ import Testing
         }
     }
 
+    /// Over a store across the network the loop never refills such a window: it is read again, however many
+    /// times it takes, and registers exactly once a read's backlog can bring it forward.
+    @Test func overARemoteStoreAWindowThatKeepsLosingRowsIsReadAgain() throws {
+        let h = try EngineHarness()
+        _ = h.commit((0..<20).map { set("w/d\($0)", m(["v": .int(Int64($0))])) })
+        var query = Query.collection(try CollectionPath(parsing: "w"))
+        query.orderBy = [.init(fp("v"))]
+        query.limit = 3
+        let q = try query.validated()
+        let sink = Sink()
+        var (l, read) = try h.engine.listeners.begin(.query(q), tag: "t", sink: sink, resumeAfter: nil)
+        h.engine.storeIsRemote = true
+        let loopReads = h.engine.loopStoreReads
+        let losing = ListenerHub.maxAttempts + 3
+        var attempts = 0
+        while true {
+            let snapshot = try h.store.snapshot()
+            let first = try read.read(on: snapshot, indexes: h.engine.indexes, codec: h.codec, cache: nil)
+            snapshot.close()
+            attempts += 1
+            if attempts <= losing {
+                h.engine.storeIsRemote = false
+                let lowest = try h.engine.runQuery(q).documents[0].stored.path.description
+                _ = h.commit([delete(lowest)])       // the window's first row goes, the first `losing` times
+                h.engine.storeIsRemote = true
+            }
+            let before = h.engine.loopStoreReads
+            switch h.engine.listeners.complete(l, with: first) {
+            case .again(let next): read = next
+            case .failed(let e): Issue.record("\(e)"); return
+            case .registered:
+                #expect(attempts == losing + 1)
+                guard case .query(let seq, true, false, 3, let changes) = sink.events.first?.event else { Issue.record("\(sink.events)"); return }
+                #expect(seq == h.engine.lastDurableSeq)
+                h.engine.storeIsRemote = false
+                let expected = try h.engine.runQuery(q).documents.map(\.stored.path)
+                #expect(changes.map(\.document.stored.path) == expected)
+                _ = loopReads
+                return
+            }
+            #expect(h.engine.loopStoreReads == before, "complete read nothing on the loop")
+            _ = l
+            if attempts > 20 { Issue.record("never registered"); return }
+        }
+    }
+
     /// The hub moving every listener to a new seq without the commits between (a follower behind retention)
     /// makes a pending listener read again.
     @Test func aResetWhilePendingStartsTheReadOver() throws {

@@ -106,7 +106,9 @@ extension ListenerHub {
                     if q.limit != nil || q.limitToLast != nil {
                         if let c = WindowView.apply(mutations, to: &rows, query: q) {
                             changes = c
-                        } else if l.attempts < Self.maxAttempts {
+                        } else if l.attempts < Self.maxAttempts || engine.storeIsRemote {
+                            // Over a store across the network the loop does not read: it is read again, as
+                            // often as it takes.
                             return .again(startOver(l))
                         } else {
                             // A window that keeps losing rows while it is read: refilled here as a publication

@@ -14,8 +14,8 @@ import HearthStorage
 ///    provided (`refillRows`), and forgets them all at its end.
 ///
 /// A refill is a fact about the database (a query's result at a seq), so it is kept by query and seq, whatever
-/// view needs it. One that could not be read (the change log no longer reaches the seq, a failed read), or a
-/// window that appeared after the dry run, is refilled on the loop as before.
+/// view needs it. One that could not be read (the change log no longer reaches the seq, a failed read) ends
+/// the view's listeners with that error: the loop does not read instead.
 extension ListenerHub {
     /// The refills publishing `records` would make that are not known yet (empty: it reads nothing).
     public func windowReads(for records: [CommitRecord]) -> [WindowRead] {
@@ -40,7 +40,7 @@ extension ListenerHub {
                 var rows = rowsOf[id] ?? v.rows
                 if WindowView.apply(decoded!.mutations(for: v.query), to: &rows, query: v.query) == nil {
                     let key = WindowKey(query: v.query, seq: record.seq)
-                    guard case .some(.some(let known)) = refillRows[key] else {
+                    guard case .rows(let known) = refillRows[key] else {
                         // Not known (read it), or not readable (publication reads it): the rest of this
                         // window depends on it.
                         blocked.insert(id)
@@ -62,12 +62,26 @@ extension ListenerHub {
     /// The result of one of `windowReads`' reads (its rows at the commit's seq), for the publication.
     public func provide(_ w: WindowRead, _ result: Result<FirstSnapshot, HearthError>) {
         engine.thread.check("ListenerHub.provide")
-        if case .success(let first) = result, let rows = first.earlier {
-            refillRows[w.key] = .some(rows)
-        } else {
-            refillRows[w.key] = .some(nil)   // publication reads it on the loop (and meets the error, if any)
+        switch result {
+        case .success(let first):
+            if let rows = first.earlier {
+                refillRows[w.key] = .rows(rows)
+            } else {
+                refillRows[w.key] = .unreadable(HearthError(.unavailable, "the limit window lost a row at seq \(w.key.seq) that this node could not read again (the change log no longer reaches that seq from the database's seq \(first.seq)); listen again (with resumeAfter)"))
+            }
+        case .failure(let error):
+            refillRows[w.key] = .unreadable(error)
         }
     }
+}
+
+/// A window refill read before a publication (`ListenerHub.provide`).
+enum WindowRefill {
+    /// The window's rows at the commit's seq.
+    case rows([ResultDocument])
+    /// Not readable: over a local store the publication reads it on the loop; over one across the network
+    /// the view's listeners end with this error.
+    case unreadable(HearthError)
 }
 
 /// One window refill to read before a publication (`ListenerHub.windowReads`).

@@ -26,9 +26,9 @@ public final class ListenerHub {
     /// Listeners holding back changes, per sink: draining costs what is pending, not every listener.
     private var dirtyBySink: [ObjectIdentifier: [Listener]] = [:]
 
-    /// Window refills read before the publication they are for (`ListenerHub+WindowReads.swift`); nil rows:
-    /// not readable there, refilled on the loop. Forgotten at the end of each publication.
-    var refillRows: [WindowKey: [ResultDocument]?] = [:]
+    /// Window refills read before the publication they are for (`ListenerHub+WindowReads.swift`), or why
+    /// they could not be. Forgotten at the end of each publication.
+    var refillRows: [WindowKey: WindowRefill] = [:]
 
     /// The most commits a resume replays before falling back to a reset.
     public var maxResumeCommits = 100_000
@@ -243,16 +243,24 @@ public final class ListenerHub {
                     if !v.lastChanges.isEmpty { emit(l, changes: v.lastChanges, shareKey: v.shareKey) }
                     continue
                 }
-                do {
+                do throws(HearthError) {
                     if let v = l.view {
                         if decoded == nil { decoded = try DecodedCommit(record, codec: engine.codec) }
                         var changes = apply(decoded!.mutations(for: v.query), to: v)
-                        if changes == nil, case .some(.some(let rows)) = refillRows[WindowKey(query: v.query, seq: record.seq)] {
+                        let readBefore = changes == nil ? refillRows[WindowKey(query: v.query, seq: record.seq)] : nil
+                        if case .rows(let rows) = readBefore {
                             // Read before this publication, on a reader thread.
                             changes = QueryView.changes(from: v.rows, to: rows, query: v.query)
                             v.rows = rows
+                        } else if case .unreadable(let error) = readBefore, engine.storeIsRemote {
+                            // The store is across the network: the loop does not read it instead (a read that
+                            // failed there would fail here too), and the view's listeners end with the error.
+                            throw error
                         }
                         if changes == nil {
+                            // Over a store across the network every refill is read before the publication
+                            // (`windowReads` runs it dry in the same turn); one it did not foresee is read here.
+                            assert(!engine.storeIsRemote || readBefore != nil, "a window refill the dry run did not foresee: \(v.query)")
                             // A document left a full window: re-read it as of this commit (later commits of
                             // the batch are already in the store, so they are rolled back).
                             if rollback == nil { rollback = Self.stateBefore(records[(i + 1)...]) }

@@ -125,6 +125,31 @@ import Testing
         #expect(s.engine.gate.storeReads == before, "the publication read nothing on the loop")
     }
 
+    /// A refill that cannot be read before the publication (here: the store fails) is not read on the loop
+    /// either: the window's listeners end with the error, and the commit is published and acknowledged.
+    @Test func aWindowRefillThatCannotBeReadEndsItsListeners() throws {
+        let s = try server()
+        seed(s, ["c/a", "c/b", "c/c", "c/d"])
+        let l = s.connect(), w = s.connect()
+        l.write([#"{"op":"listen","query":{"collection":"c","orderBy":["__name__"],"limit":2},"id":"l"}"#])
+        s.settle()
+        let sub = try #require(l.take().first?["sub"] as? String)
+        w.write([#"{"op":"delete","path":"c/a","id":"w"}"#])
+        s.settle()
+        let batch = try #require(s.takeBatch())
+        s.land(batch)
+        s.store.close()
+        let before = s.engine.gate.storeReads
+        s.publish(batch)
+        s.settle()
+        #expect(s.engine.lastDurableSeq == batch.records.last!.seq)
+        #expect(w.take().first?["ok"] as? Bool == true)
+        let ended = try #require(l.take().first)
+        #expect(ended["sub"] as? String == sub && ended["type"] as? String == "error" && ended.errorCode == "UNAVAILABLE", "\(ended)")
+        #expect(s.engine.listeners.count == 0)
+        #expect(s.engine.gate.storeReads == before, "nothing read on the loop")
+    }
+
     /// The TTL sweep reads the expired documents it does not hold on a reader before deleting them.
     func publishAll(_ s: InProcessServer) { ListenOffLoopTests().publishAll(s) }
 
