@@ -79,7 +79,9 @@ public final class ListenerHub {
         var newView: SharedView?
         switch target {
         case .document(let path):
-            l.currentDocument = try engine.get(path)
+            // Cached when the server chose this path (`registersInMemory`); one a reader's offer evicted since
+            // is missed rather than read over a remote store (`Engine.publishedOnLoop`), and the listen runs again.
+            l.currentDocument = try engine.publishedOnLoop(path)
             l.sentDocument = l.currentDocument
             first = .document(seq: seq, initial: resumeAfter == nil, reset: foreign, document: l.currentDocument)
         case .query(let q):
