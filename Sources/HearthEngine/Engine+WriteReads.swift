@@ -47,15 +47,22 @@ extension Engine {
     }
 
     /// Reads of `paths` (and `requestID`) that the loop missed: as the store holds them now, or with
-    /// `published`, as of the published seq (read at a snapshot; the caller waits until its seq is published
-    /// before `learn`). Nil when there is nothing to read.
+    /// `published`, as of the published seq. Nil when there is nothing to read.
+    ///
+    /// The published state is read at a snapshot (the caller waits until its seq is published before
+    /// `learn`) where the store may hold commits this node has not published: on a node that follows, or for a
+    /// document a commit of this node is pending on. Otherwise (the committer, no pending commit on them) the
+    /// store's latest versions are the published ones, and one round trip (`readLatest`) reads them: a commit
+    /// of this node that lands meanwhile is in the overlay when they are learned, or already published and
+    /// then distrusted (`learn`).
     public func readsNeeded(paths: [DocumentPath], requestID: String? = nil, published: Bool) -> WriteReads? {
         thread.check("Engine.readsNeeded")
         var unique: [DocumentPath] = []
         var seen = Set<DocumentPath>()
         for p in paths where seen.insert(p).inserted { unique.append(p) }
         guard !unique.isEmpty || requestID != nil else { return nil }
-        let reads = WriteReads(paths: unique, requestID: requestID, publishedAtStart: lastDurableSeq, published: published)
+        let atSnapshot = published && (storeMayLead || requestID != nil || unique.contains { overlay[$0] != nil })
+        let reads = WriteReads(paths: unique, requestID: requestID, publishedAtStart: lastDurableSeq, published: atSnapshot)
         writeReads.watch(reads)
         return reads
     }

@@ -31,7 +31,7 @@ start_nodes() {   # $1: how many, $2: schema
     local p=$((base + i)) d; d=$(mktemp -d /tmp/hearth-bench-XXXXXX)
     "$hearthd" --port "$p" --advertise "127.0.0.1:$p" --node-name "n$i" --data-dir "$d/data" --quiet \
       --postgres "$dsn" --postgres-schema "$2" & pids+=($!); ports+=("$p"); datadirs+=("$d")
-    for _ in $(seq 100); do "$hearth" --port "$p" send '{"op":"ping"}' >/dev/null 2>&1 && break; sleep 0.1; done
+    for _ in $(seq 100); do "$hearth" send '{"op":"ping"}' --port "$p" >/dev/null 2>&1 && break; sleep 0.1; done
   done
 }
 stop_nodes() {

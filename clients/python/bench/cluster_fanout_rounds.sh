@@ -13,7 +13,7 @@ for r in 1 2 3; do
   pids=(); dirs=()
   for i in 0 1 2; do p=$((base+i)); d=$(mktemp -d /tmp/hearth-bench-XXXXXX); dirs+=("$d")
     "$hearthd" --port $p --advertise 127.0.0.1:$p --node-name n$i --data-dir $d/data --quiet --postgres "$dsn" --postgres-schema fx_$r & pids+=($!)
-    for _ in $(seq 100); do "$hearth" --port $p send '{"op":"ping"}' >/dev/null 2>&1 && break; sleep 0.1; done
+    for _ in $(seq 100); do "$hearth" send '{"op":"ping"}' --port $p >/dev/null 2>&1 && break; sleep 0.1; done
   done
   t0=$(for p in "${pids[@]}"; do awk '{print $14+$15}' /proc/$p/stat; done | paste -sd+ | bc)
   out=$("$hearth" bench listen --host 127.0.0.1:$base,127.0.0.1:$((base+1)),127.0.0.1:$((base+2)) --writer-host 127.0.0.1:$base --listeners 1000 --connections 1 --duration 8 --warmup 0 --json)

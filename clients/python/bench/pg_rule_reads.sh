@@ -20,6 +20,7 @@ pg_name=pg_rule_reads.sh
 . "$here/pg_cluster.sh"
 dsn="host=127.0.0.1 port=$port user=postgres dbname=postgres"
 rules=$dir/rule_reads.rules
+openssl rand -hex 32 > "$dir/admin.key"
 cat > "$rules" <<'RULES'
 rules_version = '2';
 service cloud.firestore {
@@ -33,15 +34,16 @@ service cloud.firestore {
 RULES
 daemons=("$root/.build/release/hearthd")
 [ -n "${BASELINE_HEARTHD:-}" ] && daemons=("$BASELINE_HEARTHD" "${daemons[@]}")
-loop_reads() {   # the stats op needs no admin without an admin key; absent before store.loopReads existed
-  "$hearth" --port "$node" send '{"op":"stats"}' 2>/dev/null | python3 -c 'import json,sys; print(json.loads(sys.stdin.readline()).get("store", {}).get("loopReads", "n/a"))'
+loop_reads() {   # `stats` is the admin's under rules; store.loopReads is absent from older daemons
+  "$hearth" send '{"op":"stats"}' --port "$node" --admin-key-file "$dir/admin.key" --json 2>/dev/null |
+    python3 -c 'import json,sys; print(json.loads(sys.stdin.readline()).get("store", {}).get("loopReads", "n/a"))'
 }
 for r in $(seq "$rounds"); do
   for d in "${daemons[@]}"; do
     data=$(mktemp -d /tmp/hearth-bench-XXXXXX)
-    "$d" --port "$node" --data-dir "$data" --quiet --postgres "$dsn" --postgres-schema "rr_${r}_$RANDOM" --rules "$rules" & pid=$!
+    "$d" --port "$node" --data-dir "$data" --quiet --postgres "$dsn" --postgres-schema "rr_${r}_$RANDOM" --rules "$rules" --admin-key-file "$dir/admin.key" & pid=$!
     trap 'kill $pid 2>/dev/null || true; cleanup' EXIT
-    for _ in $(seq 100); do "$hearth" --port "$node" send '{"op":"ping"}' >/dev/null 2>&1 && break; sleep 0.1; done
+    for _ in $(seq 100); do "$hearth" send '{"op":"ping"}' --port "$node" >/dev/null 2>&1 && break; sleep 0.1; done
     # Load the documents, and read each once so that the document cache holds it: from then on every get is
     # answered on the loop but for the rule's read of banned/<id>.
     "$hearth" bench get --port "$node" --connections 8 --keys 1000 --duration 2 --warmup 0 --json > /dev/null

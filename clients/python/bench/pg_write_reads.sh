@@ -24,7 +24,7 @@ for r in $(seq "$rounds"); do
     data=$(mktemp -d /tmp/hearth-bench-XXXXXX)
     "$d" --port "$node" --data-dir "$data" --quiet --postgres "$dsn" --postgres-schema "wr_${r}_$RANDOM" & pid=$!
     trap 'kill $pid 2>/dev/null || true; cleanup' EXIT
-    for _ in $(seq 100); do "$hearth" --port "$node" send '{"op":"ping"}' >/dev/null 2>&1 && break; sleep 0.1; done
+    for _ in $(seq 100); do "$hearth" send '{"op":"ping"}' --port "$node" >/dev/null 2>&1 && break; sleep 0.1; done
     before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
     python3 - "$node" "$seconds" > "$data/pings" <<'PY' &
 import socket, sys, time

@@ -26,7 +26,7 @@ run_hearthd() {   # $1: label, then hearthd's extra flags
   local label=$1; shift
   local data; data=$(mktemp -d /tmp/hearth-bench-XXXXXX)
   "$hearthd" --port "$hport" --data-dir "$data/data" --quiet "$@" & local pid=$!
-  for _ in $(seq 100); do "$hearth" --port "$hport" send '{"op":"ping"}' >/dev/null 2>&1 && break; sleep 0.1; done
+  for _ in $(seq 100); do "$hearth" send '{"op":"ping"}' --port "$hport" >/dev/null 2>&1 && break; sleep 0.1; done
   local pg0; pg0=$(pg_ticks)
   local out; out=$("$hearth" bench set --port "$hport" --connections "$conns" --duration "$seconds" --json --server-pid "$pid")
   local pg1; pg1=$(pg_ticks)
