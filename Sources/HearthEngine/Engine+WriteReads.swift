@@ -41,7 +41,7 @@ extension Engine {
             if writeReads.learnedRequests[requestID] == nil { unknown = true }
         }
         guard unknown else { return nil }
-        let reads = WriteReads(paths: paths, requestID: request, publishedAtStart: lastDurableSeq, published: false)
+        let reads = WriteReads(paths: paths, requestID: request, publishedAtStart: lastDurableSeq, published: false, leadEpoch: leadEpoch)
         writeReads.watch(reads)
         return reads
     }
@@ -62,7 +62,7 @@ extension Engine {
         for p in paths where seen.insert(p).inserted { unique.append(p) }
         guard !unique.isEmpty || requestID != nil else { return nil }
         let atSnapshot = published && (storeMayLead || requestID != nil || unique.contains { overlay[$0] != nil })
-        let reads = WriteReads(paths: unique, requestID: requestID, publishedAtStart: lastDurableSeq, published: atSnapshot)
+        let reads = WriteReads(paths: unique, requestID: requestID, publishedAtStart: lastDurableSeq, published: atSnapshot, leadEpoch: leadEpoch)
         writeReads.watch(reads)
         return reads
     }
@@ -73,9 +73,13 @@ extension Engine {
         thread.check("Engine.learn")
         let stillValid = writeReads.unwatch(reads, readAt: result?.seq)
         guard let result else { return }
+        // A latest read is the published version where no commit of this node is pending on the document, as
+        // long as no other node commits (this node was the committer throughout: the store held only its own
+        // commits beyond the published seq).
+        let latestIsPublished = !storeMayLead && reads.leadEpoch == leadEpoch
         for (path, doc) in result.documents where stillValid.paths.contains(path) {
             writeReads.learned[path] = .some(doc)
-            if reads.published || overlay[path] == nil { writeReads.learnedPublished.insert(path) }
+            if reads.published || (latestIsPublished && overlay[path] == nil) { writeReads.learnedPublished.insert(path) }
             if let doc, doc.seq <= lastDurableSeq { cache.insert(doc) }
         }
         if let id = result.requestID, stillValid.request { writeReads.learnedRequests[id] = .some(result.request) }
@@ -140,6 +144,8 @@ public struct WriteReads: Sendable {
     let publishedAtStart: UInt64
     /// Read at a snapshot, for the published state (else as the store holds them now).
     public let published: Bool
+    /// `Engine.leadEpoch` when asked for.
+    let leadEpoch: UInt64
 
     /// Reads them (any thread): as the store holds them now (`DocumentStore.readLatest`), or at a snapshot
     /// when `published`. Documents are verified as the engine verifies what it reads.

@@ -72,8 +72,14 @@ public final class Engine {
     /// Other nodes commit to the store: it may hold commits this node has not published yet, and the loop's
     /// reads go through `publishedReads`'s snapshot and rollback rather than to the store directly.
     public var storeMayLead = false {
-        didSet { catalogView.publishedThrough(storeMayLead ? lastDurableSeq : nil) }
+        didSet {
+            catalogView.publishedThrough(storeMayLead ? lastDurableSeq : nil)
+            if storeMayLead && !oldValue { leadEpoch &+= 1 }
+        }
     }
+    /// Counts the times the store began to lead this node (it stopped committing): a read of the store's
+    /// latest versions asked for before is not the published state (`learn`).
+    var leadEpoch: UInt64 = 0
 
     /// Set while the store's disk is full (by the server, which also clears it): a commit that would store
     /// more than it removes fails with this error at once, while one that only deletes documents (or verifies

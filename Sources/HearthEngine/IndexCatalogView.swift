@@ -52,8 +52,10 @@ public final class IndexCatalogView: Sendable {
         while true {
             let before = state.withLock { $0 }
             let snapshot = try openSnapshot()
-            if state.withLock({ $0.version }) == before.version {
-                guard let valid = before.publishedThrough, snapshot.seq > valid, let codec else { return (snapshot, before.indexes) }
+            // The seq the catalog is valid at as it is now (a node that stopped committing meanwhile has one).
+            let after = state.withLock { ($0.version, $0.publishedThrough) }
+            if after.0 == before.version {
+                guard let valid = after.1, snapshot.seq > valid, let codec else { return (snapshot, before.indexes) }
                 do throws(HearthError) {
                     guard let data = try snapshot.indexCatalog() else { return (snapshot, []) }
                     let catalog: IndexCatalog

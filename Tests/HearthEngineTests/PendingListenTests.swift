@@ -211,8 +211,9 @@ import Testing
         }
     }
 
-    /// Over a store across the network the loop never refills such a window: it is read again, however many
-    /// times it takes, and registers exactly once a read's backlog can bring it forward.
+    /// Over a store across the network the loop never refills such a window: it is read again, with rows
+    /// beyond the window once it lost rows `maxAttempts` times, which replace the rows it loses meanwhile; it
+    /// registers exactly.
     @Test func overARemoteStoreAWindowThatKeepsLosingRowsIsReadAgain() throws {
         let h = try EngineHarness()
         _ = h.commit((0..<20).map { set("w/d\($0)", m(["v": .int(Int64($0))])) })
@@ -224,25 +225,22 @@ import Testing
         var (l, read) = try h.engine.listeners.begin(.query(q), tag: "t", sink: sink, resumeAfter: nil)
         h.engine.storeIsRemote = true
         let loopReads = h.engine.loopStoreReads
-        let losing = ListenerHub.maxAttempts + 3
         var attempts = 0
         while true {
             let snapshot = try h.store.snapshot()
             let first = try read.read(on: snapshot, indexes: h.engine.indexes, codec: h.codec, cache: nil)
             snapshot.close()
             attempts += 1
-            if attempts <= losing {
-                h.engine.storeIsRemote = false
-                let lowest = try h.engine.runQuery(q).documents[0].stored.path.description
-                _ = h.commit([delete(lowest)])       // the window's first row goes, the first `losing` times
-                h.engine.storeIsRemote = true
-            }
+            h.engine.storeIsRemote = false
+            let lowest = try h.engine.runQuery(q).documents[0].stored.path.description
+            _ = h.commit([delete(lowest)])           // the window's first row goes, every time
+            h.engine.storeIsRemote = true
             let before = h.engine.loopStoreReads
             switch h.engine.listeners.complete(l, with: first) {
             case .again(let next): read = next
             case .failed(let e): Issue.record("\(e)"); return
             case .registered:
-                #expect(attempts == losing + 1)
+                #expect(attempts == ListenerHub.maxAttempts + 1, "the first read with rows beyond the window registers")
                 guard case .query(let seq, true, false, 3, let changes) = sink.events.first?.event else { Issue.record("\(sink.events)"); return }
                 #expect(seq == h.engine.lastDurableSeq)
                 h.engine.storeIsRemote = false
@@ -255,6 +253,43 @@ import Testing
             _ = l
             if attempts > 20 { Issue.record("never registered"); return }
         }
+    }
+
+    /// A first read with rows beyond the window, brought forward by random commits: whenever it registers, its
+    /// window is exactly the query's result (the rows beyond replace those the window lost meanwhile).
+    @Test(arguments: 0..<8)
+    func aWidenedFirstReadRegistersExactly(seed: Int) throws {
+        var r = QueryOracleTests.RNG(state: UInt64(seed) &* 15_485_863 &+ 5)
+        let h = try EngineHarness()
+        _ = h.commit((0..<30).map { set("w/d\($0)", m(["v": .int(Int64(r.next() % 100))])) })
+        let window = ListenerWindowTests()
+        var registered = 0
+        for (tag, q) in try ListenerWindowTests.queries() {
+            let sink = Sink()
+            let (l, _) = try h.engine.listeners.begin(.query(q), tag: tag, sink: sink, resumeAfter: nil)
+            l.widen = 1 + Int(r.next() % 6)
+            var read = h.engine.listeners.firstRead(for: l)
+            for _ in 0..<20 {
+                let snapshot = try h.store.snapshot()
+                let first = try read.read(on: snapshot, indexes: h.engine.indexes, codec: h.codec, cache: nil)
+                snapshot.close()
+                for _ in 0..<Int(r.next() % 4) { _ = h.commit(window.randomCommit(&r)) }
+                h.engine.storeIsRemote = true
+                let outcome = h.engine.listeners.complete(l, with: first)
+                h.engine.storeIsRemote = false
+                guard case .again(let next) = outcome else {
+                    guard case .registered = outcome else { Issue.record("\(tag): \(outcome)"); break }
+                    let expected = try h.engine.runQuery(q).documents.map(\.stored.path)
+                    #expect(l.current.map(\.stored.path) == expected, "\(tag) widened by \(l.widen)")
+                    guard case .query(_, true, false, let size, let changes) = sink.events.first?.event else { Issue.record("\(sink.events)"); break }
+                    #expect(size == expected.count && changes.map(\.document.stored.path) == expected)
+                    registered += 1
+                    break
+                }
+                read = next
+            }
+        }
+        #expect(registered > 0)
     }
 
     /// The hub moving every listener to a new seq without the commits between (a follower behind retention)

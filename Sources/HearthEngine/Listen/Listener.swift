@@ -75,6 +75,9 @@ public final class Listener {
     var backlogBroken = false
     /// How many times its first snapshot was read again (`ListenerHub.complete`).
     var attempts = 0
+    /// Rows read beyond its limit window in its first snapshot (`ListenerHub.startOver`), so that rows the
+    /// window loses meanwhile are replaced from them.
+    var widen = 0
     /// The seq a pending listener resumes after, and whether that is not a seq this history published (it
     /// then gets a reset).
     var resumeAfter: UInt64?

@@ -53,7 +53,9 @@ extension ListenerHub {
 
     /// What a reader reads for `l`'s first snapshot from its current `seq`.
     func firstRead(for l: Listener) -> FirstSnapshotRead {
-        FirstSnapshotRead(target: l.target, diffFrom: l.resumeIsForeign ? nil : l.resumeAfter, maxResumeCommits: maxResumeCommits)
+        var target = l.target
+        if l.widen > 0, case .query(let q) = target { target = .query(q.widened(by: l.widen)) }
+        return FirstSnapshotRead(target: target, diffFrom: l.resumeIsForeign ? nil : l.resumeAfter, maxResumeCommits: maxResumeCommits)
     }
 
     public enum Completion {
@@ -92,29 +94,39 @@ extension ListenerHub {
                 assert(publishedSeq == seq && shared.seq <= seq, "a listener joins a shared view at seq \(shared.seq), hub at \(publishedSeq), published \(seq)")
                 l.view = shared
             } else {
+                // Read with `widen` rows beyond the window (`startOver`): brought forward as that larger
+                // window, then trimmed to the listener's.
+                let wq = l.widen > 0 ? q.widened(by: l.widen) : q
+                let n = q.limit ?? q.limitToLast ?? 0
                 var rows = first.rows
-                untouched = l.resumeAfter == nil
+                // Widened: the rows are the first (last) of the result as far as they go; once as many as the
+                // widened window, there may be more beyond them (rows lost meanwhile are not replaced, and only
+                // fewer than the listener's window is a loss the rows cannot cover).
+                var truncated = l.widen > 0 && rows.count >= n + l.widen
+                untouched = l.resumeAfter == nil && l.widen == 0
                 for i in later.indices {
                     let c = later[i]
                     let mutations: [DecodedMutation]
-                    do { mutations = try DecodedCommit(c, codec: engine.codec).mutations(for: q) } catch {
+                    do { mutations = try DecodedCommit(c, codec: engine.codec).mutations(for: wq) } catch {
                         // A stored version that does not decode: the listen fails as its read would have.
                         remove(l)
                         return .failed(error)
                     }
                     let changes: [ViewChange]
                     if q.limit != nil || q.limitToLast != nil {
-                        if let c = WindowView.apply(mutations, to: &rows, query: q) {
+                        let window = truncated ? q.widened(by: rows.count - n) : wq
+                        if let c = WindowView.apply(mutations, to: &rows, query: window, minimum: l.widen > 0 ? n : nil) {
                             changes = c
+                            if l.widen > 0 && rows.count >= n + l.widen { truncated = true }
                         } else if l.attempts < Self.maxAttempts || engine.storeIsRemote {
-                            // Over a store across the network the loop does not read: it is read again, as
-                            // often as it takes.
+                            // Over a store across the network the loop does not read: it is read again, with
+                            // more rows beyond the window each time (`startOver`).
                             return .again(startOver(l))
                         } else {
                             // A window that keeps losing rows while it is read: refilled here as a publication
                             // refills one (a read on the loop), rather than read again without end.
                             do {
-                                rows = try engine.runQuery(q, rollback: Self.stateBefore(later[(i + 1)...])).documents
+                                rows = try engine.runQuery(wq, rollback: Self.stateBefore(later[(i + 1)...])).documents
                             } catch {
                                 remove(l)
                                 return .failed(error)
@@ -127,6 +139,7 @@ extension ListenerHub {
                     }
                     if !changes.isEmpty { untouched = false }
                 }
+                rows = q.trimmed(rows)
                 let fresh = SharedView(query: q, rows: rows, seq: seq)
                 views[q] = fresh
                 l.view = fresh
@@ -136,7 +149,7 @@ extension ListenerHub {
                 event = .query(seq: seq, initial: true, reset: false, size: now.count, changes: [])   // not delivered
             } else if l.resumeAfter == nil {
                 event = .query(seq: seq, initial: true, reset: false, size: now.count, changes: QueryView.changes(from: [], to: now, query: q))
-            } else if let earlier = first.earlier {
+            } else if let earlier = first.earlier.map({ q.trimmed($0) }) {
                 event = .query(seq: seq, initial: false, reset: false, size: now.count, changes: QueryView.changes(from: earlier, to: now, query: q))
             } else {
                 event = .query(seq: seq, initial: false, reset: true, size: now.count, changes: QueryView.changes(from: [], to: now, query: q))
@@ -158,9 +171,18 @@ extension ListenerHub {
     /// refilled on the loop.
     static let maxAttempts = 3
 
-    /// `l`'s read starts over from the current seq.
+    /// The most rows a first read takes beyond its window.
+    static let maxWiden = 4096
+
+    /// `l`'s read starts over from the current seq. Over a store across the network, once its window lost a
+    /// row during `maxAttempts` reads, each read takes more rows beyond the window (twice the window, then
+    /// doubling, up to `maxWiden`), which replace those it loses while it is read.
     private func startOver(_ l: Listener) -> FirstSnapshotRead {
         l.attempts += 1
+        if engine.storeIsRemote, l.attempts >= Self.maxAttempts, case .query(let q) = l.target,
+           let n = q.limit ?? q.limitToLast {
+            l.widen = min(Self.maxWiden, max(2 * n, 2 * l.widen))
+        }
         l.seq = engine.lastDurableSeq
         l.backlog = []
         l.backlogBroken = false

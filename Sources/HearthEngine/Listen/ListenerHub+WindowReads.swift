@@ -66,6 +66,8 @@ extension ListenerHub {
         case .success(let first):
             if let rows = first.earlier {
                 refillRows[w.key] = .rows(rows)
+            } else if let damage = first.damage {
+                refillRows[w.key] = .unreadable(damage)
             } else {
                 refillRows[w.key] = .unreadable(HearthError(.unavailable, "the limit window lost a row at seq \(w.key.seq) that this node could not read again (the change log no longer reaches that seq from the database's seq \(first.seq)); listen again (with resumeAfter)"))
             }

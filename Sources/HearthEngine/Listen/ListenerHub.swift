@@ -318,6 +318,7 @@ public final class ListenerHub {
             l.backlog = []
             l.backlogBroken = false
             l.attempts = 0
+            l.widen = 0
             pending[l.id] = l
             reads.append((l, firstRead(for: l)))
         }

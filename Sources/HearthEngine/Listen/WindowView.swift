@@ -13,8 +13,11 @@ import HearthModel
 /// re-reads the query. A window that was not full held every matching document, so it never needs that.
 enum WindowView {
     /// Updates `rows` and returns Firestore's docChanges, or returns nil with `rows` untouched when the
-    /// window must be re-read.
-    static func apply(_ mutations: [DecodedMutation], to rows: inout [ResultDocument], query q: ValidQuery) -> [ViewChange]? {
+    /// window must be re-read. With `minimum`, `rows` are a known part of a larger window (`q`'s limit counts
+    /// them): a full one that loses rows keeps the others, still exact as far as they go, unless fewer than
+    /// `minimum` remain.
+    static func apply(_ mutations: [DecodedMutation], to rows: inout [ResultDocument], query q: ValidQuery,
+                      minimum: Int? = nil) -> [ViewChange]? {
         let fromEnd = q.limitToLast != nil
         guard let n = q.limitToLast ?? q.limit else { preconditionFailure("WindowView needs a limit") }
         if let changes = enterOne(mutations, into: &rows, query: q, limit: n, fromEnd: fromEnd) { return changes }
@@ -67,7 +70,9 @@ enum WindowView {
                 e += 1
             }
         }
-        if full && merged.count < n { return nil }
+        if full && merged.count < n {
+            guard let minimum, merged.count >= minimum else { return nil }
+        }
         let kept = merged.count <= n ? merged[...] : (fromEnd ? merged[(merged.count - n)...] : merged[..<n])
 
         var keptOld = [Bool](repeating: false, count: old.count)

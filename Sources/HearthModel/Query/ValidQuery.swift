@@ -48,6 +48,22 @@ public struct ValidQuery: Sendable, Hashable {
         return q
     }
 
+    /// The same query with its `limit` (or `limitToLast`) `extra` larger: its first (or last) results of the
+    /// original count are the original's results.
+    public func widened(by extra: Int) -> ValidQuery {
+        var q = self
+        if let n = limit { q.limit = n + extra }
+        if let n = limitToLast { q.limitToLast = n + extra }
+        return q
+    }
+
+    /// The original's results among `rows`, results of `widened(by:)` (in order).
+    public func trimmed<T>(_ rows: [T]) -> [T] {
+        if let n = limit, rows.count > n { return Array(rows.prefix(n)) }
+        if let n = limitToLast, rows.count > n { return Array(rows.suffix(n)) }
+        return rows
+    }
+
     /// How to execute the query with only a forward `limit`: a `limitToLast` query becomes its `reversed()`
     /// form with `limit` = the `limitToLast` count, whose results must then be reversed. Other queries are
     /// returned unchanged with `reverseResults` false.
