@@ -72,6 +72,10 @@ extension ListenerHub {
                 refillRows[w.key] = .unreadable(HearthError(.unavailable, "the limit window lost a row at seq \(w.key.seq) that this node could not read again (the change log no longer reaches that seq from the database's seq \(first.seq)); listen again (with resumeAfter)"))
             }
         case .failure(let error):
+            // A failure that may pass (a connection lost, the catalog moving) is read again, twice.
+            let failures = (refillFailures[w.key] ?? 0) + 1
+            refillFailures[w.key] = failures
+            if error.code == .unavailable && failures < 3 { return }   // `windowReads` asks for it again
             refillRows[w.key] = .unreadable(error)
         }
     }

@@ -28,7 +28,9 @@ public final class ListenerHub {
 
     /// Window refills read before the publication they are for (`ListenerHub+WindowReads.swift`), or why
     /// they could not be. Forgotten at the end of each publication.
-    var refillRows: [WindowKey: WindowRefill] = [:]
+    var refillRows: [WindowKey: WindowRefill] = [:] { didSet { if refillRows.isEmpty { refillFailures.removeAll() } } }
+    /// Failed reads of a refill not yet given up on (`provide`).
+    var refillFailures: [WindowKey: Int] = [:]
 
     /// The most commits a resume replays before falling back to a reset.
     public var maxResumeCommits = 100_000
