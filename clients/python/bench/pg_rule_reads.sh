@@ -49,16 +49,7 @@ for r in $(seq "$rounds"); do
     "$hearth" bench get --port "$node" --connections 8 --keys 1000 --duration 2 --warmup 0 --json > /dev/null
     reads_before=$(loop_reads)
     before=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-    python3 - "$node" "$seconds" > "$data/pings" <<'PY' &
-import socket, sys, time
-port, seconds = int(sys.argv[1]), float(sys.argv[2])
-s = socket.create_connection(("127.0.0.1", port)); s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-f = s.makefile("rb"); xs = []; end = time.time() + seconds
-while time.time() < end:
-    t = time.perf_counter(); s.sendall(b'{"op":"ping"}\n'); f.readline(); xs.append((time.perf_counter() - t) * 1000)
-xs.sort()
-print(f"pings n={len(xs)} p50 {xs[len(xs) // 2]:.2f} p99 {xs[int(len(xs) * .99)]:.2f} max {xs[-1]:.2f} ms")
-PY
+    python3 "$here/pinger.py" "$node" "$seconds" > "$data/pings" &
     pinger=$!
     out=$("$hearth" bench get --port "$node" --connections 50 --keys 1000 --no-load --duration "$seconds" --warmup 0 --json)
     wait "$pinger"
