@@ -11,8 +11,9 @@ import HearthStorage
 ///    (`takeMissing`) and asks for them (`readsNeeded(paths:requestID:published:)`). Either way the engine
 ///    starts watching what is read.
 /// 2. A reader reads it (`WriteReads.read`): for a write, as the store holds it now (`readLatest`, one
-///    round trip); for the published state (a rule's `get()` while judging a read or a listen), at a snapshot,
-///    and the caller waits until the snapshot's seq is published here.
+///    round trip); for the published state (a rule's `get()` while judging a read or a listen), the same on
+///    the committer, else at a snapshot, and the caller waits until the snapshot's seq is published here
+///    (`readsNeeded(paths:requestID:published:)`).
 /// 3. Back on the loop, `learn` keeps what is still right: a document or request ID a commit published after
 ///    the read changed is dropped (and missed again if still needed). The caller runs its work again at
 ///    once, then calls `forgetLearned`.
