@@ -124,6 +124,20 @@ extension Engine {
         return HearthError(.unavailable, "request ID \(requestID) is looked up in the store on a reader first; this request runs again once it is back (try again)")
     }
 
+    /// Runs `body` for each of `items` (documents judged one by one): one that throws after the loop missed a
+    /// read does not stop the others, so that every item's misses are read in one round, and the first such
+    /// error is thrown at the end. Any other error is thrown at once.
+    public func gatheringMisses<S: Sequence>(_ items: S, _ body: (S.Element) throws(HearthError) -> Void) throws(HearthError) {
+        var missed: HearthError?
+        for item in items {
+            do { try body(item) } catch {
+                guard hasMissing else { throw error }
+                if missed == nil { missed = error }
+            }
+        }
+        if let missed { throw missed }
+    }
+
     /// True when the loop missed something since the last `takeMissing`.
     public var hasMissing: Bool { !writeReads.missing.isEmpty || writeReads.missingRequest != nil }
 
@@ -151,27 +165,24 @@ public struct WriteReads: Sendable {
     /// Reads them (any thread): as the store holds them now (`DocumentStore.readLatest`), or at a snapshot
     /// when `published`. Documents are verified as the engine verifies what it reads.
     public func read(from store: any DocumentStore, codec: any DocumentCodec) throws(HearthError) -> WriteReadResult {
+        let seq: UInt64
+        let found: LatestReads
         if published {
             let snapshot = try store.snapshot()
             defer { snapshot.close() }
-            var docs: [(DocumentPath, StoredDocument?)] = []
-            docs.reserveCapacity(paths.count)
-            for p in paths {
-                let doc = try snapshot.get(p)
-                if let doc { try codec.verifyStored(doc) }
-                docs.append((p, doc))
-            }
-            let request = try requestID.map { id throws(HearthError) in try snapshot.committedRequest(id) } ?? nil
-            return WriteReadResult(seq: snapshot.seq, documents: docs, requestID: requestID, request: request)
+            found = try snapshot.reads(paths, requestID: requestID)
+            seq = snapshot.seq
+        } else {
+            found = try store.readLatest(paths, requestID: requestID)
+            seq = publishedAtStart
         }
-        let latest = try store.readLatest(paths, requestID: requestID)
         var docs: [(DocumentPath, StoredDocument?)] = []
         docs.reserveCapacity(paths.count)
-        for (p, doc) in zip(paths, latest.documents) {
+        for (p, doc) in zip(paths, found.documents) {
             if let doc { try codec.verifyStored(doc) }
             docs.append((p, doc))
         }
-        return WriteReadResult(seq: publishedAtStart, documents: docs, requestID: requestID, request: latest.request)
+        return WriteReadResult(seq: seq, documents: docs, requestID: requestID, request: found.request)
     }
 }
 

@@ -100,6 +100,13 @@ public final class WorkerPool: @unchecked Sendable {
         submitted.append(Item(work: work, done: done))
     }
 
+    /// Queues `work` for a pool thread; `done` runs on the loop thread afterwards with what it returned (carried
+    /// across in a box the pool's lock orders: written before `done` runs). Loop thread only.
+    public func submit<T>(_ work: @escaping @Sendable () -> T, done: @escaping (T) -> Void) {
+        let box = ResultBox<T>()
+        submit({ box.value = work() }, done: { done(box.value!) })
+    }
+
     /// Moves this turn's items to the threads' queue and wakes as many waiting threads as there are items.
     func handOverSubmitted() {
         guard !submitted.isEmpty else { return }
@@ -191,4 +198,9 @@ public final class WorkerPool: @unchecked Sendable {
         defer { pthread_mutex_unlock(mutex) }
         return body()
     }
+}
+
+/// What a pool thread's work returned, for `done` on the loop (`WorkerPool.submit(_:done:)` with a result).
+private final class ResultBox<T>: @unchecked Sendable {
+    var value: T?
 }

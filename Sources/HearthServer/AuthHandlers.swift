@@ -60,22 +60,17 @@ enum AuthHandlers {
         let timing = ctx.deferTiming()
         let slot = session.beginOffLoopRead()
         let store = server.store
-        let outcome = StoreSeqOutcome()
-        server.offLoopReadStarted()
-        server.readers.submit({
-            do throws(HearthError) {
-                let snapshot = try store.snapshot()
-                outcome.seq = snapshot.seq
-                snapshot.close()
-            } catch {
-                outcome.error = error
-            }
-        }, done: {
-            server.offLoopReadReturned()
-            defer { server.maybeFinishShutdown() }
-            var refusal = outcome.error
-            if refusal == nil, minSeq > outcome.seq {
-                refusal = HearthError(.failedPrecondition, "minSeq \(minSeq) is beyond the database's last seq \(outcome.seq) (a seq from another database, or one restored since)")
+        server.onReader({ () throws(HearthError) in
+            let snapshot = try store.snapshot()
+            defer { snapshot.close() }
+            return snapshot.seq
+        }, done: { stored in
+            var refusal: HearthError?
+            switch stored {
+            case .failure(let error): refusal = error
+            case .success(let seq) where minSeq > seq:
+                refusal = HearthError(.failedPrecondition, "minSeq \(minSeq) is beyond the database's last seq \(seq) (a seq from another database, or one restored since)")
+            case .success: break
             }
             server.requestFinished(timing, failed: refusal != nil, id: id, session: session)
             if let refusal {
@@ -173,10 +168,4 @@ enum AuthHandlers {
             throw .invalid("field \"action\" must be \"reload\" or \"status\" (got \"\(action)\")")
         }
     }
-}
-
-/// The store's seq as a reader read it (written before `done` runs; the worker pool's lock orders it).
-private final class StoreSeqOutcome: @unchecked Sendable {
-    var seq: UInt64 = 0
-    var error: HearthError?
 }

@@ -15,27 +15,18 @@ extension Server {
         let catalog = engine.catalogView
         let codec = engine.codec
         let cache = engine.documentCache
-        let outcome = FirstSnapshotOutcome()
-        offLoopReadStarted()
-        readers.submit({
-            do throws(HearthError) {
-                let (snapshot, indexes) = try catalog.open { () throws(HearthError) in try store.snapshot() }
-                defer { snapshot.close() }
-                let first = try read.read(on: snapshot, indexes: indexes, codec: codec, cache: cache)
-                outcome.result = .success(first)
-                if let sub { outcome.line = InitialSnapshotLine(sub: sub, seq: first.seq, rows: first.rows) }
-            } catch {
-                outcome.result = .failure(error)
-            }
-        }, done: { [unowned self] in
-            offLoopReadReturned()
-            defer { maybeFinishShutdown() }
-            let result = outcome.result!
+        onReader({ () throws(HearthError) in
+            let (snapshot, indexes) = try catalog.open { () throws(HearthError) in try store.snapshot() }
+            defer { snapshot.close() }
+            let first = try read.read(on: snapshot, indexes: indexes, codec: codec, cache: cache)
+            return (first, sub.map { InitialSnapshotLine(sub: $0, seq: first.seq, rows: first.rows) })
+        }, done: { [unowned self] outcome in
+            let result = outcome.map(\.0)
+            let line = try? outcome.get().1
             switch result {
             case .failure(let error): if error.code == .dataLoss { engine.onDataLoss?(error) }
             case .success(let first): if let damage = first.damage { engine.onDataLoss?(damage) }
             }
-            let line = outcome.line
             guard waitForPublication, case .success(let first) = result, first.seq > engine.lastDurableSeq else { return done(result, line) }
             engine.gate.wait(PublicationWaiter(engine: engine, seq: first.seq) { done(result, line) })
         })
@@ -93,11 +84,4 @@ final class PublicationWaiter: SnapshotWaiter {
     func snapshotGateOpened() {
         if seq <= engine.lastDurableSeq { then() } else { engine.gate.wait(self) }
     }
-}
-
-/// Carries a first snapshot read on a reader thread back to the loop (written before `done` runs; the worker
-/// pool's lock orders it).
-final class FirstSnapshotOutcome: @unchecked Sendable {
-    var result: Result<FirstSnapshot, HearthError>?
-    var line: InitialSnapshotLine?
 }

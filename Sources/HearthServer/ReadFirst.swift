@@ -3,14 +3,9 @@ import HearthModel
 import HearthStorage
 
 extension Server {
-    /// How many times one piece of work may miss and read again before it is refused: each round reads
-    /// what the last one found missing (a rule's `get()` can depend on another's result), or what a
-    /// publication changed while it was read.
+    /// How many times one piece of work may miss and read again before it is refused (`MissedReads`).
     static let maxReadRounds = 24
 
-    static func readRoundsExceeded(_ rounds: Int) -> HearthError {
-        HearthError(.unavailable, "the documents this request reads changed or kept leading to others while they were read from the store (\(rounds) rounds); try again")
-    }
 
     /// Reads what the loop needs first (`Engine.readsNeeded`: what a write touches, or what the loop missed) on
     /// a reader thread. Back on the loop, and for a read of the published state once its snapshot's seq is
@@ -19,18 +14,8 @@ extension Server {
     func readFirst(_ reads: WriteReads, then: @escaping (HearthError?) -> Void) {
         let store = self.store
         let codec = engine.codec
-        let outcome = WriteReadOutcome()
-        offLoopReadStarted()
-        readers.submit({
-            do throws(HearthError) {
-                outcome.result = .success(try reads.read(from: store, codec: codec))
-            } catch {
-                outcome.result = .failure(error)
-            }
-        }, done: { [unowned self] in
-            offLoopReadReturned()
-            defer { maybeFinishShutdown() }
-            switch outcome.result! {
+        onReader({ () throws(HearthError) in try reads.read(from: store, codec: codec) }, done: { [unowned self] outcome in
+            switch outcome {
             case .success(let result):
                 guard result.seq > engine.lastDurableSeq else { return learned(result, reads, then) }
                 engine.gate.wait(PublicationWaiter(engine: engine, seq: result.seq) { [unowned self] in learned(result, reads, then) })
@@ -48,10 +33,35 @@ extension Server {
         then(nil)
         engine.forgetLearned()
     }
+
+    /// Runs `read` on a reader thread; `done` runs on the loop with its outcome. The read counts as in flight
+    /// until then (`readsInFlight`: a shutdown waits for it).
+    func onReader<T>(_ read: @escaping @Sendable () throws(HearthError) -> T, done: @escaping (Result<T, HearthError>) -> Void) {
+        offLoopReadStarted()
+        readers.submit({ () -> Result<T, HearthError> in
+            do throws(HearthError) { return .success(try read()) } catch { return .failure(error) }
+        }, done: { [unowned self] (outcome: Result<T, HearthError>) in
+            offLoopReadReturned()
+            defer { maybeFinishShutdown() }
+            done(outcome)
+        })
+    }
 }
 
-/// Carries a write's reads back from a reader thread (written before `done` runs; the worker pool's lock
-/// orders it).
-final class WriteReadOutcome: @unchecked Sendable {
-    var result: Result<WriteReadResult, HearthError>?
+/// What a piece of work missed in its runs so far (`Engine.takeMissing`), read again with what it misses
+/// next: each round reads what the last one found missing (a rule's `get()` can depend on another's result),
+/// or what a publication changed while it was read; after `Server.maxReadRounds` rounds the work is refused.
+struct MissedReads {
+    private(set) var paths: [DocumentPath] = []
+    private(set) var rounds = 0
+
+    /// Adds a run's misses; the refusal instead once the work has run `Server.maxReadRounds` times.
+    mutating func add(_ missed: [DocumentPath]) -> HearthError? {
+        guard rounds < Server.maxReadRounds else {
+            return HearthError(.unavailable, "the documents this request reads changed or kept leading to others while they were read from the store (\(rounds) rounds); try again")
+        }
+        rounds += 1
+        paths += missed
+        return nil
+    }
 }

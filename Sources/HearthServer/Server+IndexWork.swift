@@ -24,30 +24,17 @@ extension Server {
         guard let page = engine.indexWorkRead() else { return }
         indexPageReading = true
         let store = self.store
-        let outcome = IndexPageOutcome()
-        offLoopReadStarted()
-        readers.submit({
-            do throws(HearthError) {
-                let snapshot = try store.snapshot()
-                defer { snapshot.close() }
-                outcome.result = .success(try page.read(on: snapshot))
-            } catch {
-                outcome.result = .failure(error)
-            }
-        }, done: { [unowned self] in
-            offLoopReadReturned()
-            defer { maybeFinishShutdown() }
+        onReader({ () throws(HearthError) in
+            let snapshot = try store.snapshot()
+            defer { snapshot.close() }
+            return try page.read(on: snapshot)
+        }, done: { [unowned self] scanned in
             indexPageReading = false
-            do { try engine.indexWorkStep(page, outcome.result!) } catch {
+            do { try engine.indexWorkStep(page, scanned) } catch {
                 // A document a publication changed during the scan is not read here: the page is scanned again.
                 if engine.takeMissing().paths.isEmpty { logger.warn("index work failed, will retry: \(error)") }
             }
             keepTurningWhileIndexWorkRemains()
         })
     }
-}
-
-/// A page of index work scanned on a reader (written before `done` runs; the worker pool's lock orders it).
-private final class IndexPageOutcome: @unchecked Sendable {
-    var result: Result<[IndexHit], HearthError>?
 }

@@ -123,7 +123,7 @@ extension Session: ListenerSink {
             awaitingReset.remove(tag)
             sentSinceTick = true
         case .again(let next):
-            server.readForListeners(next) { [self] result, _ in finishReset(listener, result) }
+            readAfterReset(listener, next)
         case .failed(let error):
             subscriptions[tag] = nil
             server.engine.listeners.remove(listener)

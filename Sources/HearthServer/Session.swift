@@ -263,13 +263,11 @@ final class Session: SnapshotWaiter {
             return false
         }
         var r = earlier ?? LineReads()
-        r.rounds += 1
-        r.paths += missed.paths
-        guard r.rounds <= Server.maxReadRounds else {
-            error = Server.readRoundsExceeded(r.rounds - 1)
+        if let refusal = r.reads.add(missed.paths) {
+            error = refusal
             return false
         }
-        guard let reads = server.engine.readsNeeded(paths: r.paths, requestID: missed.requestID, published: true) else { return false }
+        guard let reads = server.engine.readsNeeded(paths: r.reads.paths, requestID: missed.requestID, published: true) else { return false }
         lineReads = r
         readInFlight = true
         server.readFirst(reads) { [self] failure in
@@ -385,7 +383,6 @@ final class Session: SnapshotWaiter {
 
 /// What a line that missed documents read before it runs again (`Session.readMissed`).
 struct LineReads {
-    var paths: [DocumentPath] = []
-    var rounds = 0
+    var reads = MissedReads()
     var failure: HearthError?
 }

@@ -120,8 +120,7 @@ struct PreparedWrite {
     let fields: (inout JSONWriter, CommitOutcome) -> Void
     /// Documents earlier runs missed (`Engine+WriteReads.swift`; a rule's `get()`), read with its own, and
     /// how many runs missed.
-    var alsoRead: [DocumentPath] = []
-    var rounds = 0
+    var missed = MissedReads()
 
     enum Next {
         case refuse(HearthError)
@@ -136,10 +135,8 @@ struct PreparedWrite {
         let missed = engine.takeMissing()
         guard !missed.paths.isEmpty || missed.requestID != nil else { return .refuse(error) }
         var again = self
-        again.rounds += 1
-        again.alsoRead += missed.paths
-        guard again.rounds <= Server.maxReadRounds else { return .refuse(Server.readRoundsExceeded(rounds)) }
-        guard let reads = engine.readsNeeded(for: writes, requestID: requestID, also: again.alsoRead) else { return .refuse(error) }
+        if let refusal = again.missed.add(missed.paths) { return .refuse(refusal) }
+        guard let reads = engine.readsNeeded(for: writes, requestID: requestID, also: again.missed.paths) else { return .refuse(error) }
         return .read(again, reads)
     }
 

@@ -433,9 +433,17 @@ extension DocumentStore {
     public func readLatest(_ paths: [DocumentPath], requestID: String?) throws(HearthError) -> LatestReads {
         let s = try snapshot()
         defer { s.close() }
+        return try s.reads(paths, requestID: requestID)
+    }
+}
+
+extension StoreSnapshot {
+    /// `paths` and `requestID` as the snapshot holds them (what `readLatest` returns, at the snapshot's seq).
+    public func reads(_ paths: [DocumentPath], requestID: String?) throws(HearthError) -> LatestReads {
         var docs: [StoredDocument?] = []
-        for p in paths { docs.append(try s.get(p)) }
-        return LatestReads(documents: docs, request: try requestID.map { id throws(HearthError) in try s.committedRequest(id) } ?? nil)
+        docs.reserveCapacity(paths.count)
+        for p in paths { docs.append(try get(p)) }
+        return LatestReads(documents: docs, request: try requestID.map { id throws(HearthError) in try committedRequest(id) } ?? nil)
     }
 }
 

@@ -41,10 +41,10 @@ extension ListenerHub {
                 if WindowView.apply(decoded!.mutations(for: v.query), to: &rows, query: v.query) == nil {
                     let key = WindowKey(query: v.query, seq: record.seq)
                     guard case .rows(let known) = refillRows[key] else {
-                        // Not known (read it), or not readable (publication reads it): the rest of this
-                        // window depends on it.
+                        // Not known or to be read again (read it), or not readable (its listeners end): the
+                        // rest of this window depends on it.
                         blocked.insert(id)
-                        if refillRows[key] == nil && asked.insert(key).inserted {
+                        if refillRows[key]?.isUnreadable != true && asked.insert(key).inserted {
                             needed.append(WindowRead(read: FirstSnapshotRead(target: .query(v.query), diffFrom: record.seq,
                                                                              maxResumeCommits: maxResumeCommits), key: key))
                         }
@@ -73,10 +73,9 @@ extension ListenerHub {
             }
         case .failure(let error):
             // A failure that may pass (a connection lost, the catalog moving) is read again, twice.
-            let failures = (refillFailures[w.key] ?? 0) + 1
-            refillFailures[w.key] = failures
-            if error.code == .unavailable && failures < 3 { return }   // `windowReads` asks for it again
-            refillRows[w.key] = .unreadable(error)
+            var failures = 1
+            if case .failed(let before) = refillRows[w.key] { failures += before }
+            refillRows[w.key] = error.code == .unavailable && failures < 3 ? .failed(failures) : .unreadable(error)
         }
     }
 }
@@ -88,6 +87,13 @@ enum WindowRefill {
     /// Not readable: over a local store the publication reads it on the loop; over one across the network
     /// the view's listeners end with this error.
     case unreadable(HearthError)
+    /// Its read failed this many times with an error that may pass: `windowReads` asks for it again.
+    case failed(Int)
+
+    var isUnreadable: Bool {
+        if case .unreadable = self { return true }
+        return false
+    }
 }
 
 /// One window refill to read before a publication (`ListenerHub.windowReads`).

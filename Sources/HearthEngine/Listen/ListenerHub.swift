@@ -28,9 +28,7 @@ public final class ListenerHub {
 
     /// Window refills read before the publication they are for (`ListenerHub+WindowReads.swift`), or why
     /// they could not be. Forgotten at the end of each publication.
-    var refillRows: [WindowKey: WindowRefill] = [:] { didSet { if refillRows.isEmpty { refillFailures.removeAll() } } }
-    /// Failed reads of a refill not yet given up on (`provide`).
-    var refillFailures: [WindowKey: Int] = [:]
+    var refillRows: [WindowKey: WindowRefill] = [:]
 
     /// The most commits a resume replays before falling back to a reset.
     public var maxResumeCommits = 100_000
@@ -264,7 +262,7 @@ public final class ListenerHub {
                         if changes == nil {
                             // Over a store across the network every refill is read before the publication
                             // (`windowReads` runs it dry in the same turn); one it did not foresee is read here.
-                            assert(!engine.storeIsRemote || readBefore != nil, "a window refill the dry run did not foresee: \(v.query)")
+                            assert(!engine.storeIsRemote, "a window refill the dry run did not foresee: \(v.query)")
                             // A document left a full window: re-read it as of this commit (later commits of
                             // the batch are already in the store, so they are rolled back).
                             if rollback == nil { rollback = Self.stateBefore(records[(i + 1)...]) }

@@ -52,25 +52,25 @@ final class RecursiveDelete {
             guard !finished else { return }
             if let error = read.error { return finish(.failure(error)) }
             guard !read.paths.isEmpty else { return finish(.success(deleted)) }
-            deleteBatch(read.paths.map { Write(kind: .delete, path: $0, operation: .delete) }, round: 0)
+            deleteBatch(read.paths.map { Write(kind: .delete, path: $0, operation: .delete) }, missed: MissedReads())
         })
     }
 
     /// Deletes one batch in one commit. Over a store across the network, the versions the loop does not hold
     /// are read on a reader first, and again if the commit still missed one (`Engine+WriteReads.swift`).
-    private func deleteBatch(_ writes: [Write], round: Int) {
+    private func deleteBatch(_ writes: [Write], missed: MissedReads) {
         guard !finished else { return }
         let engine = server.engine
         if engine.storeIsRemote, let reads = engine.readsNeeded(for: writes, requestID: nil) {
             return server.readFirst(reads) { [self] failure in
                 if let failure { return finish(.failure(failure)) }
-                commit(writes, round: round)
+                commit(writes, missed: missed)
             }
         }
-        commit(writes, round: round)
+        commit(writes, missed: missed)
     }
 
-    private func commit(_ writes: [Write], round: Int) {
+    private func commit(_ writes: [Write], missed: MissedReads) {
         guard !finished else { return }
         let count = writes.count
         do throws(HearthError) {
@@ -86,11 +86,11 @@ final class RecursiveDelete {
                 }
             }
         } catch {
-            let missed = !server.engine.takeMissing().paths.isEmpty
-            guard missed, round < Server.maxReadRounds else {
-                return finish(.failure(missed ? Server.readRoundsExceeded(round) : error))
-            }
-            deleteBatch(writes, round: round + 1)
+            let paths = server.engine.takeMissing().paths
+            guard !paths.isEmpty else { return finish(.failure(error)) }
+            var next = missed
+            if let refusal = next.add(paths) { return finish(.failure(refusal)) }
+            deleteBatch(writes, missed: next)
         }
     }
 }

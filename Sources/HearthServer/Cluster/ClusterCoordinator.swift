@@ -240,14 +240,13 @@ final class ClusterCoordinator {
         guard engine.isIdle else { return retryLater() }
         let was = engine.lastDurableSeq
         let store = self.store
-        let outcome = ResetOutcome()
         tailing = true
-        feedThread.submit({
-            do throws(HearthError) { outcome.point = .success(try Engine.ResetPoint.read(from: store)) } catch { outcome.point = .failure(error) }
-        }, done: { [unowned self] in
+        feedThread.submit({ () -> Result<Engine.ResetPoint, HearthError> in
+            do throws(HearthError) { return .success(try Engine.ResetPoint.read(from: store)) } catch { return .failure(error) }
+        }, done: { [unowned self] (point: Result<Engine.ResetPoint, HearthError>) in
             tailing = false
             guard !stopped else { return }
-            switch outcome.point! {
+            switch point {
             case .failure(let error):
                 problems.note("cluster: this node fell behind the change log's retention at seq \(was), and reading the store's seq failed (tried again in 1 s): \(error.message)")
                 retryLater(ms: 1000)
@@ -417,10 +416,6 @@ private final class ElectionOutcome: @unchecked Sendable {
     var lease: CommitterLease?
     var renewed: Bool?
     var error: HearthError?
-}
-
-private final class ResetOutcome: @unchecked Sendable {
-    var point: Result<Engine.ResetPoint, HearthError>?
 }
 
 private final class FeedOutcome: @unchecked Sendable {

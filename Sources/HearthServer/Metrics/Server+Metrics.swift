@@ -90,13 +90,9 @@ extension Server {
         guard engine.storeIsRemote, !storeFiguresReading, !shuttingDown else { return }
         storeFiguresReading = true
         let store = self.store
-        let outcome = StoreFiguresOutcome()
-        offLoopReadStarted()
-        readers.submit({ outcome.figures = StoreFigures.read(store) }, done: { [unowned self] in
-            offLoopReadReturned()
+        onReader({ StoreFigures.read(store) }, done: { [unowned self] outcome in
             storeFiguresReading = false
-            if let figures = outcome.figures { storeFigures = figures }
-            maybeFinishShutdown()
+            if case .success(let figures) = outcome { storeFigures = figures }
         })
     }
 }
@@ -111,9 +107,4 @@ struct StoreFigures: Sendable {
         StoreFigures(bytesOnDisk: (store as? any StoreAdministration)?.bytesOnDisk() ?? 0,
                      oldestResumableSeq: (try? store.oldestResumableSeq()) ?? 0)
     }
-}
-
-/// Carries the figures back from a reader thread (written before `done` runs; the pool's lock orders it).
-private final class StoreFiguresOutcome: @unchecked Sendable {
-    var figures: StoreFigures?
 }

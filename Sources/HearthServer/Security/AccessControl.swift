@@ -177,8 +177,7 @@ public final class AccessControl {
         let maxReads = review.documents.count > 1 ? Self.readsPerCommit : Self.readsPerRequest
         // A document whose rules missed a read (a store across the network: `Engine.publishedOnLoop`) does not
         // stop the review: every document's misses are read in one round.
-        var missed: HearthError?
-        for d in review.documents {
+        try engine.gatheringMisses(review.documents) { (d) throws(HearthError) in
             let method: RuleMethod
             switch d.method {
             case nil: method = .get
@@ -186,15 +185,13 @@ public final class AccessControl {
             case .update: method = .update
             case .delete: method = .delete
             }
-            do {
+            do throws(HearthError) {
                 _ = try Self.judge(rules: rules, principal, method, what: "\(method.rawValue) of \(d.path)", path: d.path,
                                    resource: d.before, requestResource: method == .delete || method == .get ? nil : d.after,
                                    maxReads: maxReads, time: review.commitTime, reader: reader)
             } catch {
-                if engine.hasMissing { missed = missed ?? error; continue }
-                throw nameWrites ? error.prefixed("writes[\(d.firstWrite)]") : error
+                throw engine.hasMissing || !nameWrites ? error : error.prefixed("writes[\(d.firstWrite)]")
             }
         }
-        if let missed { throw missed }
     }
 }

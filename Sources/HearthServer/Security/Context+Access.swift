@@ -22,14 +22,7 @@ extension Context {
     /// the first miss is thrown, so that one round reads them all.
     func judgeGets<S: Sequence>(_ docs: S) throws(HearthError) where S.Element == (DocumentPath, StoredDocument) {
         guard judged else { return }
-        var missed: HearthError?
-        for (path, doc) in docs {
-            do { try judgeGet(path, doc) } catch {
-                guard engine.hasMissing else { throw error }
-                if missed == nil { missed = error }
-            }
-        }
-        if let missed { throw missed }
+        try engine.gatheringMisses(docs) { (doc) throws(HearthError) in try judgeGet(doc.0, doc.1) }
     }
 
     /// For documents judged on a reader thread: the rules and identity to judge them with (nil: not judged).

@@ -108,9 +108,10 @@ extension Session {
     /// Judges one listener again with the current identity, rules and documents; ends it with the refusal
     /// if it is no longer allowed. Documents the rules read that this node must first read from a store
     /// across the network (`Engine.publishedOnLoop`) are read on a reader, then it is judged again; meanwhile
-    /// the listener is held (`ListenerHub.hold`), so that it receives nothing it may no longer see. `read` and
-    /// `round` are those of earlier rounds.
-    func rejudge(_ tag: String, read: [DocumentPath] = [], round: Int = 0) {
+    /// the listener is held (`ListenerHub.hold`), so that it receives nothing it may no longer see. `read` is
+    /// what earlier rounds missed.
+    func rejudge(_ tag: String, read: MissedReads = MissedReads()) {
+        let round = read.rounds
         guard !closed, let target = listenTargets[tag], let listener = subscriptions[tag] else { return }
         let hub = server.engine.listeners
         // One judgement reading at a time: the one under way judges at the state published when it is back.
@@ -125,14 +126,14 @@ extension Session {
         } catch {
             let missed = server.engine.takeMissing().paths
             guard !missed.isEmpty else { return revoke(tag, error) }
-            guard round < Server.maxReadRounds, let reads = server.engine.readsNeeded(paths: read + missed, published: true) else {
-                return revoke(tag, Server.readRoundsExceeded(round))
-            }
+            var next = read
+            if let refusal = next.add(missed) { return revoke(tag, refusal) }
+            guard let reads = server.engine.readsNeeded(paths: next.paths, published: true) else { return revoke(tag, error) }
             if round == 0 { hub.hold(listener) }
             server.readFirst(reads) { [self] failure in
                 // A listener the connection ended (or replaced under the same tag) meanwhile is not judged.
                 guard subscriptions[tag] === listener else { return }
-                if let failure { revoke(tag, failure) } else { rejudge(tag, read: reads.paths, round: round + 1) }
+                if let failure { revoke(tag, failure) } else { rejudge(tag, read: next) }
             }
         }
     }
