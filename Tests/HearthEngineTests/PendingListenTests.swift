@@ -11,6 +11,15 @@ import Testing
 @Suite struct PendingListenTests {
     typealias Sink = ListenerWindowTests.Sink
 
+    /// Commits `w/d0`…`w/d<n-1>` with `v` = their number, and returns the window of the three lowest `v`.
+    static func firstThree(_ h: EngineHarness, of n: Int) throws -> ValidQuery {
+        _ = h.commit((0..<n).map { set("w/d\($0)", m(["v": .int(Int64($0))])) })
+        var query = Query.collection(try CollectionPath(parsing: "w"))
+        query.orderBy = [.init(fp("v"))]
+        query.limit = 3
+        return try query.validated()
+    }
+
     /// One pending registration in the test: its listener, the read to run, the snapshot read so far.
     final class Attempt {
         let tag: String
@@ -131,11 +140,7 @@ import Testing
     /// the current seq instead of reading on the loop.
     @Test func aWindowThatLosesARowWhilePendingIsReadAgain() throws {
         let h = try EngineHarness()
-        _ = h.commit((0..<10).map { set("w/d\($0)", m(["v": .int(Int64($0))])) })
-        var query = Query.collection(try CollectionPath(parsing: "w"))
-        query.orderBy = [.init(fp("v"))]
-        query.limit = 3
-        let q = try query.validated()
+        let q = try Self.firstThree(h, of: 10)
         let sink = Sink()
         let (l, read) = try h.engine.listeners.begin(.query(q), tag: "t", sink: sink, resumeAfter: nil)
         let snapshot = try h.store.snapshot()
@@ -180,11 +185,7 @@ import Testing
     /// refilled as a publication refills one, instead of without end.
     @Test func aWindowThatKeepsLosingRowsIsRefilledAfterAFewReads() throws {
         let h = try EngineHarness()
-        _ = h.commit((0..<20).map { set("w/d\($0)", m(["v": .int(Int64($0))])) })
-        var query = Query.collection(try CollectionPath(parsing: "w"))
-        query.orderBy = [.init(fp("v"))]
-        query.limit = 3
-        let q = try query.validated()
+        let q = try Self.firstThree(h, of: 20)
         let sink = Sink()
         var (l, read) = try h.engine.listeners.begin(.query(q), tag: "t", sink: sink, resumeAfter: nil)
         var attempts = 0
@@ -216,11 +217,7 @@ import Testing
     /// registers exactly.
     @Test func overARemoteStoreAWindowThatKeepsLosingRowsIsReadAgain() throws {
         let h = try EngineHarness()
-        _ = h.commit((0..<20).map { set("w/d\($0)", m(["v": .int(Int64($0))])) })
-        var query = Query.collection(try CollectionPath(parsing: "w"))
-        query.orderBy = [.init(fp("v"))]
-        query.limit = 3
-        let q = try query.validated()
+        let q = try Self.firstThree(h, of: 20)
         let sink = Sink()
         var (l, read) = try h.engine.listeners.begin(.query(q), tag: "t", sink: sink, resumeAfter: nil)
         h.engine.storeIsRemote = true
