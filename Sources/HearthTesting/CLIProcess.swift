@@ -33,43 +33,11 @@ public enum CLIProcess {
     /// `HEARTH_TOKEN` / `HEARTH_ADMIN_KEY` (tests stay anonymous unless they ask), plus `environment`.
     public static func run(_ args: [String], stdin: String? = nil, timeout: Double = 60, binary: String? = nil,
                            environment: [String: String] = [:]) throws -> Result {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: binary ?? binaryPath())
-        p.arguments = args
-        p.environment = ProcessInfo.processInfo.environment
+        let env = ProcessInfo.processInfo.environment
             .filter { $0.key != "HEARTH_TOKEN" && $0.key != "HEARTH_ADMIN_KEY" }
             .merging(environment) { $1 }
-        let out = Pipe(), err = Pipe(), input = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = input
-        let outData = Collector(), errData = Collector()
-        let readers = DispatchGroup()
-        for (pipe, sink) in [(out, outData), (err, errData)] {
-            DispatchQueue.global().async(group: readers) { sink.append(pipe.fileHandleForReading.readDataToEndOfFile()) }
-        }
-        let exited = DispatchSemaphore(value: 0)
-        p.terminationHandler = { _ in exited.signal() }
-        try p.run()
-        if let stdin { try? input.fileHandleForWriting.write(contentsOf: Data(stdin.utf8)) }
-        try? input.fileHandleForWriting.close()
-        if exited.wait(timeout: .now() + timeout) == .timedOut {
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
-            _ = readers.wait(timeout: .now() + 5)
-            throw TestFailure("hearth \(args.joined(separator: " ")) did not finish within \(timeout) s; stderr:\n\(errData.text)")
-        }
-        p.waitUntilExit()
-        _ = readers.wait(timeout: .now() + 10)
-        return Result(status: p.terminationStatus, stdout: outData.text, stderr: errData.text)
+        let r = try SpawnedProcess.run(binary ?? binaryPath(), args, stdin: stdin, timeout: timeout, environment: env,
+                                       what: "hearth \(args.joined(separator: " "))")
+        return Result(status: r.status, stdout: r.stdout, stderr: r.stderr)
     }
-}
-
-/// Bytes gathered from a pipe's handler thread.
-private final class Collector: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-
-    func append(_ chunk: Data) { lock.withLock { data.append(chunk) } }
-    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
 }

@@ -87,36 +87,10 @@ public final class DaemonProcess: @unchecked Sendable {
     /// for starts that must fail; waits up to `timeout` seconds. Returns the exit status and what it printed on
     /// stderr.
     public static func runToExit(_ args: [String], prefix: [String] = [], timeout: Double = 30) throws -> (status: Int32, stderr: String) {
-        let p = Process()
-        if prefix.isEmpty {
-            p.executableURL = URL(fileURLWithPath: binaryPath())
-            p.arguments = args
-        } else {
-            p.executableURL = URL(fileURLWithPath: prefix[0])
-            p.arguments = Array(prefix.dropFirst()) + [binaryPath()] + args
-        }
-        let err = Pipe()
-        p.standardError = err
-        p.standardOutput = FileHandle.nullDevice
-        p.standardInput = FileHandle.nullDevice
-        let exited = DispatchSemaphore(value: 0)
-        p.terminationHandler = { _ in exited.signal() }
-        try p.run()
-        let output = OutputBox()
-        let read = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            output.data = err.fileHandleForReading.readDataToEndOfFile()
-            read.signal()
-        }
-        if exited.wait(timeout: .now() + timeout) == .timedOut {
-            kill(p.processIdentifier, SIGKILL)
-            p.waitUntilExit()
-            _ = read.wait(timeout: .now() + 5)
-            throw TestFailure("hearthd \(args.joined(separator: " ")) did not exit within \(timeout) s; stderr:\n\(output.text)")
-        }
-        p.waitUntilExit()
-        _ = read.wait(timeout: .now() + 10)
-        return (p.terminationStatus, output.text)
+        let command = prefix.isEmpty ? [binaryPath()] + args : prefix + [binaryPath()] + args
+        let r = try SpawnedProcess.run(command[0], Array(command.dropFirst()), stdin: nil, timeout: timeout, environment: nil,
+                                       what: "hearthd \(args.joined(separator: " "))")
+        return (r.status, r.stderr)
     }
 
     /// `waitForLog(_:timeout:)` under the name some tests use.
@@ -244,4 +218,4 @@ public struct TestFailure: Error, CustomStringConvertible {
 
 /// glibc's pipe2 (not in Swift's Glibc module): a pipe whose descriptors are close-on-exec from the start.
 @_silgen_name("pipe2")
-private func hearth_pipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
+func hearth_pipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32

@@ -67,17 +67,8 @@ public final class TestCertificates: @unchecked Sendable {
     }
 
     private func openssl(_ args: [String]) throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        p.arguments = args
-        let err = Pipe()
-        p.standardError = err
-        p.standardOutput = FileHandle.nullDevice
-        try p.run()
-        let text = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        guard p.terminationStatus == 0 else {
-            throw TestFailure("openssl \(args.joined(separator: " ")) failed: \(String(decoding: text, as: UTF8.self))")
-        }
+        let r = try SpawnedProcess.run("/usr/bin/openssl", args, stdin: nil, timeout: 60, environment: nil,
+                                       what: "openssl \(args.joined(separator: " "))")
+        guard r.status == 0 else { throw TestFailure("openssl \(args.joined(separator: " ")) failed: \(r.stderr)") }
     }
 }

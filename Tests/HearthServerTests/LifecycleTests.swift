@@ -195,15 +195,9 @@ import Testing
 
     /// `hearthd --help` and the flag table of docs/operations.md list the same flags.
     @Test func theOperationsFlagTableListsEveryFlag() throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: DaemonProcess.binaryPath())
-        p.arguments = ["--help"]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0)
+        let help = try CLIProcess.run(["--help"], binary: DaemonProcess.binaryPath())
+        let text = help.stdout
+        #expect(help.status == 0)
         let flags = Set(text.split(separator: "\n").compactMap { line -> String? in
             let t = line.trimmingCharacters(in: .whitespaces)
             guard t.hasPrefix("--") else { return nil }
@@ -271,13 +265,6 @@ final class TmpfsMount {
 
     @discardableResult
     static func run(_ tool: String, _ args: [String]) -> Int32 {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: tool)
-        p.arguments = args
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        guard (try? p.run()) != nil else { return -1 }
-        p.waitUntilExit()
-        return p.terminationStatus
+        (try? CLIProcess.run(args, binary: tool))?.status ?? -1
     }
 }
