@@ -30,6 +30,10 @@ public final class EventLoop {
     private var hooks: [LoopHook] = []
     private var dirty: [TCPConnection] = []
     private var flushing: [TCPConnection] = []
+    /// Connections flushed first in the next pass (`TCPConnection.expedite()`): those holding an answer a
+    /// client waits for, ahead of those holding only pushed lines.
+    private var urgent: [TCPConnection] = []
+    private var flushingUrgent: [TCPConnection] = []
 
     private var isRunning = false
     /// Set by `shutdown()`; factories hand out inert objects afterwards.
@@ -127,6 +131,8 @@ public final class EventLoop {
         finished = true
         dirty.removeAll()
         flushing.removeAll()
+        urgent.removeAll()
+        flushingUrgent.removeAll()
         if status == 0 {
             readBuffer.deallocate()
             free(uvLoop)
@@ -224,6 +230,13 @@ public final class EventLoop {
         dirty.append(connection)
     }
 
+    /// Queues `connection` to be flushed at the start of the next pass, ahead of the other dirty ones (it is
+    /// dirty too; the caller keeps a per-connection flag).
+    func markUrgent(_ connection: TCPConnection) {
+        if dirty.isEmpty && urgent.isEmpty && !isShutDown { uv_ref(asHandle(prepareHandle)) }
+        urgent.append(connection)
+    }
+
     /// The prepare callback body: hooks, then one flush pass over the dirty connections.
     func beforePollTurn() {
         turnRequested = false
@@ -231,16 +244,26 @@ public final class EventLoop {
             let current = hooks
             for hook in current where hook.isActive { hook.fire?() }
         }
+        if !urgent.isEmpty {
+            swap(&urgent, &flushingUrgent)
+            for connection in flushingUrgent {
+                connection.isUrgent = false
+                guard connection.isDirty else { continue }
+                connection.isDirty = false
+                connection.flush()
+            }
+            flushingUrgent.removeAll(keepingCapacity: true)
+        }
         if !dirty.isEmpty {
             swap(&dirty, &flushing)
-            for connection in flushing {
+            for connection in flushing where connection.isDirty {
                 connection.isDirty = false
                 connection.flush()
             }
             flushing.removeAll(keepingCapacity: true)
         }
         if isShutDown { return }
-        if dirty.isEmpty && !turnRequested {
+        if dirty.isEmpty && urgent.isEmpty && !turnRequested {
             uv_unref(asHandle(prepareHandle))
             if idleActive { uv_idle_stop(idleHandle); idleActive = false }
         } else if !idleActive {

@@ -58,6 +58,8 @@ public final class TCPConnection: LoopHandleOwner {
     private var writeInFlight = false
     /// In the loop's dirty list (flush pending this turn).
     var isDirty = false
+    /// In the loop's urgent list (flushed first this turn).
+    var isUrgent = false
 
     private var wantsReading = false
     /// The peer finished sending: nothing is read again, whatever the owner asks.
@@ -212,6 +214,17 @@ public final class TCPConnection: LoopHandleOwner {
     /// May call ``onDrain`` or ``onClose``-triggering error handling before returning.
     public func flushNow() {
         flush()
+    }
+
+    /// Has this connection's pending output flushed at the start of the next pass, ahead of connections
+    /// that were not expedited: for an answer a client is waiting for, which should not queue behind a
+    /// publication's pushed lines to many other connections. Changes only the order in which connections
+    /// are written, never the order of bytes on one.
+    public func expedite() {
+        guard handle != nil, !isUrgent else { return }
+        isUrgent = true
+        scheduleFlush()
+        loop.markUrgent(self)
     }
 
     func scheduleFlush() {

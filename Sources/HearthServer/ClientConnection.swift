@@ -24,6 +24,8 @@ package protocol ClientConnection: AnyObject {
     /// Sends `first` then `second` as one append (one pending-flush check): a pushed line made of a
     /// listener's own prefix and a body shared by every listener.
     func send(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer)
+    /// Has what is buffered written ahead of connections holding only pushed lines (`TCPConnection.expedite`).
+    func expedite()
     /// Flushes what is buffered, then closes.
     func close()
     /// Closes at once, dropping unsent output.
@@ -36,6 +38,7 @@ package protocol ClientConnection: AnyObject {
 }
 
 extension ClientConnection {
+    public func expedite() {}
     public var isTLS: Bool { false }
     public var peerCertificateSubject: String? { nil }
 }

@@ -374,6 +374,9 @@ final class Session: SnapshotWaiter {
         guard !closed else { return }
         sentSinceTick = true
         responses.fill(slot, with: response) { conn.send($0) }
+        // The writer waits for this answer; the publication's pushed lines to other connections need not go
+        // out first (this connection's own listener lines are already ahead of it in its buffer).
+        conn.expedite()
         guard pendingWrites == 0 && isParked else { return updateReading() }
         // During a publication the parked lines run once it has finished; a write answered outside one (a
         // follower's forwarded write, `ClusterCoordinator`) lets them run now.

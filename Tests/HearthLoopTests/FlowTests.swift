@@ -121,4 +121,46 @@ struct FlowTests {
         #expect(closeError?.name == "ETIMEDOUT")
         #expect(client != nil)
     }
+
+    @Test("an expedited connection is written first in its flush pass; the others keep their order, and each its bytes")
+    func expeditedFlushFirst() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        var accepted: [TCPConnection] = []
+        var clients: [TCPConnection] = []
+        var flushed: [String] = []
+        var received: [String: [UInt8]] = [:]
+        let names = ["a", "b", "c", "d"]
+        func sendAll() {
+            // One turn: a, b, c and d buffer output; c and then a are expedited (a after its send, c before
+            // a second send of its own), twice for c.
+            for (i, c) in accepted.enumerated() {
+                c.onDrain = { flushed.append(names[i]) }
+                c.send(names[i] + "1")
+            }
+            accepted[2].expedite()
+            accepted[2].send("c2")
+            accepted[2].expedite()
+            accepted[0].expedite()
+        }
+        let listener = try loop.listen(host: "127.0.0.1", port: 0) { connection in
+            accepted.append(connection)
+            if accepted.count == names.count { loop.timer(after: 0) { sendAll() } }
+        }
+        for name in names {
+            connectClient(loop, port: listener.port) { client in
+                clients.append(client)
+                client.onRead = { bytes in
+                    received[name, default: []] += bytes
+                    if received.values.reduce(0, { $0 + $1.count }) == 10 { loop.stop() }
+                }
+                client.startReading()
+            }
+        }
+        runBounded(loop)
+        // Named by the accepted connection that wrote them.
+        #expect(flushed == ["c", "a", "b", "d"])
+        let lines: [String] = received.values.map { String(decoding: $0, as: UTF8.self) }.sorted()
+        #expect(lines == ["a1", "b1", "c1c2", "d1"])
+    }
 }

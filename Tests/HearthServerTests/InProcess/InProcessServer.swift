@@ -28,6 +28,9 @@ final class FakeConnection: ClientConnection {
     func send(_ bytes: [UInt8]) { if !closed { output.append(contentsOf: bytes) } }
     func close() { finish() }
     func abort() { finish() }
+    /// The output's length at each `expedite()`.
+    private(set) var expeditedAt: [Int] = []
+    func expedite() { expeditedAt.append(output.count) }
 
     private func finish() {
         guard !closed else { return }

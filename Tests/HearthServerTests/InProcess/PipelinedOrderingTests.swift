@@ -51,6 +51,30 @@ import Testing
         }
     }
 
+    /// A write's answer is expedited (written ahead of connections holding only the publication's pushed
+    /// lines), once it and the writer's own listener lines are in its buffer; subscribers are not.
+    @Test func aWritesAnswerIsExpeditedAfterItsOwnListenerLines() throws {
+        let s = try InProcessServer()
+        let subscriber = s.connect()
+        subscriber.write([#"{"op":"listen","query":{"collection":"c"},"id":"s"}"#])
+        let writer = s.connect()
+        writer.write([#"{"op":"listen","query":{"collection":"c"},"id":"w"}"#])
+        s.settle()
+        _ = writer.take()
+        _ = subscriber.take()
+        writer.write([#"{"op":"set","path":"c/x","data":{"v":1},"id":1}"#, #"{"op":"set","path":"c/y","data":{"v":1},"id":2}"#])
+        s.flush()
+        let lines = writer.take()
+        // The group's events, then its answers; expedited after each answer, with nothing after the last.
+        let kinds: [String] = lines.map { $0["ok"] != nil ? "answer \($0["id"] ?? "?")" : "event \($0["seq"] ?? "?")" }
+        #expect(kinds == ["event 1", "event 2", "answer 1", "answer 2"])
+        let total = writer.output.count
+        #expect(writer.expeditedAt.last == total, "expedited at \(writer.expeditedAt), output \(total) bytes")
+        #expect(writer.expeditedAt.count == 2)
+        #expect(subscriber.expeditedAt.isEmpty)
+        #expect(events(subscriber.take(), sub: "1").count == 2)
+    }
+
     /// A delete then a listen in one write: the deleted document is not in the first snapshot.
     @Test(arguments: [false, true])
     func aListenPipelinedBehindADeleteDoesNotSeeTheDocument(shared: Bool) throws {
