@@ -237,7 +237,7 @@ public final class EventLoop {
         urgent.append(connection)
     }
 
-    /// The prepare callback body: hooks, then one flush pass over the dirty connections.
+    /// The prepare callback body: hooks, then one flush pass: the expedited connections, then the other dirty ones.
     func beforePollTurn() {
         turnRequested = false
         if !hooks.isEmpty {
@@ -256,6 +256,8 @@ public final class EventLoop {
         }
         if !dirty.isEmpty {
             swap(&dirty, &flushing)
+            // An expedited connection is in both lists: written in the urgent part, skipped here unless it
+            // was dirtied again since (then it is written again, in its first place).
             for connection in flushing where connection.isDirty {
                 connection.isDirty = false
                 connection.flush()

@@ -14,7 +14,7 @@ import Darwin
 /// reference cycles they hold).
 ///
 /// Output is buffered: `send(_:)` only copies into a per-connection buffer and marks the
-/// connection dirty; the loop flushes each dirty connection once per iteration, just before polling,
+/// connection dirty; the loop flushes each dirty connection in its next flush pass, just before polling,
 /// with `uv_try_write` first and `uv_write` for the remainder. At most one `uv_write` is in flight per
 /// connection; bytes sent meanwhile accumulate and go out when it completes. See docs/loop.md.
 ///
@@ -60,6 +60,8 @@ public final class TCPConnection: LoopHandleOwner {
     var isDirty = false
     /// In the loop's urgent list (flushed first this turn).
     var isUrgent = false
+    /// Expedited while a `uv_write` was in flight: the rest is expedited again when that write completes.
+    private var expediteAfterWrite = false
 
     private var wantsReading = false
     /// The peer finished sending: nothing is read again, whatever the owner asks.
@@ -220,8 +222,11 @@ public final class TCPConnection: LoopHandleOwner {
     /// that were not expedited: for an answer a client is waiting for, which should not queue behind a
     /// publication's pushed lines to many other connections. Changes only the order in which connections
     /// are written, never the order of bytes on one.
+    /// While a write is in flight (a peer reading slowly), what is buffered goes out first once it completes.
     public func expedite() {
-        guard handle != nil, !isUrgent else { return }
+        guard handle != nil, !closeRequested else { return }
+        if writeInFlight { expediteAfterWrite = true }
+        guard !isUrgent else { return }
         isUrgent = true
         scheduleFlush()
         loop.markUrgent(self)
@@ -276,8 +281,12 @@ public final class TCPConnection: LoopHandleOwner {
             return
         }
         if out.isEmpty && (plain.isEmpty || tls?.session.isEstablished != true) {
+            expediteAfterWrite = false
             out.trim(retaining: loop.outputRetainLimit)
             outputDrained()
+        } else if expediteAfterWrite {
+            expediteAfterWrite = false
+            expedite()
         } else {
             scheduleFlush()
         }

@@ -68,9 +68,10 @@ import Testing
         // The group's events, then its answers; expedited after each answer, with nothing after the last.
         let kinds: [String] = lines.map { $0["ok"] != nil ? "answer \($0["id"] ?? "?")" : "event \($0["seq"] ?? "?")" }
         #expect(kinds == ["event 1", "event 2", "answer 1", "answer 2"])
-        let total = writer.output.count
-        #expect(writer.expeditedAt.last == total, "expedited at \(writer.expeditedAt), output \(total) bytes")
-        #expect(writer.expeditedAt.count == 2)
+        // Where each answer's line ends in the writer's output (the last four lines are the group's).
+        let ends: [Int] = writer.output.indices.filter { writer.output[$0] == 10 }.map { $0 + 1 }
+        let answerEnds: [Int] = Array(ends.suffix(2))
+        #expect(writer.expeditedAt == answerEnds, "expedited at \(writer.expeditedAt), answers end at \(answerEnds)")
         #expect(subscriber.expeditedAt.isEmpty)
         #expect(events(subscriber.take(), sub: "1").count == 2)
     }
