@@ -284,11 +284,12 @@ public final class TCPConnection: LoopHandleOwner {
             expediteAfterWrite = false
             out.trim(retaining: loop.outputRetainLimit)
             outputDrained()
-        } else if expediteAfterWrite {
-            expediteAfterWrite = false
-            expedite()
         } else {
             scheduleFlush()
+            if expediteAfterWrite {
+                expediteAfterWrite = false
+                expedite()
+            }
         }
     }
 
