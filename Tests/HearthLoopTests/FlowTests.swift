@@ -86,7 +86,7 @@ struct FlowTests {
             client.onRead = { received += $0 }
             client.onClose = { error in
                 clientClosed.append(error)
-                loop.timer(after: 20) { loop.stop() }
+                loop.timer(after: 50) { loop.stop() }
             }
             client.startReading()
         }
@@ -162,5 +162,50 @@ struct FlowTests {
         #expect(flushed == ["c", "a", "b", "d"])
         let lines: [String] = received.values.map { String(decoding: $0, as: UTF8.self) }.sorted()
         #expect(lines == ["a1", "b1", "c1c2", "d1"])
+    }
+
+    @Test("an expedite made while a write is in flight holds: the rest is expedited once that write completes")
+    func expediteDuringAWriteInFlight() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let payload = pattern(8 << 20)
+        var server: TCPConnection?
+        var received = 0
+        var expectedTotal = Int.max
+        var expeditedWhileInFlight = false
+        // What the before-poll hook (run just before each flush pass) saw once the large write had completed
+        // and only the expedited rest was pending: whether the connection was in the urgent list.
+        var urgentWhenRestPending: [Bool] = []
+        let hook = loop.beforePoll {
+            guard expeditedWhileInFlight, let c = server, c.pendingOutputBytes == 2 else { return }
+            urgentWhenRestPending.append(c.isUrgent)
+        }
+        defer { hook.cancel() }
+        let listener = try loop.listen(host: "127.0.0.1", port: 0) { connection in
+            server = connection
+            connection.send(payload)
+            loop.timer(after: 10) {
+                // Flushed since, and the client has not read yet: the kernel took part of the payload, a
+                // uv_write holds the rest.
+                let before = connection.pendingOutputBytes
+                connection.send("a2")
+                connection.expedite()
+                expeditedWhileInFlight = before > 0 && before < payload.count
+                expectedTotal = payload.count + 2
+            }
+        }
+        connectClient(loop, port: listener.port) { client in
+            loop.timer(after: 50) {
+                client.onRead = { bytes in
+                    received += bytes.count
+                    if received == expectedTotal { loop.stop() }
+                }
+                client.startReading()
+            }
+        }
+        runBounded(loop, timeoutMs: 30_000)
+        #expect(expeditedWhileInFlight)
+        #expect(received == payload.count + 2)
+        #expect(!urgentWhenRestPending.isEmpty && urgentWhenRestPending.allSatisfy { $0 }, "urgent at each pass with the rest pending: \(urgentWhenRestPending)")
     }
 }
