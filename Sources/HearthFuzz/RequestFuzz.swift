@@ -20,6 +20,7 @@ final class FuzzConnection: ClientConnection {
     func resumeReading() {}
     func send(_ bytes: UnsafeRawBufferPointer) { if !closed { output.append(contentsOf: bytes) } }
     func send(_ bytes: [UInt8]) { if !closed { output.append(contentsOf: bytes) } }
+    func expedite() {}
     func close() { guard !closed else { return }; closed = true; onClose?(nil) }
     func abort() { close() }
 }

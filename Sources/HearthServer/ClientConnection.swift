@@ -38,7 +38,6 @@ package protocol ClientConnection: AnyObject {
 }
 
 extension ClientConnection {
-    public func expedite() {}
     public var isTLS: Bool { false }
     public var peerCertificateSubject: String? { nil }
 }
