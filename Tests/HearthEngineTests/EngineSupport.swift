@@ -42,6 +42,16 @@ final class EngineHarness {
         engine.onCommitted = { [unowned self] in self.published += $0 }
     }
 
+    /// An engine following another over `store`, as a cluster node does: the store may be ahead of what it
+    /// published, and it refuses commits of its own.
+    static func follower(over store: MemoryStore, codec: TableCodec,
+                         indexCatalogCodec: (any IndexCatalogCodec)? = nil) throws -> EngineHarness {
+        let h = try EngineHarness(store: store, codec: codec, indexCatalogCodec: indexCatalogCodec)
+        h.engine.storeMayLead = true
+        h.engine.commitRefusal = HearthError(.unavailable, "a follower")
+        return h
+    }
+
     /// Commits and flushes; returns the outcome or the error (immediate or from durability).
     func commit(_ writes: [Write]) -> Result<CommitOutcome, HearthError> {
         var result: Result<CommitOutcome, HearthError>?

@@ -9,15 +9,18 @@ import Testing
 /// for change, those of the same listeners on the committing engine, limit windows (refilled from the store
 /// while it is ahead) included.
 @Suite struct FollowerTests {
-    @Test(arguments: 0..<6)
-    func aFollowerPublishesTheSameSnapshotsAndReadsAtItsSeq(seed: Int) throws {
-        var r = QueryOracleTests.RNG(state: UInt64(seed) &* 6_007 &+ 11)
+    /// A leader that committed 30 documents `w/d0`...`w/d29` with random `v`, and a follower over its store.
+    static func leaderAndFollower(_ r: inout QueryOracleTests.RNG) throws -> (MemoryStore, EngineHarness, EngineHarness) {
         let store = MemoryStore()
         let leader = try EngineHarness(store: store)
         _ = leader.commit((0..<30).map { set("w/d\($0)", m(["v": .int(Int64(r.next() % 100))])) })
-        let follower = try EngineHarness(store: store, codec: leader.codec)
-        follower.engine.storeMayLead = true
-        follower.engine.commitRefusal = HearthError(.unavailable, "a follower")
+        return (store, leader, try EngineHarness.follower(over: store, codec: leader.codec))
+    }
+
+    @Test(arguments: 0..<6)
+    func aFollowerPublishesTheSameSnapshotsAndReadsAtItsSeq(seed: Int) throws {
+        var r = QueryOracleTests.RNG(state: UInt64(seed) &* 6_007 &+ 11)
+        let (store, leader, follower) = try FollowerTests.leaderAndFollower(&r)
         #expect(follower.engine.lastDurableSeq == 1)
 
         let window = ListenerWindowTests()
@@ -111,12 +114,7 @@ import Testing
     @Test(arguments: 0..<4)
     func aResetReadsEveryListenerOffTheLoopAndStaysExact(seed: Int) throws {
         var r = QueryOracleTests.RNG(state: UInt64(seed) &* 7_919 &+ 3)
-        let store = MemoryStore()
-        let leader = try EngineHarness(store: store)
-        _ = leader.commit((0..<30).map { set("w/d\($0)", m(["v": .int(Int64(r.next() % 100))])) })
-        let follower = try EngineHarness(store: store, codec: leader.codec)
-        follower.engine.storeMayLead = true
-        follower.engine.commitRefusal = HearthError(.unavailable, "a follower")
+        let (store, leader, follower) = try FollowerTests.leaderAndFollower(&r)
         let window = ListenerWindowTests()
         // Two listeners per query (a shared view) and a document listener.
         var qs = try ListenerWindowTests.queries()
@@ -208,9 +206,7 @@ import Testing
         let (def, _) = try leader.engine.createIndex(collectionID: "calls", scope: .collection, fields: fields)
         while leader.engine.hasIndexWork { try leader.engine.indexWorkStep(); leader.flush() }
         leader.flush()
-        let follower = try EngineHarness(store: store, codec: leader.codec, indexCatalogCodec: catalogCodec)
-        follower.engine.storeMayLead = true
-        follower.engine.commitRefusal = HearthError(.unavailable, "a follower")
+        let follower = try EngineHarness.follower(over: store, codec: leader.codec, indexCatalogCodec: catalogCodec)
         var q = Query.collection(try CollectionPath(parsing: "calls"))
         q.filter = .field(fp("customerId"), .equal, "c1")
         q.orderBy = [Query.Order(fp("callDate"), .descending)]
