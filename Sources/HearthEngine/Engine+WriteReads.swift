@@ -79,8 +79,7 @@ extension Engine {
         // commits beyond the published seq).
         let latestIsPublished = !storeMayLead && reads.leadEpoch == leadEpoch
         for (path, doc) in result.documents where stillValid.paths.contains(path) {
-            writeReads.learned[path] = .some(doc)
-            if reads.published || (latestIsPublished && overlay[path] == nil) { writeReads.learnedPublished.insert(path) }
+            writeReads.learn(doc, at: path, published: reads.published || (latestIsPublished && overlay[path] == nil))
             if let doc, doc.seq <= lastDurableSeq { cache.insert(doc) }
         }
         if let id = result.requestID, stillValid.request { writeReads.learnedRequests[id] = .some(result.request) }
@@ -90,10 +89,7 @@ extension Engine {
     /// documents' versions after it), for the work the caller runs next; `forgetLearned` after.
     public func learnPublished(_ versions: [DocumentPath: StoredDocument?]) {
         thread.check("Engine.learnPublished")
-        for (path, doc) in versions {
-            writeReads.learned[path] = .some(doc)
-            writeReads.learnedPublished.insert(path)
-        }
+        for (path, doc) in versions { writeReads.learn(doc, at: path, published: true) }
     }
 
     /// Drops what `learn` kept (right after the work it was for).
@@ -108,7 +104,7 @@ extension Engine {
         thread.check("Engine.publishedOnLoop")
         guard storeIsRemote else { return try get(path) }
         if let doc = cache.get(path) { return doc }
-        if let known = writeReads.learned[path], writeReads.learnedPublished.contains(path) { return known }
+        if let known = writeReads.learned[path], known.published { return known.doc }
         throw missing(path)
     }
 
@@ -198,17 +194,20 @@ public struct WriteReadResult: Sendable {
 /// The engine's side of write reads: what is being read (and the last publication that changed it since),
 /// and what was learned for the commit being made. Loop thread only.
 struct WriteReadState {
-    var learned: [DocumentPath: StoredDocument?] = [:]
-    /// Learned documents known to be the published version (read at a snapshot, or not pending when learned).
-    var learnedPublished = Set<DocumentPath>()
+    /// What was learned of each document, and whether it is known to be the published version (read at a
+    /// snapshot, or not pending when learned; once known, for as long as it is learned).
+    private(set) var learned: [DocumentPath: (doc: StoredDocument?, published: Bool)] = [:]
     var learnedRequests: [String: CommittedRequest?] = [:]
     /// What the loop needed and did not read since the last `takeMissing`.
     var missing: [DocumentPath] = []
     var missingRequest: String?
 
+    mutating func learn(_ doc: StoredDocument?, at path: DocumentPath, published: Bool) {
+        learned[path] = (doc, published || learned[path]?.published == true)
+    }
+
     mutating func forget() {
         learned.removeAll(keepingCapacity: true)
-        learnedPublished.removeAll(keepingCapacity: true)
         learnedRequests.removeAll(keepingCapacity: true)
     }
     /// Paths and request IDs being read: how many reads want each, and the seq of the last published commit
@@ -258,9 +257,7 @@ struct WriteReadState {
     /// The engine moved to `seq` without publishing the commits before it: nothing being read can be checked
     /// against them, so none of it is trusted.
     mutating func invalidateAll(at seq: UInt64) {
-        learned.removeAll()
-        learnedPublished.removeAll()
-        learnedRequests.removeAll()
+        forget()
         for p in paths.keys { paths[p]!.changedAt = seq }
         for id in requests.keys { requests[id]!.changedAt = seq }
         if scanChanges != nil { scanInvalid = true }
@@ -269,9 +266,7 @@ struct WriteReadState {
     /// Commits being published: notes what they change among what is being read, and drops what was learned
     /// (it is only for the commit made right after learning).
     mutating func published(_ records: [CommitRecord]) {
-        learned.removeAll(keepingCapacity: true)
-        learnedPublished.removeAll(keepingCapacity: true)
-        learnedRequests.removeAll(keepingCapacity: true)
+        forget()
         if scanChanges != nil { for r in records { for m in r.mutations { scanChanges!.insert(m.path) } } }
         guard !paths.isEmpty || !requests.isEmpty else { return }
         for r in records {

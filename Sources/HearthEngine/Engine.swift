@@ -457,7 +457,7 @@ public final class Engine {
     /// network, one neither pending, learned nor cached is missed rather than read (`Engine+WriteReads.swift`).
     private func latest(_ path: DocumentPath) throws(HearthError) -> (doc: StoredDocument?, fields: MapValue?) {
         if let e = overlay[path] { return (e.doc, e.fields) }
-        if let known = writeReads.learned[path] { return (known, nil) }
+        if let known = writeReads.learned[path] { return (known.doc, nil) }
         if storeIsRemote {
             guard let doc = cache.get(path) else { throw missing(path) }
             return (doc, nil)

@@ -199,7 +199,7 @@ extension Engine {
         do {
             let hits = try scanned.get()
             if case .backfill = work, let changed {
-                for hit in hits where !changed.contains(hit.document.path) { writeReads.learned[hit.document.path] = .some(hit.document) }
+                for hit in hits where !changed.contains(hit.document.path) { writeReads.learn(hit.document, at: hit.document.path, published: false) }
             }
             defer { forgetLearned() }
             try apply(work, hits)

@@ -27,8 +27,8 @@ extension Server {
             case .failure(let error): if error.code == .dataLoss { engine.onDataLoss?(error) }
             case .success(let first): if let damage = first.damage { engine.onDataLoss?(damage) }
             }
-            guard waitForPublication, case .success(let first) = result, first.seq > engine.lastDurableSeq else { return done(result, line) }
-            engine.gate.wait(PublicationWaiter(engine: engine, seq: first.seq) { done(result, line) })
+            guard waitForPublication, case .success(let first) = result else { return done(result, line) }
+            whenPublished(first.seq) { done(result, line) }
         })
     }
 }
@@ -67,6 +67,13 @@ extension Server {
 private final class Counter {
     var value: Int
     init(_ value: Int) { self.value = value }
+}
+
+extension Server {
+    /// Runs `then` now if `seq` is published here, else once it is (parked at the snapshot gate until then).
+    func whenPublished(_ seq: UInt64, _ then: @escaping () -> Void) {
+        PublicationWaiter(engine: engine, seq: seq, then: then).snapshotGateOpened()
+    }
 }
 
 /// Runs `then` once the engine has published `seq` (parked at the snapshot gate until then).

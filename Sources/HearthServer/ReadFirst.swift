@@ -6,7 +6,6 @@ extension Server {
     /// How many times one piece of work may miss and read again before it is refused (`MissedReads`).
     static let maxReadRounds = 24
 
-
     /// Reads what the loop needs first (`Engine.readsNeeded`: what a write touches, or what the loop missed) on
     /// a reader thread. Back on the loop, and for a read of the published state once its snapshot's seq is
     /// published here, the engine learns it; `then` runs with the read's failure (nil: learned; a DATA_LOSS is
@@ -17,8 +16,7 @@ extension Server {
         onReader({ () throws(HearthError) in try reads.read(from: store, codec: codec) }, done: { [unowned self] outcome in
             switch outcome {
             case .success(let result):
-                guard result.seq > engine.lastDurableSeq else { return learned(result, reads, then) }
-                engine.gate.wait(PublicationWaiter(engine: engine, seq: result.seq) { [unowned self] in learned(result, reads, then) })
+                whenPublished(result.seq) { [unowned self] in learned(result, reads, then) }
             case .failure(let error):
                 engine.learn(nil, for: reads)
                 if error.code == .dataLoss { engine.onDataLoss?(error) }

@@ -67,8 +67,6 @@ public final class TestCertificates: @unchecked Sendable {
     }
 
     private func openssl(_ args: [String]) throws {
-        let r = try SpawnedProcess.run("/usr/bin/openssl", args, stdin: nil, timeout: 60, environment: nil,
-                                       what: "openssl \(args.joined(separator: " "))")
-        guard r.status == 0 else { throw TestFailure("openssl \(args.joined(separator: " ")) failed: \(r.stderr)") }
+        try OpenSSLCommand.run(args)
     }
 }

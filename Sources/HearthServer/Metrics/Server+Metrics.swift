@@ -23,10 +23,10 @@ extension Server {
     func startMetrics(_ socket: ServerSocket) {
         metricsTimer = loop.timer(after: 1000, repeat: 1000) { [unowned self] in
             self.metrics.tick()
-            self.refreshStoreFigures()
+            if self.metricsEndpoint != nil { self.refreshStoreFigures() }
         }
-        refreshStoreFigures()
         guard let listener = socket.metricsListener else { return }
+        refreshStoreFigures()
         let endpoint = MetricsEndpoint(loop: loop, logger: logger, listener: listener) { [unowned self] in
             PrometheusText.render(self.statsReport())
         }
@@ -84,8 +84,8 @@ extension Server {
 }
 
 extension Server {
-    /// Over a store across the network the loop does not read the store's figures: a reader reads them at
-    /// every tick (once a second) for `/metrics`, and `stats` reads them afresh on a reader.
+    /// Over a store across the network the loop does not read the store's figures: with `/metrics` served, a
+    /// reader reads them at every tick (once a second) for it; `stats` reads them afresh on a reader.
     func refreshStoreFigures() {
         guard engine.storeIsRemote, !storeFiguresReading, !shuttingDown else { return }
         storeFiguresReading = true
