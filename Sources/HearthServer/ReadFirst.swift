@@ -62,4 +62,26 @@ struct MissedReads {
         paths += missed
         return nil
     }
+
+    /// What follows a run of the work that threw.
+    enum Step {
+        /// The loop missed nothing (or nothing needs reading): the work's own error stands.
+        case stands
+        /// Refused after `Server.maxReadRounds` rounds.
+        case refused(HearthError)
+        /// Read `reads` (`Server.readFirst`), then run the work again with `missed`.
+        case again(MissedReads, WriteReads)
+    }
+
+    /// After a run of the work threw: takes what the loop missed meanwhile (`Engine.takeMissing`), adds it to
+    /// these rounds, and asks `reads` what to read next, given every path missed so far and the request ID
+    /// missed in this run.
+    func next(_ engine: Engine, reads: (MissedReads, String?) -> WriteReads?) -> Step {
+        let missed = engine.takeMissing()
+        guard !missed.paths.isEmpty || missed.requestID != nil else { return .stands }
+        var next = self
+        if let refusal = next.add(missed.paths) { return .refused(refusal) }
+        guard let toRead = reads(next, missed.requestID) else { return .stands }
+        return .again(next, toRead)
+    }
 }

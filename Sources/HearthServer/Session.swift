@@ -230,10 +230,7 @@ final class Session: SnapshotWaiter {
     /// once they are back the write goes on (`PreparedWrite.run`) with what was read, in its place.
     /// What the write misses when it runs (`PreparedWrite.next`) is read the same way, and it runs again.
     func readForWrite(_ reads: WriteReads, then write: PreparedWrite) {
-        readInFlight = true
-        server.readFirst(reads) { [self] failure in
-            readInFlight = false
-            guard !closed else { return }
+        readHoldingLines(reads) { [self] failure in
             if let failure {
                 refuseWrite(write, failure)
             } else {
@@ -244,6 +241,17 @@ final class Session: SnapshotWaiter {
                     }
                 }
             }
+        }
+    }
+
+    /// Reads `reads` on a reader (`Server.readFirst`) while the connection's next lines wait; once back (and
+    /// the connection still open), `then` runs with the read's failure, and the waiting lines go on.
+    private func readHoldingLines(_ reads: WriteReads, then: @escaping (HearthError?) -> Void) {
+        readInFlight = true
+        server.readFirst(reads) { [self] failure in
+            readInFlight = false
+            guard !closed else { return }
+            then(failure)
             if isParked { runParked() } else { updateReading() }
         }
     }
@@ -254,29 +262,27 @@ final class Session: SnapshotWaiter {
     /// published here (true). Else false, and `error` is the line's answer: the handler's own, the failure of
     /// that read, or the refusal after `Server.maxReadRounds` rounds.
     func readMissed(after error: inout HearthError) -> Bool {
-        let missed = server.engine.takeMissing()
+        let engine = server.engine
         let earlier = lineReads
         lineReads = nil
-        guard !missed.paths.isEmpty || missed.requestID != nil else { return false }
         if let failure = earlier?.failure {
-            error = failure
+            // The last round's read failed: that is the answer, if this run missed something again.
+            let missed = engine.takeMissing()
+            if !missed.paths.isEmpty || missed.requestID != nil { error = failure }
             return false
         }
-        var r = earlier ?? LineReads()
-        if let refusal = r.reads.add(missed.paths) {
+        let rounds = earlier?.reads ?? MissedReads()
+        switch rounds.next(engine, reads: { m, id in engine.readsNeeded(paths: m.paths, requestID: id, published: true) }) {
+        case .stands:
+            return false
+        case .refused(let refusal):
             error = refusal
             return false
+        case .again(let next, let reads):
+            lineReads = LineReads(reads: next)
+            readHoldingLines(reads) { [self] failure in lineReads?.failure = failure }
+            return true
         }
-        guard let reads = server.engine.readsNeeded(paths: r.reads.paths, requestID: missed.requestID, published: true) else { return false }
-        lineReads = r
-        readInFlight = true
-        server.readFirst(reads) { [self] failure in
-            readInFlight = false
-            guard !closed else { return }
-            lineReads?.failure = failure
-            if isParked { runParked() } else { updateReading() }
-        }
-        return true
     }
 
     private func refuseWrite(_ write: PreparedWrite, _ error: HearthError) {

@@ -132,12 +132,14 @@ struct PreparedWrite {
     /// document a rule read, one a publication changed since it was read, the request ID), read it with the
     /// rest and run again; else refuse with `error`.
     func next(after error: HearthError, engine: Engine) -> Next {
-        let missed = engine.takeMissing()
-        guard !missed.paths.isEmpty || missed.requestID != nil else { return .refuse(error) }
-        var again = self
-        if let refusal = again.missed.add(missed.paths) { return .refuse(refusal) }
-        guard let reads = engine.readsNeeded(for: writes, requestID: requestID, also: again.missed.paths) else { return .refuse(error) }
-        return .read(again, reads)
+        switch missed.next(engine, reads: { m, _ in engine.readsNeeded(for: writes, requestID: requestID, also: m.paths) }) {
+        case .stands: return .refuse(error)
+        case .refused(let refusal): return .refuse(refusal)
+        case .again(let m, let reads):
+            var again = self
+            again.missed = m
+            return .read(again, reads)
+        }
     }
 
     /// Commits, with the in-order response once durable. With `requestId`, a write whose commit is already

@@ -62,12 +62,16 @@ final class RecursiveDelete {
         guard !finished else { return }
         let engine = server.engine
         if engine.storeIsRemote, let reads = engine.readsNeeded(for: writes, requestID: nil) {
-            return server.readFirst(reads) { [self] failure in
-                if let failure { return finish(.failure(failure)) }
-                commit(writes, missed: missed)
-            }
+            return read(reads, thenCommit: writes, missed: missed)
         }
         commit(writes, missed: missed)
+    }
+
+    private func read(_ reads: WriteReads, thenCommit writes: [Write], missed: MissedReads) {
+        server.readFirst(reads) { [self] failure in
+            if let failure { return finish(.failure(failure)) }
+            commit(writes, missed: missed)
+        }
     }
 
     private func commit(_ writes: [Write], missed: MissedReads) {
@@ -86,11 +90,12 @@ final class RecursiveDelete {
                 }
             }
         } catch {
-            let paths = server.engine.takeMissing().paths
-            guard !paths.isEmpty else { return finish(.failure(error)) }
-            var next = missed
-            if let refusal = next.add(paths) { return finish(.failure(refusal)) }
-            deleteBatch(writes, missed: next)
+            let engine = server.engine
+            switch missed.next(engine, reads: { m, _ in engine.readsNeeded(for: writes, requestID: nil, also: m.paths) }) {
+            case .stands: finish(.failure(error))
+            case .refused(let refusal): finish(.failure(refusal))
+            case .again(let next, let reads): read(reads, thenCommit: writes, missed: next)
+            }
         }
     }
 }

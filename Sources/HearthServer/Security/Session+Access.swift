@@ -124,11 +124,12 @@ extension Session {
             hub.release(listener)
             if !listener.held { completionsAfterJudging.removeValue(forKey: tag)?() }
         } catch {
-            let missed = server.engine.takeMissing().paths
-            guard !missed.isEmpty else { return revoke(tag, error) }
-            var next = read
-            if let refusal = next.add(missed) { return revoke(tag, refusal) }
-            guard let reads = server.engine.readsNeeded(paths: next.paths, published: true) else { return revoke(tag, error) }
+            let engine = server.engine
+            let step = read.next(engine, reads: { m, _ in engine.readsNeeded(paths: m.paths, published: true) })
+            guard case .again(let next, let reads) = step else {
+                if case .refused(let refusal) = step { return revoke(tag, refusal) }
+                return revoke(tag, error)
+            }
             if round == 0 { hub.hold(listener) }
             server.readFirst(reads) { [self] failure in
                 // A listener the connection ended (or replaced under the same tag) meanwhile is not judged.
