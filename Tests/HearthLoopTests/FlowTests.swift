@@ -184,24 +184,21 @@ struct FlowTests {
         let listener = try loop.listen(host: "127.0.0.1", port: 0) { connection in
             server = connection
             connection.send(payload)
-            loop.timer(after: 10) {
-                // Flushed since, and the client has not read yet: the kernel took part of the payload, a
-                // uv_write holds the rest.
-                let before = connection.pendingOutputBytes
-                connection.send("a2")
-                connection.expedite()
-                expeditedWhileInFlight = before > 0 && before < payload.count
-                expectedTotal = payload.count + 2
-            }
+            // One write to the kernel takes part of the payload (a socket buffer holds a few MiB at most); a
+            // uv_write holds the rest until the client has read enough.
+            connection.flushNow()
+            let before = connection.pendingOutputBytes
+            connection.send("a2")
+            connection.expedite()
+            expeditedWhileInFlight = before > 0 && before < payload.count
+            expectedTotal = payload.count + 2
         }
         connectClient(loop, port: listener.port) { client in
-            loop.timer(after: 50) {
-                client.onRead = { bytes in
-                    received += bytes.count
-                    if received == expectedTotal { loop.stop() }
-                }
-                client.startReading()
+            client.onRead = { bytes in
+                received += bytes.count
+                if received == expectedTotal { loop.stop() }
             }
+            client.startReading()
         }
         runBounded(loop, timeoutMs: 30_000)
         #expect(expeditedWhileInFlight)

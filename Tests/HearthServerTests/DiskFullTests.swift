@@ -74,7 +74,7 @@ import Testing
         let again = try w.request(#"{"op":"set","path":"c/new","data":{"n":1}}"#)
         #expect(again.isOK, "\(again)")
         #expect(try w.request(#"{"op":"ping"}"#)["diskFull"] as? Bool == false)
-        #expect(daemon.waitForLog("disk space available again"))
+        #expect(daemon.waitForLog("disk space available again", occurrences: availableLogged + 1))
         #expect(daemon.logCount("disk space available again") == availableLogged + 1)
         #expect(FileManager.default.fileExists(atPath: mount.path + "/data/RESERVE"), "the reserve was re-created")
         #expect(daemon.stop() == 0)
