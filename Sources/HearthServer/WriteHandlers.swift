@@ -85,15 +85,16 @@ enum WriteHandlers {
     }
 
     /// Hands the writes to the engine and arranges the in-order response once durable. Where the store is
-    /// across the network, what the engine must read first (documents it does not hold, a request ID) is read
-    /// on a reader thread (`Session.readForWrite`), and the write goes on once that is back.
+    /// across the network, or the write is large (`Engine.readsFirst`), what the engine must read first
+    /// (documents it does not hold, a request ID) is read on a reader thread (`Session.readForWrite`), and the
+    /// write goes on once that is back.
     private static func submit(_ ctx: Context, _ req: Request, _ writes: [Write], nameIndexes: Bool = false,
                                _ fields: @escaping (inout JSONWriter, CommitOutcome) -> Void) throws(HearthError) {
         let requestID = try requestID(req)
         let write = PreparedWrite(writes: writes, nameIndexes: nameIndexes, requestID: requestID, id: req.id, op: req.op,
                                   review: ctx.commitReviewer(nameWrites: nameIndexes), timing: ctx.deferTiming(),
                                   fields: fields)
-        if ctx.engine.storeIsRemote, let reads = ctx.engine.readsNeeded(for: writes, requestID: requestID) {
+        if ctx.engine.readsFirst(writes: writes.count), let reads = ctx.engine.readsNeeded(for: writes, requestID: requestID) {
             ctx.session.readForWrite(reads, then: write)
             return
         }

@@ -56,12 +56,13 @@ final class RecursiveDelete {
         })
     }
 
-    /// Deletes one batch in one commit. Over a store across the network, the versions the loop does not hold
-    /// are read on a reader first, and again if the commit still missed one (`Engine+WriteReads.swift`).
+    /// Deletes one batch in one commit. The versions the loop does not hold are read on a reader first where
+    /// the store is across the network or the batch is large (`Engine.readsFirst`), and again if the commit
+    /// still missed one (`Engine+WriteReads.swift`).
     private func deleteBatch(_ writes: [Write], missed: MissedReads) {
         guard !finished else { return }
         let engine = server.engine
-        if engine.storeIsRemote, let reads = engine.readsNeeded(for: writes, requestID: nil) {
+        if engine.readsFirst(writes: writes.count), let reads = engine.readsNeeded(for: writes, requestID: nil) {
             return read(reads, thenCommit: writes, missed: missed)
         }
         commit(writes, missed: missed)

@@ -96,10 +96,10 @@ final class TTLSweeper {
         let engine = server.engine
         let batch = paths.prefix(TTLSweeper.batchSize)
         let rest = paths.dropFirst(batch.count)
-        // Over a store across the network, the versions the loop does not hold are read on a reader first
-        // (`Engine+WriteReads.swift`), as for a client's write.
+        // Where the store is across the network or the batch is large (`Engine.readsFirst`), the versions the
+        // loop does not hold are read on a reader first (`Engine+WriteReads.swift`), as for a client's write.
         let deletes = batch.map { Write(kind: .delete, path: $0, operation: .delete) }
-        guard engine.storeIsRemote, let reads = engine.readsNeeded(for: Array(deletes), requestID: nil) else {
+        guard engine.readsFirst(writes: deletes.count), let reads = engine.readsNeeded(for: Array(deletes), requestID: nil) else {
             return commitExpired(batch, rest, policy: policy, then: next)
         }
         // What a failed read, or a publication since, leaves unknown is deleted at a later sweep.
