@@ -102,7 +102,8 @@ final class TTLSweeper {
         guard engine.readsFirst(writes: deletes.count), let reads = engine.readsNeeded(for: Array(deletes), requestID: nil) else {
             return commitExpired(batch, rest, policy: policy, then: next)
         }
-        // What a failed read, or a publication since, leaves unknown is deleted at a later sweep.
+        // Over a store across the network, what a failed read or a publication since leaves unknown is deleted at
+        // a later sweep; over a local store the loop reads it when the batch commits.
         server.readFirst(reads) { [self] _ in commitExpired(batch, rest, policy: policy, then: next) }
     }
 
@@ -117,7 +118,7 @@ final class TTLSweeper {
             guard let fields = try? engine.latestFields(path), let t = policy.expiry(of: fields), t.micros <= now else { continue }
             writes.append(Write(kind: .delete, path: path, operation: .delete))
         }
-        _ = engine.takeMissing()   // a document unknown here (see above) is not deleted by this sweep
+        _ = engine.takeMissing()   // a document unknown here (a store across the network, see above) is not deleted by this sweep
         guard !writes.isEmpty else { return deleteExpired(rest, policy: policy, then: next) }
         let count = writes.count
         do throws(HearthError) {
