@@ -24,17 +24,18 @@ import HearthStorage
 /// overlay does not hold when it is learned is also its published version.
 extension Engine {
     /// A write of at least this many documents reads what the loop does not hold on a reader first, over any
-    /// store (`readsFirst(writes:)`).
+    /// store (`readsFirst(for:requestID:)`).
     public static let readFirstWrites = 32
 
-    /// Whether a write of `count` documents reads what it needs on a reader first (`readsNeeded(for:)`, then
-    /// `learn`) rather than have the loop read it when it commits: always where the store is across the
-    /// network; over a local store once the write is large. A point read on the loop costs a few µs, less than
-    /// the hop to a reader and back, but a post fanned out to 1,000 feeds misses 1,000 documents that do not
-    /// exist yet, and those reads would hold every other connection (and the publication of the commit
-    /// before it) for milliseconds, while on a reader they run beside the loop.
-    public func readsFirst(writes count: Int) -> Bool {
-        storeIsRemote || count >= Self.readFirstWrites
+    /// What a write reads on a reader before it commits (`readsNeeded(for:requestID:)`, then `learn`); nil when
+    /// it commits at once, the loop reading what it lacks. Every write reads first where the store is across the
+    /// network; over a local store, a write of `readFirstWrites` documents or more. A point read on the loop
+    /// costs a few µs, less than the hop to a reader and back, but a post fanned out to 1,000 feeds misses 1,000
+    /// documents that do not exist yet, and those reads would hold every other connection (and the publication
+    /// of the commit before it) for milliseconds, while on a reader they run beside the loop.
+    public func readsFirst(for writes: [Write], requestID: String?) -> WriteReads? {
+        guard storeIsRemote || writes.count >= Self.readFirstWrites else { return nil }
+        return readsNeeded(for: writes, requestID: requestID)
     }
 
     /// What `commit(writes, requestID:)` would read from the store; nil when it reads nothing (all of it is

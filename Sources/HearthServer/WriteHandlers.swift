@@ -94,7 +94,7 @@ enum WriteHandlers {
         let write = PreparedWrite(writes: writes, nameIndexes: nameIndexes, requestID: requestID, id: req.id, op: req.op,
                                   review: ctx.commitReviewer(nameWrites: nameIndexes), timing: ctx.deferTiming(),
                                   fields: fields)
-        if ctx.engine.readsFirst(writes: writes.count), let reads = ctx.engine.readsNeeded(for: writes, requestID: requestID) {
+        if let reads = ctx.engine.readsFirst(for: writes, requestID: requestID) {
             ctx.session.readForWrite(reads, then: write)
             return
         }

@@ -62,7 +62,7 @@ final class RecursiveDelete {
     private func deleteBatch(_ writes: [Write], missed: MissedReads) {
         guard !finished else { return }
         let engine = server.engine
-        if engine.readsFirst(writes: writes.count), let reads = engine.readsNeeded(for: writes, requestID: nil) {
+        if let reads = engine.readsFirst(for: writes, requestID: nil) {
             return read(reads, thenCommit: writes, missed: missed)
         }
         commit(writes, missed: missed)

@@ -99,7 +99,7 @@ final class TTLSweeper {
         // Where the store is across the network or the batch is large (`Engine.readsFirst`), the versions the
         // loop does not hold are read on a reader first (`Engine+WriteReads.swift`), as for a client's write.
         let deletes = batch.map { Write(kind: .delete, path: $0, operation: .delete) }
-        guard engine.readsFirst(writes: deletes.count), let reads = engine.readsNeeded(for: Array(deletes), requestID: nil) else {
+        guard let reads = engine.readsFirst(for: deletes, requestID: nil) else {
             return commitExpired(batch, rest, policy: policy, then: next)
         }
         // Over a store across the network, what a failed read or a publication since leaves unknown is deleted at
