@@ -23,6 +23,8 @@ public final class PendingGroup: Sendable {
     let catalog: [UInt8]?
     /// The images' bytes (`CommitRecord.imageBytes`), for bounding what is kept.
     public let imageBytes: Int64
+    /// The documents the commits wrote, counted per commit (a document two commits wrote counts twice).
+    public let writeCount: Int
     /// The group's net index changes, built by the first index read that needs them: most groups are
     /// applied before any read asks, and a fan-out group holds thousands of keys.
     private let indexState = Locked<IndexState?>(nil)
@@ -43,7 +45,9 @@ public final class PendingGroup: Sendable {
         var documents: [DocumentPath: StoredDocument?] = [:]
         var catalog: [UInt8]?
         var bytes: Int64 = 0
+        var writes = 0
         for r in records {
+            writes += r.mutations.count
             for m in r.mutations { documents[m.path] = .some(m.after) }
             if let c = r.indexCatalog { catalog = c }
             bytes += r.imageBytes
@@ -52,6 +56,7 @@ public final class PendingGroup: Sendable {
         pathHashes = Set(documents.keys.map(\.hashValue))
         self.catalog = catalog
         imageBytes = bytes
+        writeCount = writes
     }
 
     /// The net index changes: per commit, removals first, then additions, so a key removed and added by one
@@ -135,6 +140,7 @@ public struct PendingCommits: Sendable {
     public var lastSeq: UInt64? { groups.last?.lastSeq }
     public var commitCount: Int { groups.reduce(0) { $0 + $1.records.count } }
     public var imageBytes: Int64 { groups.reduce(0) { $0 + $1.imageBytes } }
+    public var writeCount: Int { groups.reduce(0) { $0 + $1.writeCount } }
 
     public mutating func append(_ group: PendingGroup) { groups.append(group) }
 

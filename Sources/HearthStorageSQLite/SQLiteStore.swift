@@ -254,6 +254,8 @@ public final class SQLiteStore: DocumentStore {
     /// Checkpoints the background checkpointer has completed since the store opened, and whether it is idle
     /// (none running or asked for).
     package var backgroundCheckpoints: (completed: Int, idle: Bool) { checkpointer.state }
+    /// The WAL size, in pages, that wakes the background checkpointer.
+    package static var checkpointThresholdPages: Int { Int(SQLiteCheckpointer.thresholdPages) }
 
     /// Closes the connections (waiting for a running `apply` and checkpoint to finish). The writer closes last
     /// so that it checkpoints the WAL into hearth.db and removes the -wal and -shm files. Idempotent.

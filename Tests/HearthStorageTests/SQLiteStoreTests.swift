@@ -28,8 +28,8 @@ import Testing
         #expect(files.sorted() == ["LOCK", "hearth.db"])
     }
 
-    /// Checkpoints run off the writer: once the WAL holds 1,000 pages a background checkpoint copies them into
-    /// hearth.db, and the next commit starts the WAL over instead of growing it.
+    /// Checkpoints run off the writer: once the WAL holds `SQLiteStore.checkpointThresholdPages` pages a background
+    /// checkpoint copies them into hearth.db, and the next commit starts the WAL over instead of growing it.
     @Test func walIsCheckpointedInTheBackgroundAndStartsOver() throws {
         let f = try StoreFixture(.sqlite)
         defer { f.finish() }
@@ -40,7 +40,9 @@ import Testing
         try store.drainApplier()   // SQLite holds them (the applier writes the WAL)
         Thread.sleep(forTimeInterval: 0.1)
         #expect(store.backgroundCheckpoints.completed == 0)
-        for i in 10..<100 { try store.apply([h.put("c/d\(i)", big)]) }
+        // ~33 pages per document: past the threshold by a quarter.
+        let n = SQLiteStore.checkpointThresholdPages * 5 / 4 / 33
+        for i in 10..<n { try store.apply([h.put("c/d\(i)", big)]) }
         try store.drainApplier()
         // Wait for the checkpoints the commits asked for to finish.
         for _ in 0..<500 where !store.backgroundCheckpoints.idle { Thread.sleep(forTimeInterval: 0.02) }
@@ -49,14 +51,14 @@ import Testing
         let wal = f.directory + "/hearth.db-wal"
         func size() -> Int { ((try? FileManager.default.attributesOfItem(atPath: wal))?[.size] as? Int) ?? -1 }
         let before = size()
-        #expect(before > 100 * big.count / 2)
+        #expect(before > n * big.count / 2)
         for i in 0..<10 { try store.apply([h.put("c/e\(i)", big)]) }
         try store.drainApplier()
         #expect(size() == before, "the WAL started over from its beginning")
         try f.reopen()
-        #expect(try f.store.get(path("c/d99"))?.data == big)
+        #expect(try f.store.get(path("c/d\(n - 1)"))?.data == big)
         #expect(try f.store.get(path("c/e9"))?.data == big)
-        #expect(try f.store.lastSeq() == 110)
+        #expect(try f.store.lastSeq() == UInt64(n + 10))
     }
 
     @Test func lastSeqNeverDecreasesAfterPruningEverything() throws {
