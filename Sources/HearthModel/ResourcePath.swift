@@ -39,7 +39,28 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
         return nil
     }
 
-    public var description: String { segments.joined(separator: "/") }
+    public var description: String { Self.joined(segments[...]) }
+
+    /// `segments` joined by "/", built in one allocation: paths are described on every store write and read, and
+    /// the standard library's `joined(separator:)` costs several times more for a few short segments.
+    static func joined(_ segments: ArraySlice<String>) -> String {
+        if segments.count == 1 { return segments.first! }
+        var bytes = max(0, segments.count - 1)
+        for s in segments { bytes += s.utf8.count }
+        return String(unsafeUninitializedCapacity: bytes) { out in
+            var at = 0
+            for s in segments {
+                if at > 0 { out[at] = 47; at += 1 }
+                let copied: Int? = s.utf8.withContiguousStorageIfAvailable { u in
+                    guard let base = u.baseAddress, !u.isEmpty else { return 0 }
+                    UnsafeMutableRawPointer(out.baseAddress! + at).copyMemory(from: base, byteCount: u.count)
+                    return u.count
+                }
+                if let copied { at += copied } else { for b in s.utf8 { out[at] = b; at += 1 } }
+            }
+            return at
+        }
+    }
     public var last: String { segments.last ?? "" }
     public var count: Int { segments.count }
 
@@ -98,6 +119,8 @@ public struct DocumentPath: Sendable, Hashable, Comparable, CustomStringConverti
 
     public var id: String { path.last }
     public var collection: CollectionPath { CollectionPath(unchecked: path.parent) }
+    /// `collection.description`, without building the collection's path first.
+    public var collectionDescription: String { ResourcePath.joined(path.segments.dropLast()) }
     public var collectionID: String { path.segments[path.count - 2] }
     public var description: String { path.description }
     public static func < (a: DocumentPath, b: DocumentPath) -> Bool { a.path < b.path }

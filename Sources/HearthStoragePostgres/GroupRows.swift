@@ -50,7 +50,7 @@ package struct GroupRows {
             bytes = 0
         }
         for (path, doc) in final {
-            let parent = Array(path.collection.description.utf8), id = Array(path.id.utf8)
+            let parent = Array(path.collectionDescription.utf8), id = Array(path.id.utf8)
             if let doc {
                 if bytes + doc.data.count > statementBytes { flushPuts() }
                 putParent.append(parent); putID.append(id); data.append(doc.data)
@@ -80,7 +80,7 @@ package struct GroupRows {
         var putKey: [[UInt8]?] = [], putParent: [[UInt8]?] = [], putID: [[UInt8]?] = [], delKey: [[UInt8]?] = []
         for (key, path) in final {
             if let path {
-                putKey.append(key); putParent.append(Array(path.collection.description.utf8)); putID.append(Array(path.id.utf8))
+                putKey.append(key); putParent.append(Array(path.collectionDescription.utf8)); putID.append(Array(path.id.utf8))
             } else {
                 delKey.append(key)
             }

@@ -11,7 +11,7 @@ struct PostgresReads {
 
     func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
         let rows = try connection.query("SELECT \(Self.documentColumns) FROM hearth_documents WHERE parent = $1 AND id = $2",
-                                        [.utf8(path.collection.description), .utf8(path.id)], "reading \(path)")
+                                        [.utf8(path.collectionDescription), .utf8(path.id)], "reading \(path)")
         return rows.count == 0 ? nil : try Self.document(rows, 0, column: 0)
     }
 
@@ -123,7 +123,7 @@ struct PostgresReads {
         var conditions: [String] = []
         var params: [PGValue] = [Self.limit(limit)]
         if let after {
-            params.append(.utf8(after.collection.description)); params.append(.utf8(after.id))
+            params.append(.utf8(after.collectionDescription)); params.append(.utf8(after.id))
             conditions.append("(parent, id) > ($\(params.count - 1), $\(params.count))")
         }
         switch scope {

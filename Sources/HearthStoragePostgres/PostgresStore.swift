@@ -256,7 +256,7 @@ public final class PostgresStore: ClusterStore, StoreAdministration, @unchecked 
             } else {
                 let doc = try DocumentPath(root)
                 own = "parent = $4 AND id = $5"
-                params.append(.utf8(doc.collection.description)); params.append(.utf8(doc.id))
+                params.append(.utf8(doc.collectionDescription)); params.append(.utf8(doc.id))
             }
             let rows = try r.connection.query("""
                 SELECT parent, id FROM (

@@ -22,13 +22,13 @@ struct SQLiteIndexWriter {
     func apply(_ changes: IndexChanges) throws(HearthError) {
         for entry in changes.removed {
             try delete.bind(1, blob: entry.key)
-            try delete.run()
+            try delete.runKeepingBindings()
         }
         for entry in changes.added {
             try upsert.bind(1, blob: entry.key)
-            try upsert.bind(2, entry.path.collection.description)
+            try upsert.bind(2, entry.path.collectionDescription)
             try upsert.bind(3, entry.path.id)
-            try upsert.run()
+            try upsert.runKeepingBindings()
         }
     }
 }

@@ -93,7 +93,7 @@ final class SQLiteReader {
     func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
         let s = getDocument
         defer { s.reset() }
-        let collection = path.collection.description
+        let collection = path.collectionDescription
         try s.bind(1, collection)
         try s.bind(2, path.id)
         do {
@@ -138,7 +138,7 @@ final class SQLiteReader {
         case .collection(let c):
             guard let after, after.collection != c else { return try list(collection: c, afterID: after?.id, limit: limit) }
             // A cursor in another collection: all of `c` when the cursor sorts before it, nothing after it.
-            let before = Array(after.collection.description.utf8).lexicographicallyPrecedes(Array(c.description.utf8))
+            let before = Array(after.collectionDescription.utf8).lexicographicallyPrecedes(Array(c.description.utf8))
             return before ? try list(collection: c, afterID: nil, limit: limit) : []
         case .all: s = allDocuments
         case .collectionGroup(let id):
@@ -146,7 +146,7 @@ final class SQLiteReader {
             try s.bind(4, id)
         }
         defer { s.reset() }
-        try s.bind(1, after?.collection.description ?? "")
+        try s.bind(1, after?.collectionDescription ?? "")
         try s.bind(2, after?.id ?? "")
         try s.bind(3, Int64(clamping: limit))
         var docs: [StoredDocument] = []

@@ -83,6 +83,13 @@ struct SQLiteStatement {
         _ = try step()
     }
 
+    /// `run` for a statement whose every parameter is bound, by copy, before each run: the bindings are left
+    /// in place for the next run to replace (clearing them costs as much as binding them again).
+    func runKeepingBindings() throws(HearthError) {
+        defer { sqlite3_reset(handle) }
+        _ = try step()
+    }
+
     /// Makes the statement ready to run again and drops its bindings. Errors were already reported by `step`.
     func reset() {
         sqlite3_reset(handle)

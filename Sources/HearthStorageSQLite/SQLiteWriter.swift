@@ -208,7 +208,7 @@ final class SQLiteWriter {
     private func storedVersion(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
         let s = currentDocument
         defer { s.reset() }
-        let collection = path.collection.description
+        let collection = path.collectionDescription
         try s.bind(1, collection)
         try s.bind(2, path.id)
         guard try s.step() else { return nil }
@@ -308,7 +308,7 @@ final class SQLiteWriter {
     private func put(_ doc: StoredDocument) throws(HearthError) {
         let s = upsertDocument
         defer { s.reset() }
-        let collection = doc.path.collection.description
+        let collection = doc.path.collectionDescription
         try s.bind(1, collection)
         try s.bind(2, doc.path.id)
         try s.bind(4, doc.createTime.micros)
@@ -322,7 +322,7 @@ final class SQLiteWriter {
     }
 
     private func delete(_ path: DocumentPath) throws(HearthError) {
-        try deleteDocument.bind(1, path.collection.description)
+        try deleteDocument.bind(1, path.collectionDescription)
         try deleteDocument.bind(2, path.id)
         try deleteDocument.run()
     }

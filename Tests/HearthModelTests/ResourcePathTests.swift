@@ -193,4 +193,30 @@ struct ResourcePathTests {
     func isPrefix(a: String, b: String, expected: Bool) throws {
         #expect(try ResourcePath.parse(a).isPrefix(of: ResourcePath.parse(b)) == expected)
     }
+
+    /// `description` joins the segments in one allocation: it must give exactly the standard library's join, for
+    /// every kind of segment (small and large, ASCII, multi-byte, NUL, combining marks, substrings), and
+    /// `collectionDescription` exactly `collection.description`.
+    @Test func descriptionIsTheSegmentsJoinedBySlashes() throws {
+        let pieces = ["a", "users", "é", "😀", "\u{0}", "\u{301}x", id1500, String(repeating: "€", count: 500),
+                      "exactly15bytes!", "sixteen-bytes-ok", "x y z"]
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<500 {
+            let count = Int.random(in: 1...9, using: &rng)
+            var segments: [String] = []
+            for _ in 0..<count {
+                let s = pieces.randomElement(using: &rng)!
+                // A substring's copy, so strings that share no storage with the table are joined too.
+                segments.append(Bool.random(using: &rng) ? s : String(Substring(s)))
+            }
+            let path = ResourcePath(segments: segments)
+            #expect(path.description == segments.joined(separator: "/"))
+            #expect(Array(path.description.utf8) == Array(segments.joined(separator: "/").utf8))
+            if count % 2 == 0 {
+                let doc = try DocumentPath(path)
+                #expect(doc.collectionDescription == doc.collection.description)
+            }
+        }
+    }
 }
+
