@@ -516,16 +516,28 @@ public final class Engine {
             }
         } else {
             let lastSeq = batch.records.last?.seq ?? lastDurableSeq
+            // The overlay's entries for the batch go, and the fields of those that are a record's own after
+            // image go to the listeners with it (an entry a later commit of the batch replaced is decoded).
+            var afterFields: [[MapValue?]] = []
+            afterFields.reserveCapacity(batch.records.count)
             for record in batch.records {
+                var fields: [MapValue?] = []
+                fields.reserveCapacity(record.mutations.count)
                 for m in record.mutations {
-                    if let e = overlay[m.path], e.seq <= lastSeq { overlay[m.path] = nil }
+                    var known: MapValue?
+                    if let i = overlay.index(forKey: m.path), overlay.values[i].seq <= lastSeq {
+                        let e = overlay.remove(at: i).value
+                        if e.seq == record.seq, m.after != nil { known = e.fields }
+                    }
+                    fields.append(known)
                 }
+                afterFields.append(fields)
             }
             cache.publish(batch.records, through: lastSeq)
             writeReads.published(batch.records)
             lastDurableSeq = lastSeq
             willPublish?(batch.records)
-            listeners.publish(batch.records)
+            listeners.publish(batch.records, afterFields: afterFields)
             for p in batch.pending {
                 let outcome = CommitOutcome(seq: p.record.seq, commitTime: p.record.commitTime, results: p.results)
                 p.completion(.success(outcome))

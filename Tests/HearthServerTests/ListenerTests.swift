@@ -39,6 +39,53 @@ import Testing
         #expect(try w.request(line).isOK)
     }
 
+    /// Publication matches a commit's documents against listeners' queries with the fields the commit built, not
+    /// its stored images decoded again: they must be the same value, for every value type and for transforms the
+    /// commit resolved. The listener's filter sees the resolved increment and array union, and what it is sent
+    /// is byte for byte what a `get` of the stored image renders.
+    @Test func pushedDocumentsEqualTheStoredImageForEveryValueType() throws {
+        let l = try daemon.connect()
+        try l.send(#"{"op":"listen","query":{"collection":"types","where":[["n","==",2.5],["arr","array-contains",7]]}}"#)
+        while !(try l.readLine()).contains(#""initial":true"#) {}
+        let data = String(ExportImportTests.everyType.dropLast()) + #","at":{"$serverTimestamp":true},"n":{"$increment":2}}"#
+        try write(#"{"op":"set","path":"types/all","data":\#(data)}"#)
+        try write(#"{"op":"update","path":"types/all","data":{"n":{"$increment":0.5},"arr":{"$arrayUnion":[7]}}}"#)
+        var pushed = try l.readLine()
+        while !pushed.contains(#""path":"types/all""#) { pushed = try l.readLine() }
+        #expect(pushed.contains(#""type":"added""#), "\(pushed)")
+        let g = try daemon.connect()
+        try g.send(#"{"op":"get","path":"types/all"}"#)
+        let stored = try g.readLine()
+        let last = try #require(Self.dataObject(in: pushed))
+        let expected = try #require(Self.dataObject(in: stored))
+        #expect(last == expected, "pushed \(last)\nstored \(expected)")
+        #expect(last.contains(#""n":2.5"#))
+    }
+
+    /// The text of the first `"data":{...}` object in `line`.
+    static func dataObject(in line: String) -> String? {
+        let bytes = Array(line.utf8)
+        let marker = Array(#""data":{"#.utf8)
+        guard let start = (0...(bytes.count - marker.count)).first(where: { Array(bytes[$0..<$0 + marker.count]) == marker }) else { return nil }
+        var depth = 0, inString = false, escaped = false
+        for i in (start + marker.count - 1)..<bytes.count {
+            let b = bytes[i]
+            if inString {
+                if escaped { escaped = false } else if b == UInt8(ascii: "\\") { escaped = true } else if b == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch b {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "{"): depth += 1
+            case UInt8(ascii: "}"):
+                depth -= 1
+                if depth == 0 { return String(decoding: bytes[(start + marker.count - 1)...i], as: UTF8.self) }
+            default: break
+            }
+        }
+        return nil
+    }
+
     /// Firestore's docChanges example: a=1, b=2, c=3 ordered by `order`; set b.order=4; delete c.
     @Test func firestoreDocChangesExample() throws {
         try write(#"{"op":"commit","writes":[{"op":"set","path":"docs/a","data":{"order":1}},{"op":"set","path":"docs/b","data":{"order":2}},{"op":"set","path":"docs/c","data":{"order":3}}]}"#)

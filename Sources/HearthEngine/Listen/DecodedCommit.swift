@@ -15,13 +15,19 @@ struct DecodedCommit {
     let all: [DecodedMutation]
     private let byCollection: [CollectionPath: [DecodedMutation]]
 
-    init(_ record: CommitRecord, codec: any DocumentCodec) throws(HearthError) {
+    /// `afterFields`, when given, holds for each mutation the fields of its after image as the commit built them
+    /// (nil: decode the image): the same value decoding would give, without decoding it again.
+    init(_ record: CommitRecord, codec: any DocumentCodec, afterFields: [MapValue?]? = nil) throws(HearthError) {
         var all: [DecodedMutation] = []
         all.reserveCapacity(record.mutations.count)
         var byCollection: [CollectionPath: [DecodedMutation]] = [:]
-        for m in record.mutations {
+        for (i, m) in record.mutations.enumerated() {
             let before: MapValue? = try m.before.map { b throws(HearthError) in try codec.decode(b.data) }
-            let after: ResultDocument? = try m.after.map { a throws(HearthError) in ResultDocument(stored: a, fields: try codec.decode(a.data)) }
+            let known = afterFields?[i]
+            var after: ResultDocument?
+            if let a = m.after {
+                if let known { after = ResultDocument(stored: a, fields: known) } else { after = ResultDocument(stored: a, fields: try codec.decode(a.data)) }
+            }
             let d = DecodedMutation(path: m.path, before: before, after: after)
             all.append(d)
             byCollection[m.path.collection, default: []].append(d)

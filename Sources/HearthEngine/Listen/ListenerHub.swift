@@ -218,7 +218,9 @@ public final class ListenerHub {
 
     /// Applies durable commits (ascending seq) to every listener they can affect: one snapshot per commit
     /// that changes a listener's result.
-    func publish(_ records: [CommitRecord]) {
+    /// `afterFields`, when given, is per record and per mutation the after image's fields as the commit built
+    /// them (`DecodedCommit`), so publication does not decode what the engine already holds.
+    func publish(_ records: [CommitRecord], afterFields: [[MapValue?]]? = nil) {
         engine.thread.check("ListenerHub.publish")
         if let last = records.last { publishedSeq = last.seq }
         guard !listeners.isEmpty || !pending.isEmpty else { return refillRows.removeAll() }
@@ -247,7 +249,7 @@ public final class ListenerHub {
                 }
                 do throws(HearthError) {
                     if let v = l.view {
-                        if decoded == nil { decoded = try DecodedCommit(record, codec: engine.codec) }
+                        if decoded == nil { decoded = try DecodedCommit(record, codec: engine.codec, afterFields: afterFields?[i]) }
                         var changes = apply(decoded!.mutations(for: v.query), to: v)
                         let readBefore = changes == nil ? refillRows[WindowKey(query: v.query, seq: record.seq)] : nil
                         if case .rows(let rows) = readBefore {
