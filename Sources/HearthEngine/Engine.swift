@@ -516,22 +516,19 @@ public final class Engine {
             }
         } else {
             let lastSeq = batch.records.last?.seq ?? lastDurableSeq
-            // The overlay's entries for the batch go, and the fields of those that are a record's own after
-            // image go to the listeners with it (an entry a later commit of the batch replaced is decoded).
-            var afterFields: [[MapValue?]] = []
-            afterFields.reserveCapacity(batch.records.count)
-            for record in batch.records {
-                var fields: [MapValue?] = []
-                fields.reserveCapacity(record.mutations.count)
-                for m in record.mutations {
-                    var known: MapValue?
+            // The overlay's entries for the batch go, and each one's fields go to the listeners with the after
+            // image they were built for: that of the newest record of the batch that wrote the path, so the
+            // records are walked newest first (an older record's image of the same path is decoded).
+            var afterFields = [[MapValue?]](repeating: [], count: batch.records.count)
+            for (r, record) in batch.records.enumerated().reversed() {
+                var fields = [MapValue?](repeating: nil, count: record.mutations.count)
+                for (k, m) in record.mutations.enumerated() {
                     if let i = overlay.index(forKey: m.path), overlay.values[i].seq <= lastSeq {
                         let e = overlay.remove(at: i).value
-                        if e.seq == record.seq, m.after != nil { known = e.fields }
+                        if e.seq == record.seq, m.after != nil { fields[k] = e.fields }
                     }
-                    fields.append(known)
                 }
-                afterFields.append(fields)
+                afterFields[r] = fields
             }
             cache.publish(batch.records, through: lastSeq)
             writeReads.published(batch.records)

@@ -49,8 +49,8 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
         for s in segments { bytes += s.utf8.count }
         return String(unsafeUninitializedCapacity: bytes) { out in
             var at = 0
-            for s in segments {
-                if at > 0 { out[at] = 47; at += 1 }
+            for (i, s) in segments.enumerated() {
+                if i > 0 { out[at] = 47; at += 1 }
                 let copied: Int? = s.utf8.withContiguousStorageIfAvailable { u in
                     guard let base = u.baseAddress, !u.isEmpty else { return 0 }
                     UnsafeMutableRawPointer(out.baseAddress! + at).copyMemory(from: base, byteCount: u.count)

@@ -41,12 +41,14 @@ final class CommitPipeline: @unchecked Sendable {
     static let maxPendingCommits = 20_000
     static let maxPendingGroups = 512
     static let maxPendingBytes: Int64 = 64 << 20
-    /// The applier lets a backlog gather for up to `batchInterval` after its first group, or until it holds
-    /// `batchWrites` document writes, so that one transaction writes a hot page once for many commits. These
-    /// are etcd's backend defaults (`--backend-batch-interval` 100 ms, `--backend-batch-limit` 10,000): a
-    /// 10 ms interval took ~15 µs more of the applier's CPU per durable set. Nothing waits for the applier
-    /// (the log made the groups durable, and reads merge the backlog), so the interval costs no latency.
-    /// Measured in docs/benchmarks.md, "The write path".
+    /// The applier lets a backlog gather for up to `batchInterval`, counted from when it finds groups waiting
+    /// after its last transaction, or until the backlog holds `batchWrites` document writes or a quarter of
+    /// what backpressure allows (`maxPendingGroups`, `maxPendingCommits`, `maxPendingBytes`), so that one
+    /// transaction writes a hot page once for many commits. The interval and the write limit are etcd's backend
+    /// defaults (`--backend-batch-interval` 100 ms, `--backend-batch-limit` 10,000); the quarter keeps a fast
+    /// disk's many small groups from reaching the bounds `append` waits at before the interval ends. Nothing
+    /// waits for the applier below those bounds (the log made the groups durable, and reads merge the
+    /// backlog). Measured in docs/benchmarks.md, "The write path".
     static let batchInterval: Int = 100_000_000   // ns
     static let batchWrites = 10_000
 
@@ -386,7 +388,7 @@ final class CommitPipeline: @unchecked Sendable {
                 if stopping || poisoned != nil { break }
                 let keep = draining > 0 ? 0 : heldGroups
                 if failure == nil, backlog.groups.count > keep {
-                    if draining > 0 || backlog.writeCount >= Self.batchWrites { work = Array(backlog.groups.dropLast(keep)); break }
+                    if draining > 0 || batchIsFull { work = Array(backlog.groups.dropLast(keep)); break }
                     if let d = deadline, Self.passed(d) { work = Array(backlog.groups.dropLast(keep)); break }
                     if deadline == nil { deadline = Self.now(plus: Self.batchInterval) }
                     var d = deadline!
@@ -425,6 +427,12 @@ final class CommitPipeline: @unchecked Sendable {
             pthread_cond_broadcast(changed)
             pthread_mutex_unlock(mutex)
         }
+    }
+
+    /// Under `mutex`: the backlog is as large as one transaction should wait for.
+    private var batchIsFull: Bool {
+        backlog.writeCount >= Self.batchWrites || backlog.groups.count >= Self.maxPendingGroups / 4
+            || backlog.commitCount >= Self.maxPendingCommits / 4 || backlog.imageBytes >= Self.maxPendingBytes / 4
     }
 
     #if os(Linux)

@@ -81,6 +81,8 @@ extension SQLiteStore: StoreAdministration {
     /// The first compaction switches the database to incremental auto-vacuum with one `VACUUM` (a rewrite
     /// of the whole file); later ones run `PRAGMA incremental_vacuum`, which only returns free pages.
     public func compact() throws(HearthError) -> CompactionResult {
+        // What was deleted and acknowledged must be in SQLite before the vacuum, or its space stays taken.
+        try drainApplier()
         let before = bytesOnDisk()
         let method = try writer.withLock { (w: inout SQLiteWriter?) throws(HearthError) -> String in
             guard let w else { throw HearthError(.unavailable, "storage: the store is closed") }

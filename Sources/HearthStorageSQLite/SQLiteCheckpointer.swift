@@ -26,8 +26,8 @@ import HearthModel
 final class SQLiteCheckpointer: @unchecked Sendable {
     /// WAL size, in pages, that wakes the checkpointer (32 MiB of 4 KiB pages). A checkpoint copies each page
     /// once however many frames the WAL holds for it, so a larger WAL copies a hot page once for more commits:
-    /// at SQLite's default of 1,000 pages the checkpointer took ~20 µs of CPU per durable set, at 8,000 ~4 µs
-    /// (docs/benchmarks.md, "The write path"). Readers find a page in the WAL through its index, whatever its size.
+    /// with the applier's batches, the checkpointer's CPU per durable set fell from 24-31 µs at SQLite's default
+    /// of 1,000 pages to 4.4-6.7 µs (docs/benchmarks.md, "The write path"). Readers find a page in the WAL through its index, whatever its size.
     static let thresholdPages: Int32 = 8000
     /// WAL size at which the writer checkpoints inline (64 MiB of 4 KiB pages).
     static let inlinePages: Int32 = 16_384

@@ -41,11 +41,21 @@ import Testing
 
     /// Publication matches a commit's documents against listeners' queries with the fields the commit built, not
     /// its stored images decoded again: they must be the same value, for every value type and for transforms the
-    /// commit resolved. The listener's filter sees the resolved increment and array union, and what it is sent
-    /// is byte for byte what a `get` of the stored image renders.
+    /// commit resolved. The listener's filters (an equality on every field of every type, the resolved increment
+    /// and array union) match only if they are; what it is sent is rendered from the stored image, byte for byte
+    /// what a `get` renders.
     @Test func pushedDocumentsEqualTheStoredImageForEveryValueType() throws {
         let l = try daemon.connect()
-        try l.send(#"{"op":"listen","query":{"collection":"types","where":[["n","==",2.5],["arr","array-contains",7]]}}"#)
+        let equal: [(String, String)] = [("negZero", "-0.0"), ("posInf", #"{"$double":"Infinity"}"#), ("negInf", #"{"$double":"-Infinity"}"#),
+                     ("integralDouble", #"{"$double":3}"#), ("tiny", "5e-324"), ("big", "1.7976931348623157e308"),
+                     ("tenth", "0.1"), ("int", "-9223372036854775808"), ("maxInt", "9223372036854775807"),
+                     ("bytes", #"{"$bytes":"AAEC/w=="}"#), ("emptyBytes", #"{"$bytes":""}"#),
+                     ("ref", #"{"$ref":"customers/c1/orders/o1"}"#), ("geo", #"{"$geopoint":[-90,180]}"#),
+                     ("ts", #"{"$timestamp":"2026-11-29T12:00:00.123456Z"}"#), ("epoch", #"{"$timestamp":"1970-01-01T00:00:00Z"}"#),
+                     ("null", "null"), ("bool", "false"), ("text", #""é\u0000\"\\\n☃𝄞""#), ("empty", #""""#),
+                     ("map", #"{"nested":{"deep":[{"$ref":"a/b"}]}}"#), ("`a.b`", #""dotted key""#), ("n", "2.5")]
+        let filters = equal.map { #"["\#($0.0)","==",\#($0.1)]"# } + [#"["arr","array-contains",7]"#]
+        try l.send(#"{"op":"listen","query":{"collection":"types","where":[\#(filters.joined(separator: ","))]}}"#)
         while !(try l.readLine()).contains(#""initial":true"#) {}
         let data = String(ExportImportTests.everyType.dropLast()) + #","at":{"$serverTimestamp":true},"n":{"$increment":2}}"#
         try write(#"{"op":"set","path":"types/all","data":\#(data)}"#)
