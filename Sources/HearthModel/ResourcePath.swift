@@ -76,17 +76,50 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
         return a.segments.count == b.segments.count ? 0 : (a.segments.count < b.segments.count ? -1 : 1)
     }
 
+    /// Byte equality of every segment, the last first: paths that differ mostly differ in their document ID, and
+    /// a dictionary of paths compares each hit in full, so the loop stays free of closures and copies.
     public static func == (a: ResourcePath, b: ResourcePath) -> Bool {
-        a.segments.count == b.segments.count && zip(a.segments, b.segments).allSatisfy { UTF8Order.equal($0, $1) }
+        let n = a.segments.count
+        guard n == b.segments.count else { return false }
+        return a.segments.withUnsafeBufferPointer { x in
+            b.segments.withUnsafeBufferPointer { y in
+                var i = n - 1
+                while i >= 0 {
+                    if !UTF8Order.equal(x[i], y[i]) { return false }
+                    i -= 1
+                }
+                return true
+            }
+        }
     }
 
+    /// Equality is by UTF-8 bytes, so the hash is too: every segment's bytes, each followed by 0xFF (a byte UTF-8
+    /// never holds, so the segments' boundaries are part of what is hashed), given to the hasher in one call
+    /// from a buffer on the stack (one call costs a fraction of one per segment).
     public func hash(into h: inout Hasher) {
-        h.combine(segments.count)
-        for s in segments {
-            // Equality is by UTF-8 bytes, so the hash is too: in bulk from the string's contiguous storage.
-            let done: Void? = s.utf8.withContiguousStorageIfAvailable { h.combine(bytes: UnsafeRawBufferPointer($0)) }
-            if done == nil { for b in s.utf8 { h.combine(b) } }
-            h.combine(0xFF as UInt8)
+        var total = segments.count
+        for s in segments { total += s.utf8.count }
+        guard total <= 512 else {
+            for s in segments {
+                let done: Void? = s.utf8.withContiguousStorageIfAvailable { h.combine(bytes: UnsafeRawBufferPointer($0)) }
+                if done == nil { for b in s.utf8 { h.combine(b) } }
+                h.combine(0xFF as UInt8)
+            }
+            return
+        }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: total) { buffer in
+            var at = 0
+            for s in segments {
+                let copied: Int? = s.utf8.withContiguousStorageIfAvailable { u in
+                    guard let base = u.baseAddress, !u.isEmpty else { return 0 }
+                    UnsafeMutableRawPointer(buffer.baseAddress! + at).copyMemory(from: base, byteCount: u.count)
+                    return u.count
+                }
+                if let copied { at += copied } else { for b in s.utf8 { buffer[at] = b; at += 1 } }
+                buffer[at] = 0xFF
+                at += 1
+            }
+            h.combine(bytes: UnsafeRawBufferPointer(start: buffer.baseAddress, count: at))
         }
     }
 

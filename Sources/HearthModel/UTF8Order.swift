@@ -11,14 +11,32 @@ public enum UTF8Order {
         }
     }
 
+    /// Paths and field names are compared for equality on every dictionary hit: the lengths first (stored, so
+    /// free), then the bytes in place, eight at a time, without copying either string.
     @inlinable
     public static func equal(_ a: String, _ b: String) -> Bool {
-        var a = a, b = b
-        return a.withUTF8 { pa in
-            b.withUTF8 { pb in
-                pa.count == pb.count && (pa.count == 0 || memcmpBytes(UnsafeRawBufferPointer(pa), UnsafeRawBufferPointer(pb), pa.count) == 0)
-            }
+        let n = a.utf8.count
+        guard n == b.utf8.count else { return false }
+        if n == 0 { return true }
+        let inPlace: Bool?? = a.utf8.withContiguousStorageIfAvailable { pa in
+            b.utf8.withContiguousStorageIfAvailable { pb in bytesEqual(UnsafeRawPointer(pa.baseAddress!), UnsafeRawPointer(pb.baseAddress!), n) }
         }
+        if let inPlace, let inPlace { return inPlace }
+        return a.utf8.elementsEqual(b.utf8)
+    }
+
+    @inlinable
+    static func bytesEqual(_ a: UnsafeRawPointer, _ b: UnsafeRawPointer, _ n: Int) -> Bool {
+        var i = 0
+        while i + 8 <= n {
+            if a.loadUnaligned(fromByteOffset: i, as: UInt64.self) != b.loadUnaligned(fromByteOffset: i, as: UInt64.self) { return false }
+            i += 8
+        }
+        while i < n {
+            if a.load(fromByteOffset: i, as: UInt8.self) != b.load(fromByteOffset: i, as: UInt8.self) { return false }
+            i += 1
+        }
+        return true
     }
 
     @inlinable

@@ -198,6 +198,9 @@ struct ResourcePathTests {
     /// every kind of segment (empty, as a damaged row can hold; small and large, ASCII, multi-byte, NUL, combining
     /// marks, substrings), and
     /// `collectionDescription` exactly `collection.description`.
+    /// A 64-bit hash of two different paths matches once in ~2^64: never, in these tables.
+    static let collisionAllowed = false
+
     @Test func descriptionIsTheSegmentsJoinedBySlashes() throws {
         let pieces = ["", "a", "users", "é", "😀", "\u{0}", "\u{301}x", id1500, String(repeating: "€", count: 500),
                       "exactly15bytes!", "sixteen-bytes-ok", "x y z"]
@@ -211,6 +214,17 @@ struct ResourcePathTests {
                 segments.append(Bool.random(using: &rng) ? s : String(Substring(s)))
             }
             let path = ResourcePath(segments: segments)
+            // Equal paths hash equally however their strings are stored; moving a segment boundary changes both.
+            let copy = ResourcePath(segments: segments.map { String(Substring($0)) })
+            #expect(path == copy && path.hashValue == copy.hashValue)
+            if count > 1, !segments[0].isEmpty {
+                var moved = segments
+                moved[1] = String(moved[0].last!) + moved[1]
+                moved[0] = String(moved[0].dropLast())
+                let other = ResourcePath(segments: moved)
+                #expect(path != other)
+                #expect(path.hashValue != other.hashValue || Self.collisionAllowed)
+            }
             #expect(path.description == segments.joined(separator: "/"))
             #expect(Array(path.description.utf8) == Array(segments.joined(separator: "/").utf8))
             if count % 2 == 0, !segments.contains("") {
