@@ -198,9 +198,6 @@ struct ResourcePathTests {
     /// every kind of segment (empty, as a damaged row can hold; small and large, ASCII, multi-byte, NUL, combining
     /// marks, substrings), and
     /// `collectionDescription` exactly `collection.description`.
-    /// A 64-bit hash of two different paths matches once in ~2^64: never, in these tables.
-    static let collisionAllowed = false
-
     @Test func descriptionIsTheSegmentsJoinedBySlashes() throws {
         let pieces = ["", "a", "users", "é", "😀", "\u{0}", "\u{301}x", id1500, String(repeating: "€", count: 500),
                       "exactly15bytes!", "sixteen-bytes-ok", "x y z"]
@@ -211,11 +208,11 @@ struct ResourcePathTests {
             for _ in 0..<count {
                 let s = pieces.randomElement(using: &rng)!
                 // A substring's copy, so strings that share no storage with the table are joined too.
-                segments.append(Bool.random(using: &rng) ? s : String(Substring(s)))
+                segments.append(Bool.random(using: &rng) ? s : String(decoding: Array(s.utf8), as: UTF8.self))
             }
             let path = ResourcePath(segments: segments)
             // Equal paths hash equally however their strings are stored; moving a segment boundary changes both.
-            let copy = ResourcePath(segments: segments.map { String(Substring($0)) })
+            let copy = ResourcePath(segments: segments.map { String(decoding: Array($0.utf8), as: UTF8.self) })
             #expect(path == copy && path.hashValue == copy.hashValue)
             if count > 1, !segments[0].isEmpty {
                 var moved = segments
@@ -223,7 +220,7 @@ struct ResourcePathTests {
                 moved[0] = String(moved[0].dropLast())
                 let other = ResourcePath(segments: moved)
                 #expect(path != other)
-                #expect(path.hashValue != other.hashValue || Self.collisionAllowed)
+                #expect(path.hashValue != other.hashValue)   // a 64-bit hash: a collision here would be a 2^-64 event
             }
             #expect(path.description == segments.joined(separator: "/"))
             #expect(Array(path.description.utf8) == Array(segments.joined(separator: "/").utf8))
@@ -231,6 +228,18 @@ struct ResourcePathTests {
                 let doc = try DocumentPath(path)
                 #expect(doc.collectionDescription == doc.collection.description)
             }
+        }
+    }
+
+    /// Equal paths of 511, 512 and 513 bytes in all (segments and a byte after each) hash equally on either side
+    /// of the one-call limit, built from strings that share no storage.
+    @Test func equalPathsHashEquallyAroundTheOneCallLimit() {
+        for total in 509...515 {
+            let idBytes = total - 4 - 4   // "c/x" + id: "c", "x", "c", id, each followed by one byte
+            let id = String(repeating: "é", count: idBytes / 2) + (idBytes % 2 == 1 ? "a" : "")
+            let a = ResourcePath(segments: ["c", "x", "c", id])
+            let b = ResourcePath(segments: ["c", "x", "c", String(decoding: Array(id.utf8), as: UTF8.self)])
+            #expect(a == b && a.hashValue == b.hashValue, "\(total) bytes")
         }
     }
 }
