@@ -182,3 +182,17 @@ extension Dictionary where Key == String, Value == Any {
     public var errorCode: String? { (self["error"] as? [String: Any])?["code"] as? String }
     public var errorMessage: String? { (self["error"] as? [String: Any])?["message"] as? String }
 }
+
+extension WireClient {
+    /// Asks `stats` until the SQLite store's applier has applied every acknowledged commit (it gathers a backlog
+    /// for up to 100 ms), for at most `timeout` seconds; returns the last backlog seen (0 once applied).
+    public func waitForAppliedBacklog(timeout: Double = 10) throws -> Int {
+        var backlog = -1
+        let deadline = Date().addingTimeInterval(timeout)
+        while backlog != 0 && Date() < deadline {
+            let store = try request(#"{"op":"stats"}"#)["store"] as? [String: Any]
+            backlog = (store?["applier"] as? [String: Any])?["backlogCommits"] as? Int ?? -1
+        }
+        return backlog
+    }
+}

@@ -30,13 +30,7 @@ import Testing
         #expect(try c.request(#"{"op":"set","path":"a/1","data":{"n":1}}"#).isOK)
         // The set is in SQLite once the background applier's backlog is empty: the directory is quiet then.
         // The applier gathers a backlog for up to 100 ms before it applies it: ask until it is empty (10 s at most).
-        var backlog = -1
-        let deadline = Date().addingTimeInterval(10)
-        while backlog != 0 && Date() < deadline {
-            let store = try c.request(#"{"op":"stats"}"#)["store"] as? [String: Any]
-            backlog = (store?["applier"] as? [String: Any])?["backlogCommits"] as? Int ?? -1
-        }
-        #expect(backlog == 0)
+        #expect(try c.waitForAppliedBacklog() == 0)
         let before = try Self.listing(first.dataDir)
         #expect(before.contains { $0.hasPrefix("LOCK ") })
         let second = try DaemonProcess.runToExit(["--port", "0", "--data-dir", first.dataDir])

@@ -132,13 +132,7 @@ struct ListenerTests {
             for i in 0..<8 { #expect(try w.request(#"{"op":"set","path":"filler/f\#(i)","data":{"s":"\#(big)"}}"#).isOK) }
             // Retention prunes as the store applies the fillers to SQLite, up to ~100 ms after their
             // acknowledgement: wait for that, so a resume from here (the client's, most likely) is past retention.
-            var backlog = -1
-            let deadline = Date().addingTimeInterval(10)
-            while backlog != 0 && Date() < deadline {
-                let store = try w.request(#"{"op":"stats"}"#)["store"] as? [String: Any]
-                backlog = (store?["applier"] as? [String: Any])?["backlogCommits"] as? Int ?? -1
-            }
-            #expect(backlog == 0)
+            #expect(try w.waitForAppliedBacklog() == 0)
         }
         try await col.document("e").setData(["v": 5])   // through the client: it reconnects
         let expected = ["d", "e", "a", "c"]
