@@ -68,7 +68,7 @@ final class CommitPipeline: @unchecked Sendable {
     private var backlog = PendingCommits()
     /// The last seq the log holds (the next frame's `prevSeq`).
     private var loggedSeq: UInt64
-    /// Why the applier stopped; cleared when a write or a drain asks it to try again (`waitForEmptyBacklog`).
+    /// Why the applier stopped; cleared when a write or a drain asks it to try again (`waitUntilApplied`).
     private var failure: HearthError?
     /// A sync of SQLite's files or of the data directory failed: what they hold is unknown, so nothing may
     /// rely on them (no log is emptied or removed) and every write is refused until a restart recovers.
@@ -79,6 +79,8 @@ final class CommitPipeline: @unchecked Sendable {
     private var rotationCount = 0
     /// Tests: leave the newest `heldGroups` groups pending unless draining.
     private var heldGroups = 0
+    /// Tests: runs on the applier thread after each transaction, before the applied groups leave the backlog.
+    private var afterTransaction: (@Sendable () -> Void)?
     private var draining = 0
     private var stopping = false
     private var thread: pthread_t?
@@ -254,10 +256,10 @@ final class CommitPipeline: @unchecked Sendable {
     }
 
     /// Under `mutex`: waits while the backlog is over its bounds; a stopped applier is asked to try again
-    /// first (`waitForEmptyBacklog`), and its failure thrown if that fails too.
+    /// first (`waitUntilApplied`), and its failure thrown if that fails too.
     private func waitForRoom() throws(HearthError) {
         if let poisoned { throw poisoned }
-        if failure != nil { try waitForEmptyBacklog() }
+        if failure != nil { try waitUntilApplied() }
         while !stopping && failure == nil && poisoned == nil
                 && (backlog.commitCount > Self.maxPendingCommits || backlog.groups.count > Self.maxPendingGroups
                     || backlog.imageBytes > Self.maxPendingBytes) {
@@ -275,24 +277,34 @@ final class CommitPipeline: @unchecked Sendable {
         HearthError(e.code, "\(e.message) (the commits through seq \(backlog.lastSeq ?? loggedSeq) are durable in the commit log; writes are refused until they are applied to the database)")
     }
 
-    /// Under `mutex`: clears the applier's failure (it tries again) and waits until the backlog is applied;
-    /// throws what stops that.
-    private func waitForEmptyBacklog() throws(HearthError) {
+    /// Under `mutex`: clears the applier's failure (it tries again) and waits until every group acknowledged
+    /// so far is applied; throws what stops that. Groups appended meanwhile are not waited for, so steady
+    /// writes cannot hold a drain off (with `appending` held, as `append`, `emptyLog` and `close` call it,
+    /// none can be appended and the backlog ends empty).
+    private func waitUntilApplied() throws(HearthError) {
         if let poisoned { throw poisoned }
         failure = nil
+        let target = loggedSeq
         draining += 1
         defer { draining -= 1 }
         pthread_cond_broadcast(changed)
-        while !backlog.isEmpty && failure == nil && poisoned == nil && !stopping { pthread_cond_wait(changed, mutex) }
+        while holdsGroup(through: target) && failure == nil && poisoned == nil && !stopping { pthread_cond_wait(changed, mutex) }
         if let poisoned { throw poisoned }
         if let failure { throw stuck(failure) }
-        if !backlog.isEmpty { throw CommitValidation.closed }
+        if holdsGroup(through: target) { throw CommitValidation.closed }
     }
 
-    /// Waits until SQLite holds every acknowledged commit (for reads of SQLite's files themselves: backups,
-    /// path listings). Throws the applier's failure when it cannot.
+    /// Under `mutex`: the backlog still holds a group acknowledged at or before `seq` (groups are in seq order).
+    private func holdsGroup(through seq: UInt64) -> Bool {
+        guard let oldest = backlog.groups.first else { return false }
+        return oldest.lastSeq <= seq
+    }
+
+    /// Waits until SQLite holds every commit acknowledged before the call (for reads of SQLite's files
+    /// themselves: backups, path listings, compaction); commits acknowledged while it waits may still be
+    /// pending when it returns. Throws the applier's failure when it cannot.
     func drain() throws(HearthError) {
-        try locked { () throws(HearthError) in try waitForEmptyBacklog() }
+        try locked { () throws(HearthError) in try waitUntilApplied() }
     }
 
     /// Once nothing is pending, syncs SQLite's files, then empties the log and removes the retired segment.
@@ -346,10 +358,15 @@ final class CommitPipeline: @unchecked Sendable {
         try! locked { retiredThrough = nil }
     }
 
-    /// Tests: keeps the newest `groups` groups pending (0: none), so reads exercise the merge.
     /// Logs retired since the pipeline started.
     var rotations: Int { try! locked { rotationCount } }
 
+    /// Tests: `body` runs on the applier thread after each transaction (nil: nothing).
+    func afterEachTransaction(_ body: (@Sendable () -> Void)?) {
+        try! locked { afterTransaction = body }
+    }
+
+    /// Tests: keeps the newest `groups` groups pending (0: none), so reads exercise the merge.
     func hold(_ groups: Int) {
         try! locked {
             heldGroups = groups
@@ -414,6 +431,7 @@ final class CommitPipeline: @unchecked Sendable {
             if let retired, records.last!.seq >= retired, case .success = result, try! locked({ poisoned }) == nil {
                 try? removeRetired()
             }
+            try! locked { afterTransaction }?()
             pthread_mutex_lock(mutex)
             switch result {
             case .success:

@@ -242,13 +242,16 @@ public final class SQLiteStore: DocumentStore {
     /// Tests: keeps the newest `groups` acknowledged groups out of SQLite (0: none), so that reads merge them.
     package func holdApplier(_ groups: Int) { pipeline?.hold(groups) }
 
+    /// Tests: `body` runs on the applier thread after each of its transactions (nil: nothing).
+    package func afterEachApplierTransaction(_ body: (@Sendable () -> Void)?) { pipeline?.afterEachTransaction(body) }
+
     /// Tests: how many times the commit log was retired (renamed `commit.log.1`) since the store opened.
     package var logRotations: Int { pipeline?.rotations ?? 0 }
 
     /// The background applier's counters (nil: a store without a commit log).
     public var applier: ApplierStatus? { pipeline?.counters }
 
-    /// Waits until SQLite holds every acknowledged commit.
+    /// Waits until SQLite holds every commit acknowledged before the call.
     package func drainApplier() throws(HearthError) { try pipeline?.drain() }
 
     /// Checkpoints the background checkpointer has completed since the store opened, and whether it is idle

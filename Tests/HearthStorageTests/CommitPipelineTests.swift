@@ -122,6 +122,41 @@ import Testing
         #expect(try other.get(path("c/after"))?.data == bytes("y"))
     }
 
+    /// A drain (backup, compaction, a listing) waits for the groups acknowledged before it began, not for the
+    /// ones acknowledged meanwhile: here a group is acknowledged after every transaction the applier makes,
+    /// before the applied groups leave the backlog, so the backlog is never empty. The drain still returns,
+    /// after at most two transactions, with SQLite holding the group acknowledged before it.
+    @Test func steadyWritesCannotHoldADrainOff() throws {
+        let f = try StoreFixture(.sqlite)
+        defer { f.finish() }
+        let store = try #require(f.store as? SQLiteStore)
+        store.holdApplier(1)                 // the first group waits for the drain
+        var h = History()
+        try store.apply([h.put("c/first", bytes("1"))])
+        let writes = Locked<(history: History, count: Int)>((h, 0))
+        let rounds = 40
+        store.afterEachApplierTransaction {
+            writes.withLock { w in
+                guard w.count < rounds else { return }
+                w.count += 1
+                try! store.apply([w.history.put("c/steady\(w.count)", bytes("\(w.count)"))])
+            }
+        }
+        try store.drainApplier()
+        let transactionsBeforeReturn = writes.withLock { $0.count }
+        store.afterEachApplierTransaction(nil)
+        #expect(transactionsBeforeReturn >= 1 && transactionsBeforeReturn <= 2,
+                "the drain returned after \(transactionsBeforeReturn) transactions")
+        let other = try f.openSecond()
+        #expect(try other.get(path("c/first"))?.data == bytes("1"))
+        other.close()
+        store.holdApplier(0)
+        try store.drainApplier()
+        let written = writes.withLock { $0.count }
+        #expect(try store.lastSeq() == UInt64(1 + written))
+        #expect(store.applier?.backlogCommits == 0)
+    }
+
     /// Backpressure: with the applier holding every group back, the backlog's bound makes `apply` have it
     /// applied, so memory stays bounded and nothing is refused.
     @Test func aFullBacklogIsAppliedBeforeMoreIsTaken() throws {

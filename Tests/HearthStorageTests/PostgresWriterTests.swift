@@ -164,9 +164,14 @@ import Testing
         let s = try f.store.snapshot()
         defer { s.close() }
         #expect(try s.get(path("c/a"))?.data == bytes("1"))
+        // Only this fixture's snapshot session: other suites run beside this one on the same cluster, and
+        // their idle-in-transaction sessions hold locks on tables of their own schemas, not of this one.
         try PostgresTestCluster.exec(schema: f.schema, """
-            SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-            WHERE application_name = 'hearthd' AND state LIKE 'idle in transaction%'
+            SELECT pg_terminate_backend(a.pid) FROM pg_stat_activity a
+            WHERE a.application_name = 'hearthd' AND a.state LIKE 'idle in transaction%'
+              AND EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
+                          JOIN pg_namespace n ON n.oid = c.relnamespace
+                          WHERE l.pid = a.pid AND n.nspname = '\(f.schema)')
             """)
         try f.store.apply([h.put("c/a", bytes("2"))])
         for _ in 0..<2 {

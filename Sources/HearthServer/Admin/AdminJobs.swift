@@ -51,8 +51,9 @@ final class AdminJobs {
         job.start()
     }
 
-    /// Compacts the store on a worker thread; commits wait for it on the writer thread (the loop keeps
-    /// serving reads and queueing commits). FAILED_PRECONDITION while another compaction runs.
+    /// Compacts the store on a worker thread; the loop keeps serving reads and commits (on the SQLite store
+    /// they go on into the commit log and wait for the compaction only in the applier's backlog).
+    /// FAILED_PRECONDITION while another compaction runs.
     func compact(_ done: @escaping (Result<CompactionResult, HearthError>) -> Void) throws(HearthError) {
         guard !compacting else { throw HearthError(.failedPrecondition, "a compaction is already running") }
         let admin = try administration(for: "compact")
