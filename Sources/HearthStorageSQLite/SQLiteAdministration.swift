@@ -106,7 +106,7 @@ extension SQLiteStore: StoreAdministration {
         return CompactionResult(method: method, bytesBefore: before, bytesAfter: bytesOnDisk())
     }
 
-    /// SQLite's own state on a snapshot connection, once it holds every acknowledged commit (these reads
+    /// SQLite's own state on a snapshot connection, once it holds every commit acknowledged before the call (these reads
     /// walk SQLite's tables directly, without the pending groups).
     private func withSnapshotReader<R>(_ body: (SQLiteReader) throws(HearthError) -> R) throws(HearthError) -> R {
         try drainApplier()
