@@ -44,7 +44,7 @@ extension Engine {
     public func readsNeeded(for writes: [Write], requestID: String?, also extra: [DocumentPath] = []) -> WriteReads? {
         thread.check("Engine.readsNeeded")
         var paths: [DocumentPath] = []
-        var seen = Set<DocumentPath>()
+        var seen = Set<DocumentPath>(minimumCapacity: writes.count + extra.count)   // no rehash as it grows
         var unknown = false
         for p in writes.lazy.map(\.path) + extra where overlay[p] == nil && cache.peekRendered(DocumentCache.Key(p)) == nil
             && seen.insert(p).inserted {

@@ -32,13 +32,23 @@ enum IndexLayout {
     }
 
     static func collectionPrefix(_ collection: CollectionPath) -> [UInt8] {
+        var name: [UInt8] = []
+        IndexKey.encode(.string(collection.description), into: &name)
+        return collectionPrefix(encodedName: name)
+    }
+
+    /// The same from the collection's name already encoded as a string value, with room for `extra` more bytes.
+    static func collectionPrefix(encodedName: [UInt8], reserving extra: Int = 0) -> [UInt8] {
         var k: [UInt8] = [IndexLayout.collection]
-        IndexKey.encode(.string(collection.description), into: &k)
+        k.reserveCapacity(1 + encodedName.count + extra)
+        k.append(contentsOf: encodedName)
         return k
     }
 
-    static func groupPrefix(_ collectionID: String) -> [UInt8] {
+    /// With room for `extra` more bytes (a document key).
+    static func groupPrefix(_ collectionID: String, reserving extra: Int = 0) -> [UInt8] {
         var k: [UInt8] = [group]
+        k.reserveCapacity(collectionID.utf8.count + 4 + extra)
         IndexKey.encode(.string(collectionID), into: &k)
         return k
     }

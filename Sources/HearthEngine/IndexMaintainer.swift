@@ -13,13 +13,13 @@ enum IndexMaintainer {
         let context = FieldKeys(path)
         var keys: [[UInt8]] = []
         keys.reserveCapacity(fields.count + 2)
-        var k = IndexLayout.collectionPrefix(path.collection)
+        var k = IndexLayout.collectionPrefix(encodedName: context.encodedCollection, reserving: context.docKey.count)
         k.append(contentsOf: context.docKey)
         keys.append(k)
-        k = IndexLayout.groupPrefix(path.collectionID)
+        k = IndexLayout.groupPrefix(path.collectionID, reserving: context.docKey.count)
         k.append(contentsOf: context.docKey)
         keys.append(k)
-        for f in fields { context.append([f.key], f.value, into: &keys) }
+        for f in fields { context.append(field: f.key, f.value, into: &keys) }
         for def in composites where def.collectionID == path.collectionID {
             keys.append(contentsOf: compositeKeys(def, path, fields))
         }
@@ -34,11 +34,15 @@ enum IndexMaintainer {
         let encodedCollection: [UInt8]
 
         init(_ path: DocumentPath) {
+            // Each encoding is at most the path's bytes plus a few per segment (zero bytes aside).
+            let bytes = path.path.segments.reduce(0) { $0 + $1.utf8.count + 2 } + 4
             var d: [UInt8] = []
+            d.reserveCapacity(bytes)
             IndexKey.encodeDocumentKey(path, into: &d)
             docKey = d
             var c: [UInt8] = []
-            IndexKey.encode(.string(path.collection.description), into: &c)
+            c.reserveCapacity(bytes)
+            IndexKey.encodeCollectionName(of: path, into: &c)
             encodedCollection = c
         }
 
@@ -47,13 +51,7 @@ enum IndexMaintainer {
         /// alone.
         func append(_ segs: [String], _ value: Value, into keys: inout [[UInt8]]) {
             let fieldName = Value.string(FieldPath(segs).description)
-            var k: [UInt8] = [IndexLayout.singleField]
-            k.reserveCapacity(encodedCollection.count + 64 + docKey.count)
-            k.append(contentsOf: encodedCollection)
-            IndexKey.encode(fieldName, into: &k)
-            IndexKey.encode(value, into: &k)
-            k.append(contentsOf: docKey)
-            keys.append(k)
+            keys.append(ownKey(fieldName, value))
             switch value {
             case .array(let elements):
                 var seen = Set<[UInt8]>()
@@ -69,6 +67,26 @@ enum IndexMaintainer {
             default:
                 break
             }
+        }
+
+        /// `append([key], value, into:)` for a top-level field, without building its path when its value is
+        /// neither an array nor a map (one entry, named by the key itself when it is a simple identifier).
+        func append(field key: String, _ value: Value, into keys: inout [[UInt8]]) {
+            switch value {
+            case .array, .map: append([key], value, into: &keys)
+            default: keys.append(ownKey(.string(FieldPath.isSimple(key) ? key : FieldPath([key]).description), value))
+            }
+        }
+
+        /// The field's own single-field entry.
+        private func ownKey(_ fieldName: Value, _ value: Value) -> [UInt8] {
+            var k: [UInt8] = [IndexLayout.singleField]
+            k.reserveCapacity(1 + encodedCollection.count + 64 + docKey.count)
+            k.append(contentsOf: encodedCollection)
+            IndexKey.encode(fieldName, into: &k)
+            IndexKey.encode(value, into: &k)
+            k.append(contentsOf: docKey)
+            return k
         }
     }
 
@@ -112,8 +130,8 @@ enum IndexMaintainer {
         var context: FieldKeys?
         func keyed(_ segs: String, _ b: Value?, _ a: Value?) {
             if context == nil { context = FieldKeys(path) }
-            if let b { context!.append([segs], b, into: &old) }
-            if let a { context!.append([segs], a, into: &new) }
+            if let b { context!.append(field: segs, b, into: &old) }
+            if let a { context!.append(field: segs, a, into: &new) }
         }
         // Both field lists are sorted by key bytes: walk them together.
         let bf = before.fields, af = after.fields

@@ -65,7 +65,8 @@ public struct FieldPath: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// The canonical dotted form: simple identifiers bare, anything else in backticks.
     public var description: String {
-        segments.map { s in
+        if segments.count == 1, FieldPath.isSimple(segments[0]) { return segments[0] }   // most fields: no new string
+        return segments.map { s in
             guard !FieldPath.isSimple(s) else { return s }
             // Escape byte by byte: "\\" or "`" followed by a combining mark is one Character.
             var out: [UInt8] = [96]
@@ -83,9 +84,13 @@ public struct FieldPath: Sendable, Hashable, Comparable, CustomStringConvertible
         c == 126 || c == 42 || c == 47 || c == 91 || c == 93
     }
 
-    static func isSimple(_ s: String) -> Bool {
-        guard let first = s.utf8.first, first == 95 || (first | 0x20 >= 97 && first | 0x20 <= 122) else { return false }
-        return s.utf8.allSatisfy { $0 == 95 || ($0 | 0x20 >= 97 && $0 | 0x20 <= 122) || ($0 >= 48 && $0 <= 57) }
+    /// True when `s` is a simple identifier, a segment written without backticks.
+    public static func isSimple(_ s: String) -> Bool {
+        func simple(_ bytes: some Collection<UInt8>) -> Bool {
+            guard let first = bytes.first, first == 95 || (first | 0x20 >= 97 && first | 0x20 <= 122) else { return false }
+            return bytes.allSatisfy { $0 == 95 || ($0 | 0x20 >= 97 && $0 | 0x20 <= 122) || ($0 >= 48 && $0 <= 57) }
+        }
+        return s.utf8.withContiguousStorageIfAvailable { simple($0) } ?? simple(s.utf8)
     }
 
     public func appending(_ segment: String) -> FieldPath { FieldPath(segments + [segment]) }

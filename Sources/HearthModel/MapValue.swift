@@ -61,8 +61,9 @@ public struct MapValue: Sendable, Hashable, Sequence {
 
     /// The value at a nested field path, or nil if any segment is missing or crosses a non-map.
     public func value(at path: FieldPath) -> Value? {
-        var current = self
         let segs = path.segments
+        if segs.count == 1 { return self[segs[0]] }   // a top-level field: no copy of the map
+        var current = self
         for (i, s) in segs.enumerated() {
             guard let v = current[s] else { return nil }
             if i == segs.count - 1 { return v }

@@ -13,6 +13,29 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
     /// Parses and validates `a/b/c`. Leading or trailing slashes and empty segments are rejected.
     public static func parse(_ text: String, what: String = "path") throws(HearthError) -> ResourcePath {
         guard !text.isEmpty else { throw .invalid("\(what) must not be empty") }
+        // Every path a request names comes through here: split and check the bytes in place. A path that fails
+        // a check is parsed again below, which says what is wrong.
+        var bytes = text
+        let fast: [String]? = bytes.withUTF8 { buf in
+            var out: [String] = []
+            out.reserveCapacity(4)
+            var start = 0
+            for i in 0...buf.count where i == buf.count || buf[i] == 47 {
+                let part = UnsafeBufferPointer(rebasing: buf[start..<i])
+                guard isValidID(part), out.count < maxSegments else { return nil }
+                out.append(String(decoding: part, as: UTF8.self))
+                start = i + 1
+            }
+            return out
+        }
+        if let fast { return ResourcePath(segments: fast) }
+        return try parseReporting(text, what: what)
+    }
+
+    /// The reference parse: splits the text's bytes into Strings and checks each with `problem(withID:)`,
+    /// saying what is wrong. `parse` answers the same for every text (ResourcePathTests).
+    package static func parseReporting(_ text: String, what: String = "path") throws(HearthError) -> ResourcePath {
+        guard !text.isEmpty else { throw .invalid("\(what) must not be empty") }
         var segments: [String] = []
         // Split on the byte, not on Characters: "/" followed by a combining mark is one Character.
         for part in text.utf8.split(separator: 47, omittingEmptySubsequences: false) {
@@ -24,6 +47,15 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
         }
         guard segments.count <= maxSegments else { throw .invalid("\(what) \"\(text)\" is too deep (at most \(maxSegments) segments)") }
         return ResourcePath(segments: segments)
+    }
+
+    /// True when `problem(withID:)` finds nothing wrong with the ID of these UTF-8 bytes (none of them "/").
+    static func isValidID(_ id: UnsafeBufferPointer<UInt8>) -> Bool {
+        let n = id.count
+        if n == 0 || n > maxIDBytes { return false }
+        if id[0] == 46 && (n == 1 || (n == 2 && id[1] == 46)) { return false }             // "." and ".."
+        if n >= 4 && id[0] == 95 && id[1] == 95 && id[n - 2] == 95 && id[n - 1] == 95 { return false }   // __…__
+        return true
     }
 
     /// Why `id` cannot be a collection or document ID, or nil when it can.

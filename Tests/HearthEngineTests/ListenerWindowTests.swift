@@ -34,6 +34,36 @@ import Testing
         ]
     }
 
+    /// `lowerBound` tries the window's ends before its binary search: for every window of 0 to 7 rows (values
+    /// with repeats, so the path breaks ties) and every document around, between, equal to and among them, in
+    /// both directions, it answers what counting the rows that sort before the document answers.
+    @Test func lowerBoundEqualsACountOfTheRowsBefore() throws {
+        let c = try CollectionPath(parsing: "w")
+        for direction in [Query.Direction.ascending, .descending] {
+            var query = Query.collection(c)
+            query.orderBy = [.init(fp("v"), direction)]
+            query.limit = 10
+            let q = try query.validated()
+            func row(_ v: Int64, _ id: String) throws -> ResultDocument {
+                let fields = m(["v": .int(v)])
+                let stored = StoredDocument(path: try DocumentPath(parsing: "w/\(id)"), data: [], createTime: Timestamp(micros: 0),
+                                            updateTime: Timestamp(micros: 0), seq: 1)
+                return ResultDocument(stored: stored, fields: fields)
+            }
+            for size in 0...7 {
+                var rows = try (0..<size).map { i in try row(Int64(i / 2) * 10, "r\(i)") }
+                rows.sort { q.compare($0.stored.path, $0.fields, $1.stored.path, $1.fields) < 0 }
+                for v in stride(from: Int64(-5), through: 45, by: 5) {
+                    for id in ["a", "r0", "r3", "r9", "z"] {
+                        let d = try row(v, id)
+                        let expected = rows.filter { q.compare($0.stored.path, $0.fields, d.stored.path, d.fields) < 0 }.count
+                        #expect(rows.lowerBound(d.stored.path, d.fields, query: q) == expected, "\(direction) size \(size) v \(v) id \(id)")
+                    }
+                }
+            }
+        }
+    }
+
     func randomCommit(_ r: inout QueryOracleTests.RNG) -> [Write] {
         var writes: [Write] = []
         var used = Set<Int>()

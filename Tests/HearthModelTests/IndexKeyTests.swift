@@ -86,6 +86,20 @@ let indexKeyGroups: [[Value]] = [
         #expect(flat.count >= 100)
     }
 
+    /// The collection name written from a path's segments is byte for byte the encoding of the string naming it,
+    /// for top-level and nested collections, segments with zero bytes, and non-ASCII segments.
+    @Test func aCollectionNameEncodesAsItsString() throws {
+        let paths = ["c/d", "users/u1/user-feed/p1", "a/b/c/d/e/f", "c\u{0}x/d", "c/d\u{0}/e\u{0}\u{0}/f",
+                     "caf\u{E9}/d", "\u{1F600}/x/\u{0}/y"]
+        for text in paths {
+            let path = try DocumentPath(parsing: text)
+            var direct: [UInt8] = []
+            IndexKey.encodeCollectionName(of: path, into: &direct)
+            #expect(direct == IndexKey.key(.string(path.collectionDescription)), "\(text)")
+            #expect(direct == IndexKey.key(.string(path.collection.description)), "\(text)")
+        }
+    }
+
     @Test func equalValuesEncodeIdentically() {
         for group in indexKeyGroups {
             let keys = Set(group.map { IndexKey.key($0) })

@@ -6,6 +6,30 @@ private let id1501 = String(repeating: "x", count: 1501)
 
 @Suite("ResourcePath, DocumentPath, CollectionPath")
 struct ResourcePathTests {
+    /// The in-place parse and the reference parse agree on every text: the same segments, or both refuse
+    /// with the same message. Random texts over an alphabet of separators, dots, underscores, a zero byte and
+    /// multi-byte characters, plus the edges (reserved IDs, the longest ID, the deepest path).
+    @Test func theInPlaceParseAgreesWithTheReference() {
+        let alphabet: [String] = ["/", "/", ".", "_", "a", "Z", "0", "\u{0}", "\u{E9}", "\u{301}", "\u{1F600}", "__"]
+        var rng = SystemRandomNumberGenerator()
+        var texts = [".", "..", "...", "a/.", "a/../b", "__x__", "a/__x__", "___", "____", "__/a", "a//b", "/a", "a/",
+                     String(repeating: "x", count: ResourcePath.maxIDBytes), String(repeating: "x", count: ResourcePath.maxIDBytes + 1),
+                     Array(repeating: "s", count: ResourcePath.maxSegments).joined(separator: "/"),
+                     Array(repeating: "s", count: ResourcePath.maxSegments + 1).joined(separator: "/")]
+        for _ in 0..<3000 {
+            texts.append((0..<Int.random(in: 1...12, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! }.joined())
+        }
+        for text in texts {
+            let fast = Result { () throws(HearthError) in try ResourcePath.parse(text) }
+            let reference = Result { () throws(HearthError) in try ResourcePath.parseReporting(text) }
+            switch (fast, reference) {
+            case (.success(let a), .success(let b)): #expect(a.segments == b.segments, "\(showScalars(text))")
+            case (.failure(let a), .failure(let b)): #expect(a.message == b.message, "\(showScalars(text))")
+            default: Issue.record("\(showScalars(text)): \(fast) against \(reference)")
+            }
+        }
+    }
+
     @Test("valid paths parse into their segments", arguments: [
         ("a", ["a"]),
         ("a/b", ["a", "b"]),

@@ -57,6 +57,19 @@ public enum IndexKey {
         encode(.reference(path), descending: descending, into: &out)
     }
 
+    /// Appends the encoding of the string naming `path`'s collection: identical to
+    /// `encode(.string(path.collectionDescription))`, written from the segments without building the string.
+    public static func encodeCollectionName(of path: DocumentPath, into out: inout [UInt8]) {
+        let segments = path.path.segments
+        out.append(tag(.string))
+        for i in 0..<(segments.count - 1) {
+            if i > 0 { out.append(0x2F) }   // "/"
+            appendEscapedBody(segments[i].utf8, into: &out)
+        }
+        out.append(0x00)
+        out.append(0x01)
+    }
+
     /// The first bytes shared by every encoding of a value of type `t` in the given direction: a range scan
     /// over one type (Firestore's type-bracketed comparisons) is `[typePrefix, prefixSuccessor(typePrefix))`.
     public static func typePrefix(_ t: Value.TypeOrder, descending: Bool = false) -> [UInt8] {
@@ -156,9 +169,18 @@ public enum IndexKey {
 
     /// Bytes with 0x00 → 0x00 0xFF, then 0x00 `terminator` (0x01 ends a string, 0x02 a path segment).
     static func appendEscaped<S: Sequence>(_ bytes: S, terminator: UInt8, into out: inout [UInt8]) where S.Element == UInt8 {
+        appendEscapedBody(bytes, into: &out)
+        out.append(0x00)
+        out.append(terminator)
+    }
+
+    /// Bytes with 0x00 → 0x00 0xFF, without the terminator.
+    static func appendEscapedBody<S: Sequence>(_ bytes: S, into out: inout [UInt8]) where S.Element == UInt8 {
         // In bulk from contiguous storage (every native String and array): copy the runs between zero bytes.
         let done: Void? = bytes.withContiguousStorageIfAvailable { buf in
-            out.reserveCapacity(out.count + buf.count + 2)
+            // Grow geometrically: reserving exactly what each segment of a path needs would reallocate per segment.
+            let needed = out.count + buf.count + 2
+            if out.capacity < needed { out.reserveCapacity(max(needed, 2 * out.capacity)) }
             var start = 0
             while let z = buf[start...].firstIndex(of: 0) {
                 out.append(contentsOf: buf[start...z])
@@ -173,8 +195,6 @@ public enum IndexKey {
                 if b == 0 { out.append(0xFF) }
             }
         }
-        out.append(0x00)
-        out.append(terminator)
     }
 
     static func appendPath(_ p: ResourcePath, into out: inout [UInt8]) {
