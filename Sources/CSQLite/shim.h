@@ -4,4 +4,8 @@
 
 /// SQLITE_TRANSIENT is a macro casting -1 to a function pointer; Swift cannot import it.
 static inline sqlite3_destructor_type hearth_sqlite_transient(void) { return SQLITE_TRANSIENT; }
+/// sqlite3_config is variadic, which Swift cannot call. Memory statistics off: with them on, every allocation
+/// of every connection takes one process-wide mutex (sqlite3_memory_used and soft heap limits, which need them,
+/// are not used). Must run before SQLite initializes; SQLITE_MISUSE after (harmless: the default stays).
+static inline int hearth_sqlite_disable_memstatus(void) { return sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); }
 #endif

@@ -115,6 +115,7 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
         guard n == b.segments.count else { return false }
         return a.segments.withUnsafeBufferPointer { x in
             b.segments.withUnsafeBufferPointer { y in
+                if x.baseAddress == y.baseAddress { return true }   // copies of one path share their segments
                 var i = n - 1
                 while i >= 0 {
                     if !UTF8Order.equal(x[i], y[i]) { return false }

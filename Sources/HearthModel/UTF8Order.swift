@@ -19,7 +19,9 @@ public enum UTF8Order {
         guard n == b.utf8.count else { return false }
         if n == 0 { return true }
         let inPlace: Bool?? = a.utf8.withContiguousStorageIfAvailable { pa in
-            b.utf8.withContiguousStorageIfAvailable { pb in bytesEqual(UnsafeRawPointer(pa.baseAddress!), UnsafeRawPointer(pb.baseAddress!), n) }
+            b.utf8.withContiguousStorageIfAvailable { pb in
+                pa.baseAddress == pb.baseAddress || bytesEqual(UnsafeRawPointer(pa.baseAddress!), UnsafeRawPointer(pb.baseAddress!), n)
+            }
         }
         if let inPlace, let inPlace { return inPlace }
         return a.utf8.elementsEqual(b.utf8)

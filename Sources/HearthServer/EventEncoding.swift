@@ -38,6 +38,16 @@ extension Dispatcher {
     /// Encodes an event into `writer`; with a `shareKey`, keeps the bytes after the subscription id for the
     /// next listener of the same change set.
     private func encodeEvent(_ event: ListenerEvent, sub: String?, shareKey: UInt64?) {
+        let bodyStart = Self.encode(event, sub: sub, into: &writer)
+        if let shareKey, sub != nil {
+            eventCacheKey = shareKey
+            eventCacheBody = Array(writer.bytes[bodyStart...])   // from the comma that follows "sub"
+        }
+    }
+
+    /// The line, written through one access to the writer (a stored property of this class is checked for
+    /// exclusive access on every use); returns where the part after the subscription id starts.
+    private static func encode(_ event: ListenerEvent, sub: String?, into writer: inout JSONWriter) -> Int {
         writer.reset()
         writer.beginObject()
         if let sub { writer.key("sub"); writer.string(sub) }
@@ -68,14 +78,11 @@ extension Dispatcher {
             writer.key("doc"); DocumentJSON.write(doc, into: &writer)
         case .error(let e):
             writer.key("type"); writer.string("error")
-            writeErrorField(e)
+            ResponseLine.errorField(&writer, e)
         }
         writer.endObject()
         writer.newline()
-        if let shareKey, sub != nil {
-            eventCacheKey = shareKey
-            eventCacheBody = Array(writer.bytes[bodyStart...])   // from the comma that follows "sub"
-        }
+        return bodyStart
     }
 }
 

@@ -136,9 +136,17 @@ public enum CommitRecordCodec {
 
     private static func entries(_ list: [IndexEntry], _ out: inout [UInt8]) {
         u32(UInt32(list.count), &out)
+        // A document's entries are listed together: its path is encoded once and copied for the rest.
+        var encoded: [UInt8] = []
+        var last: DocumentPath?
         for e in list {
             bytes(e.key, &out)
-            path(e.path, &out)
+            if e.path != last {
+                encoded.removeAll(keepingCapacity: true)
+                path(e.path, &encoded)
+                last = e.path
+            }
+            out.append(contentsOf: encoded)
         }
     }
 

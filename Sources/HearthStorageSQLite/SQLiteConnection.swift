@@ -16,6 +16,7 @@ package final class SQLiteConnection {
     /// another connection is waited for up to `SQLiteSchema.busyTimeoutMillis`, and the SQL function
     /// `hearth_checksum` (`RowChecksum`) is registered.
     package init(path: String, role: String, create: Bool) throws(HearthError) {
+        _ = Self.configured
         var handle: OpaquePointer?
         let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE
         let rc = sqlite3_open_v2(path, &handle, flags, nil)
@@ -32,6 +33,10 @@ package final class SQLiteConnection {
     }
 
     deinit { close() }
+
+    /// SQLite's process-wide settings, made once before the first connection opens (and so before SQLite
+    /// initializes): no memory statistics, so allocations take no global mutex.
+    private static let configured: Void = { _ = hearth_sqlite_disable_memstatus() }()
 
     /// Prepares `sql` once for repeated use (SQLITE_PREPARE_PERSISTENT: kept out of SQLite's lookaside pool).
     func prepare(_ sql: String, name: String) throws(HearthError) -> SQLiteStatement {

@@ -20,7 +20,9 @@ struct DecodedCommit {
     init(_ record: CommitRecord, codec: any DocumentCodec, afterFields: [MapValue?]? = nil) throws(HearthError) {
         var all: [DecodedMutation] = []
         all.reserveCapacity(record.mutations.count)
-        var byCollection: [CollectionPath: [DecodedMutation]] = [:]
+        // As many collections as mutations at most (a fan-out writes one document in each of many): no rehash
+        // as it fills, up to a bound that keeps a large commit to one collection from reserving much.
+        var byCollection: [CollectionPath: [DecodedMutation]] = Dictionary(minimumCapacity: min(record.mutations.count, 4096))
         for (i, m) in record.mutations.enumerated() {
             let before: MapValue? = try m.before.map { b throws(HearthError) in try codec.decode(b.data) }
             let known = afterFields?[i]

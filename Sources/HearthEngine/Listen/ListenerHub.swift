@@ -341,7 +341,7 @@ public final class ListenerHub {
         var sources: [[Listener]] = []
         for m in record.mutations {
             if let s = index[.document(m.path)] { sources.append(s) }
-            let coll = m.path.collection.description
+            let coll = m.path.collectionDescription
             if let s = index[.collection(coll)] { sources.append(s) }
             if let s = index[.group(m.path.collectionID)] { sources.append(s) }
             if let fields = equalityFields[coll], !fields.isEmpty {
