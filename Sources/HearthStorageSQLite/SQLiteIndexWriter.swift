@@ -24,10 +24,16 @@ struct SQLiteIndexWriter {
             try delete.bind(1, blob: entry.key)
             try delete.runKeepingBindings()
         }
+        // A document's entries come together: its collection and id are bound once for all of them (the
+        // statement keeps its bindings from one run to the next).
+        var bound: DocumentPath?
         for entry in changes.added {
             try upsert.bind(1, blob: entry.key)
-            try upsert.bind(2, entry.path.collectionDescription)
-            try upsert.bind(3, entry.path.id)
+            if entry.path != bound {
+                try upsert.bind(2, entry.path.collectionDescription)
+                try upsert.bind(3, entry.path.id)
+                bound = entry.path
+            }
             try upsert.runKeepingBindings()
         }
     }

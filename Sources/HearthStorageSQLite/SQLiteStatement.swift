@@ -83,8 +83,8 @@ struct SQLiteStatement {
         _ = try step()
     }
 
-    /// `run` for a statement whose every parameter is bound, by copy, before each run: the bindings are left
-    /// in place for the next run to replace (clearing them costs as much as binding them again).
+    /// `run` for a statement whose parameters are bound by copy: the bindings are left in place, for the next
+    /// run to replace those that change and reuse the rest (clearing them costs as much as binding them again).
     func runKeepingBindings() throws(HearthError) {
         defer { sqlite3_reset(handle) }
         _ = try step()
