@@ -90,10 +90,21 @@ public struct JSONWriter {
     }
 
     /// Writes an object key and the colon after it.
+    @_disfavoredOverload
     public mutating func key(_ k: String) {
         let s = separated()
         var k = k
         k.withUTF8 { JSONWriter.appendQuoted(UnsafeRawBufferPointer($0), to: s) }
+        s.append(58)
+        needsComma = false
+    }
+
+    /// Writes an object key written in the source: a literal key (every key but a document's field names) is
+    /// copied from where the literal lives, without making a String of it. Escaped as any key.
+    public mutating func key(_ k: StaticString) {
+        guard k.hasPointerRepresentation else { return key(k.description) }
+        let s = separated()
+        JSONWriter.appendQuoted(UnsafeRawBufferPointer(start: k.utf8Start, count: k.utf8CodeUnitCount), to: s)
         s.append(58)
         needsComma = false
     }

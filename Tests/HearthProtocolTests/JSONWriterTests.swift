@@ -9,6 +9,29 @@ import Testing
         return String(decoding: w.bytes, as: UTF8.self)
     }
 
+    /// A key written as a literal (copied from where it lives) and the same key held in a String are written
+    /// alike, escapes included.
+    @Test func literalAndStringKeysAreWrittenAlike() {
+        func both(_ literal: (inout JSONWriter) -> Void, _ text: String) -> (String, String) {
+            var a = JSONWriter(), b = JSONWriter()
+            a.beginObject(); literal(&a); a.int(1); a.key("second"); a.int(2); a.endObject()
+            b.beginObject(); b.key(text); b.int(1); b.key(String("second")); b.int(2); b.endObject()
+            return (String(decoding: a.bytes, as: UTF8.self), String(decoding: b.bytes, as: UTF8.self))
+        }
+        let cases: [((inout JSONWriter) -> Void, String, String)] = [
+            ({ $0.key("type") }, "type", #"{"type":1,"second":2}"#),
+            ({ $0.key("a\"b\\c") }, "a\"b\\c", #"{"a\"b\\c":1,"second":2}"#),
+            ({ $0.key("line\nbreak\u{1}") }, "line\nbreak\u{1}", #"{"line\nbreak\u0001":1,"second":2}"#),
+            ({ $0.key("caf\u{E9}") }, "caf\u{E9}", "{\"caf\u{E9}\":1,\"second\":2}"),
+            ({ $0.key("") }, "", #"{"":1,"second":2}"#),
+        ]
+        for (literal, text, expected) in cases {
+            let (a, b) = both(literal, text)
+            #expect(a == expected)
+            #expect(b == expected)
+        }
+    }
+
     @Test func structureAndCommas() {
         let s = written { w in
             w.beginObject()
