@@ -39,17 +39,24 @@ enum IndexLayout {
 
     /// The same from the collection's name already encoded as a string value, with room for `extra` more bytes.
     static func collectionPrefix(encodedName: [UInt8], reserving extra: Int = 0) -> [UInt8] {
-        var k: [UInt8] = [IndexLayout.collection]
-        k.reserveCapacity(1 + encodedName.count + extra)
+        var k = key(kind: IndexLayout.collection, capacity: 1 + encodedName.count + extra)
         k.append(contentsOf: encodedName)
         return k
     }
 
     /// With room for `extra` more bytes (a document key).
     static func groupPrefix(_ collectionID: String, reserving extra: Int = 0) -> [UInt8] {
-        var k: [UInt8] = [group]
-        k.reserveCapacity(collectionID.utf8.count + 4 + extra)
+        var k = key(kind: group, capacity: collectionID.utf8.count + 4 + extra)
         IndexKey.encode(.string(collectionID), into: &k)
+        return k
+    }
+
+    /// A key's first byte in a buffer allocated once for `capacity` bytes (an array literal reserved later is
+    /// allocated twice).
+    static func key(kind: UInt8, capacity: Int) -> [UInt8] {
+        var k: [UInt8] = []
+        k.reserveCapacity(capacity)
+        k.append(kind)
         return k
     }
 

@@ -80,8 +80,7 @@ enum IndexMaintainer {
 
         /// The field's own single-field entry.
         private func ownKey(_ fieldName: Value, _ value: Value) -> [UInt8] {
-            var k: [UInt8] = [IndexLayout.singleField]
-            k.reserveCapacity(1 + encodedCollection.count + 64 + docKey.count)
+            var k = IndexLayout.key(kind: IndexLayout.singleField, capacity: 1 + encodedCollection.count + 64 + docKey.count)
             k.append(contentsOf: encodedCollection)
             IndexKey.encode(fieldName, into: &k)
             IndexKey.encode(value, into: &k)
