@@ -18,23 +18,31 @@ enum IndexLayout {
     static let group: UInt8 = 0x05
 
     static func singleFieldPrefix(_ collection: CollectionPath, _ field: FieldPath) -> [UInt8] {
-        var k: [UInt8] = [singleField]
-        IndexKey.encode(.string(collection.description), into: &k)
-        IndexKey.encode(.string(field.description), into: &k)
-        return k
+        fieldPrefix(kind: singleField, encodedCollection: encodedName(collection), fieldName: field.description)
     }
 
     static func arrayContainsPrefix(_ collection: CollectionPath, _ field: FieldPath) -> [UInt8] {
-        var k: [UInt8] = [arrayContains]
-        IndexKey.encode(.string(collection.description), into: &k)
-        IndexKey.encode(.string(field.description), into: &k)
+        fieldPrefix(kind: arrayContains, encodedCollection: encodedName(collection), fieldName: field.description)
+    }
+
+    /// A single-field or array-contains key up to its value: the kind, the collection's name (encoded as a
+    /// string value) and the field path's canonical form; with room for `extra` more bytes.
+    static func fieldPrefix(kind: UInt8, encodedCollection: [UInt8], fieldName: String, reserving extra: Int = 0) -> [UInt8] {
+        var k = key(kind: kind, capacity: 1 + encodedCollection.count + fieldName.utf8.count + 4 + extra)
+        k.append(contentsOf: encodedCollection)
+        IndexKey.encode(.string(fieldName), into: &k)
         return k
     }
 
-    static func collectionPrefix(_ collection: CollectionPath) -> [UInt8] {
+    /// A collection's name encoded as a string value, as every key scoped to it holds it.
+    static func encodedName(_ collection: CollectionPath) -> [UInt8] {
         var name: [UInt8] = []
         IndexKey.encode(.string(collection.description), into: &name)
-        return collectionPrefix(encodedName: name)
+        return name
+    }
+
+    static func collectionPrefix(_ collection: CollectionPath) -> [UInt8] {
+        collectionPrefix(encodedName: encodedName(collection))
     }
 
     /// The same from the collection's name already encoded as a string value, with room for `extra` more bytes.

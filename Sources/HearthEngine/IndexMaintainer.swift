@@ -50,14 +50,12 @@ enum IndexMaintainer {
         /// (array-contains), and those of a map's fields at every depth. They depend on `segs` and `value`
         /// alone.
         func append(_ segs: [String], _ value: Value, into keys: inout [[UInt8]]) {
-            let fieldName = Value.string(FieldPath(segs).description)
+            let fieldName = FieldPath(segs).description
             keys.append(ownKey(fieldName, value))
             switch value {
             case .array(let elements):
                 var seen = Set<[UInt8]>()
-                var base: [UInt8] = [IndexLayout.arrayContains]
-                base.append(contentsOf: encodedCollection)
-                IndexKey.encode(fieldName, into: &base)
+                let base = IndexLayout.fieldPrefix(kind: IndexLayout.arrayContains, encodedCollection: encodedCollection, fieldName: fieldName)
                 for e in elements {
                     let ek = IndexKey.key(e)
                     if seen.insert(ek).inserted { keys.append(base + ek + docKey) }
@@ -74,15 +72,14 @@ enum IndexMaintainer {
         func append(field key: String, _ value: Value, into keys: inout [[UInt8]]) {
             switch value {
             case .array, .map: append([key], value, into: &keys)
-            default: keys.append(ownKey(.string(FieldPath.isSimple(key) ? key : FieldPath([key]).description), value))
+            default: keys.append(ownKey(FieldPath.description(ofSegment: key), value))
             }
         }
 
         /// The field's own single-field entry.
-        private func ownKey(_ fieldName: Value, _ value: Value) -> [UInt8] {
-            var k = IndexLayout.key(kind: IndexLayout.singleField, capacity: 1 + encodedCollection.count + 64 + docKey.count)
-            k.append(contentsOf: encodedCollection)
-            IndexKey.encode(fieldName, into: &k)
+        private func ownKey(_ fieldName: String, _ value: Value) -> [UInt8] {
+            var k = IndexLayout.fieldPrefix(kind: IndexLayout.singleField, encodedCollection: encodedCollection,
+                                            fieldName: fieldName, reserving: 48 + docKey.count)
             IndexKey.encode(value, into: &k)
             k.append(contentsOf: docKey)
             return k

@@ -65,18 +65,21 @@ public struct FieldPath: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// The canonical dotted form: simple identifiers bare, anything else in backticks.
     public var description: String {
-        if segments.count == 1, FieldPath.isSimple(segments[0]) { return segments[0] }   // most fields: no new string
-        return segments.map { s in
-            guard !FieldPath.isSimple(s) else { return s }
-            // Escape byte by byte: "\\" or "`" followed by a combining mark is one Character.
-            var out: [UInt8] = [96]
-            for b in s.utf8 {
-                if b == 92 || b == 96 { out.append(92) }
-                out.append(b)
-            }
-            out.append(96)
-            return String(decoding: out, as: UTF8.self)
-        }.joined(separator: ".")
+        if segments.count == 1 { return FieldPath.description(ofSegment: segments[0]) }   // most fields: no new string
+        return segments.map(FieldPath.description(ofSegment:)).joined(separator: ".")
+    }
+
+    /// One segment's canonical form: the segment itself when it is a simple identifier, else in backticks.
+    public static func description(ofSegment s: String) -> String {
+        guard !isSimple(s) else { return s }
+        // Escape byte by byte: "\\" or "`" followed by a combining mark is one Character.
+        var out: [UInt8] = [96]
+        for b in s.utf8 {
+            if b == 92 || b == 96 { out.append(92) }
+            out.append(b)
+        }
+        out.append(96)
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Firestore's reserved characters: `~ * / [ ]` (allowed only inside backticks).

@@ -103,10 +103,7 @@ public struct JSONWriter {
     /// copied from where the literal lives, without making a String of it. Escaped as any key.
     public mutating func key(_ k: StaticString) {
         guard k.hasPointerRepresentation else { return key(k.description) }
-        let s = separated()
-        JSONWriter.appendQuoted(UnsafeRawBufferPointer(start: k.utf8Start, count: k.utf8CodeUnitCount), to: s)
-        s.append(58)
-        needsComma = false
+        key(bytes: UnsafeRawBufferPointer(start: k.utf8Start, count: k.utf8CodeUnitCount))
     }
 
     /// Writes an object key given as UTF-8 bytes.

@@ -7,8 +7,9 @@ import HearthModel
 import HearthStorage
 
 /// The administration reads run on a snapshot connection of their own (never the loop thread's reader), and
-/// compaction takes the writer's lock like one `apply`: commits wait behind it on the writer thread, and
-/// readers keep reading (WAL).
+/// compaction takes the writer's lock like one applier transaction: commits go on into the commit log and
+/// wait for it only in the applier's backlog (docs/operations.md, "Compaction"), and readers keep reading
+/// (WAL).
 extension SQLiteStore: StoreAdministration {
     public func collectionIDs(under parent: DocumentPath?) throws(HearthError) -> [String] {
         try withSnapshotReader { (r: SQLiteReader) throws(HearthError) in

@@ -35,8 +35,12 @@ package final class SQLiteConnection {
     deinit { close() }
 
     /// SQLite's process-wide settings, made once before the first connection opens (and so before SQLite
-    /// initializes): no memory statistics, so allocations take no global mutex.
-    private static let configured: Void = { _ = hearth_sqlite_disable_memstatus() }()
+    /// initializes: every connection opens here, and nothing calls SQLite before one does): no memory
+    /// statistics, so allocations take no global mutex.
+    private static let configured: Void = {
+        let rc = hearth_sqlite_disable_memstatus()
+        assert(rc == SQLITE_OK, "SQLite was initialized before its configuration (\(rc))")
+    }()
 
     /// Prepares `sql` once for repeated use (SQLITE_PREPARE_PERSISTENT: kept out of SQLite's lookaside pool).
     func prepare(_ sql: String, name: String) throws(HearthError) -> SQLiteStatement {

@@ -14,8 +14,8 @@ public final class SQLiteInspection {
     private let documentByKey: SQLiteStatement
     private let entryByKey: SQLiteStatement
 
-    /// Opens the inspection of `store`'s database, once SQLite holds every commit the store acknowledged (it
-    /// walks SQLite's rows, not the groups only the commit log holds yet).
+    /// Opens the inspection of `store`'s database, once SQLite holds every commit the store acknowledged before
+    /// the call (it walks SQLite's rows, not the groups only the commit log holds yet).
     public init(_ store: SQLiteStore) throws(HearthError) {
         try store.drainApplier()
         let c = try SQLiteConnection(path: store.databasePath, role: "check", create: false)

@@ -8,7 +8,8 @@ import HearthModel
 /// usually by `defer`). `reset` also clears the bindings, so a blob bound with `bindStatic` never outlives
 /// the buffer it points into as long as the bind, the steps and the reset all happen inside the closure that
 /// lends the buffer. Resetting promptly matters for reads too: an unreset SELECT keeps its read transaction
-/// (and WAL snapshot) open.
+/// (and WAL snapshot) open. `runKeepingBindings` leaves the bindings in place for the next run: never use
+/// it on a statement with a `bindStatic` parameter, whose buffer would outlive its loan.
 struct SQLiteStatement {
     let handle: OpaquePointer
     let db: OpaquePointer

@@ -171,7 +171,8 @@ import Testing
             WHERE a.application_name = 'hearthd' AND a.state LIKE 'idle in transaction%'
               AND EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation
                           JOIN pg_namespace n ON n.oid = c.relnamespace
-                          WHERE l.pid = a.pid AND n.nspname = '\(f.schema)')
+                          WHERE l.pid = a.pid AND n.nspname = '\(f.schema)'
+                            AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()))
             """)
         try f.store.apply([h.put("c/a", bytes("2"))])
         for _ in 0..<2 {
