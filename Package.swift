@@ -13,6 +13,7 @@ import PackageDescription
 //   HearthRules ─► HearthModel (the Firestore Security Rules language: compile and evaluate)
 //   HearthCrypto ─► COpenSSL (only HearthCrypto imports OpenSSL: TLS and token signatures)
 //   HearthAuth ─► HearthCrypto, HearthProtocol, HearthModel (token verification, the admin key)
+//   HearthLoop, HearthStorageSQLite ─► CThreadName (libc's pthread_setname_np: names for their threads)
 // See docs/architecture.md.
 let package = Package(
     name: "Hearth",
@@ -28,6 +29,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CThreadName"),
         .target(
             name: "CSimdJSON",
             cxxSettings: [.define("SIMDJSON_THREADS_ENABLED", to: "1"), .unsafeFlags(["-O2"])],
@@ -44,10 +46,10 @@ let package = Package(
         .target(name: "HearthRules", dependencies: ["HearthModel"]),
         .target(name: "HearthProtocol", dependencies: ["HearthModel", "CSimdJSON"]),
         .target(name: "HearthStorage", dependencies: ["HearthModel"]),
-        .target(name: "HearthStorageSQLite", dependencies: ["HearthStorage", "HearthModel", "CSQLite", "CXXHash"]),
+        .target(name: "HearthStorageSQLite", dependencies: ["HearthStorage", "HearthModel", "CSQLite", "CXXHash", "CThreadName"]),
         .target(name: "HearthStoragePostgres", dependencies: ["HearthStorage", "HearthModel", "CLibPQ"]),
         .target(name: "HearthEngine", dependencies: ["HearthStorage", "HearthModel"]),
-        .target(name: "HearthLoop", dependencies: ["CLibUV", "HearthCrypto"]),
+        .target(name: "HearthLoop", dependencies: ["CLibUV", "HearthCrypto", "CThreadName"]),
         .target(name: "HearthServer", dependencies: ["HearthRules", "HearthAuth", "HearthLoop", "HearthCrypto", "HearthProtocol", "HearthEngine", "HearthStorage", "HearthModel"]),
         .target(name: "HearthCheck", dependencies: ["HearthStorageSQLite", "HearthEngine", "HearthProtocol", "HearthStorage", "HearthModel"]),
         .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthCrypto", "HearthCheck", "HearthStorageSQLite", "HearthStoragePostgres", "HearthStorage", "HearthModel"]),

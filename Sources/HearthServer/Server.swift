@@ -94,7 +94,7 @@ public final class Server {
                                  cacheBytes: config.cacheBytes)
         self.dispatcher = Dispatcher()
         self.budget = ConnectionBudget(config.budgetLimits)
-        self.readers = WorkerPool(loop: loop, threads: config.readers)
+        self.readers = WorkerPool(loop: loop, threads: config.readers, name: "hearth-reader")
         self.maintenance = MaintenanceJobs(loop: loop)
         self.reserve = DiskReserve(dataDir: config.dataDir, bytes: config.diskReserveBytes)
         if let problem = config.security.protectionProblem(host: config.host) { throw HearthError(.failedPrecondition, problem) }

@@ -109,7 +109,7 @@ final class CommitPipeline: @unchecked Sendable {
         #endif
         pthread_cond_init(changed, &attributes)
         pthread_condattr_destroy(&attributes)
-        thread = try StorageThread.start("applier") { self.run() }
+        thread = try StorageThread.start("applier", name: "hearth-applier") { self.run() }
     }
 
     deinit {

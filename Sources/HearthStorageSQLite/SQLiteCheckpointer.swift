@@ -52,7 +52,7 @@ final class SQLiteCheckpointer: @unchecked Sendable {
         condition.initialize(to: pthread_cond_t())
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(condition, nil)
-        do { thread = try StorageThread.start("checkpoint") { self.run() } } catch {
+        do { thread = try StorageThread.start("checkpoint", name: "hearth-ckpt") { self.run() } } catch {
             connection.close()
             throw error
         }

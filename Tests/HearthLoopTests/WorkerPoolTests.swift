@@ -8,6 +8,27 @@ import Synchronization
 /// pass, not one queued while it closes.
 @Suite("Worker pool")
 struct WorkerPoolTests {
+    #if os(Linux)
+    @Test("the pool's threads carry its name, as the kernel reports it to top -H and perf")
+    func threadsCarryThePoolsName() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let pool = WorkerPool(loop: loop, threads: 2, name: "hearth-t-named")
+        defer { pool.close() }
+        let seen = Recorder<String>("")
+        pool.submit({
+            let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
+            seen.set(comm.trimmingCharacters(in: .whitespacesAndNewlines))
+        }, done: { loop.stop() })
+        runBounded(loop, timeoutMs: 5000)
+        #expect(seen.get() == "hearth-t-named")
+        let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap {
+            try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)
+        }
+        #expect(names.filter { $0.hasPrefix("hearth-t-named") }.count == 2)
+    }
+    #endif
+
     @Test("items run on the pool's threads in submission order; each done runs once, on the loop thread")
     func itemsRunInOrderAndFinishOnTheLoop() throws {
         let loop = try EventLoop()

@@ -57,8 +57,8 @@ final class ClusterCoordinator {
         self.server = server
         self.store = store
         self.settings = settings
-        electionThread = WorkerPool(loop: server.loop, threads: 1)
-        feedThread = WorkerPool(loop: server.loop, threads: 1)
+        electionThread = WorkerPool(loop: server.loop, threads: 1, name: "hearth-election")
+        feedThread = WorkerPool(loop: server.loop, threads: 1, name: "hearth-feed")
         feed = FeedBox(try store.feed(recheck: 0.25))
     }
 

@@ -13,7 +13,7 @@ final class MaintenanceJobs {
     var runningBackup: String?
 
     init(loop: EventLoop) {
-        pool = WorkerPool(loop: loop, threads: 1)
+        pool = WorkerPool(loop: loop, threads: 1, name: "hearth-maint")
     }
 
     /// Asks the running job to stop at its next slice.
