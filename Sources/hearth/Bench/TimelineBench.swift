@@ -40,6 +40,7 @@ final class TimelineBench {
     let followerPrefix: String
     let pathKey: [UInt8]
     static let commitTimeKey = Array(#""commitTime":""#.utf8)
+    static let initialKey = Array(#""initial":true"#.utf8)
 
     init(_ o: BenchOptions) throws {
         self.o = o
@@ -193,7 +194,7 @@ final class TimelineBench {
     /// seen advances that follower, covering every post in between (coalesced snapshots).
     private func pushed(_ line: UnsafeRawBufferPointer) {
         guard line.count > 6, line[2] == UInt8(ascii: "s") else { return }
-        if Workload.find(Array(#""initial":true"#.utf8), in: line) != nil { initial += 1; return }
+        if Workload.find(TimelineBench.initialKey, in: line) != nil { initial += 1; return }
         var i = 0
         var follower = -1
         var best = -1

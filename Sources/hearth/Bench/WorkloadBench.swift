@@ -74,13 +74,15 @@ enum Workload {
 
     /// Offset just past `needle` in `line` at or after `from`, or nil.
     static func find(_ needle: [UInt8], in line: UnsafeRawBufferPointer, from: Int = 0) -> Int? {
-        guard let base = line.baseAddress, from < line.count else { return nil }
+        guard let base = line.baseAddress, from < line.count, !needle.isEmpty else { return nil }
         let n = needle.count
+        // memchr for the needle's first byte that is not a quote: a JSON line holds quotes everywhere.
+        let a = needle.firstIndex { $0 != 34 } ?? 0
         var i = from
         while i + n <= line.count {
-            guard let hit = memchr(base + i, Int32(needle[0]), line.count - n + 1 - i) else { return nil }
-            let j = UnsafeRawPointer(hit) - base
-            var k = 1
+            guard let hit = memchr(base + i + a, Int32(needle[a]), line.count - n + 1 - i) else { return nil }
+            let j = UnsafeRawPointer(hit) - base - a
+            var k = 0
             while k < n && line[j + k] == needle[k] { k += 1 }
             if k == n { return j + n }
             i = j + 1
