@@ -38,6 +38,9 @@ final class TimelineBench {
     var errors: [String: Int] = [:]
     /// `users/t<run>f`: the followers of this run.
     let followerPrefix: String
+    /// Per follower, `{"op":"set","path":"users/t<run>f<6 digits>/user-feed/`: the start of its feed entry's
+    /// write, built once (a post writes one per follower).
+    let followerWrites: [String]
     let pathKey: [UInt8]
     static let commitTimeKey = Array(#""commitTime":""#.utf8)
     static let initialKey = Array(#""initial":true"#.utf8)
@@ -48,6 +51,7 @@ final class TimelineBench {
         lastSeen = [Int](repeating: -1, count: o.followers)
         followerPrefix = "users/t\(Workload.runTag())f"
         pathKey = Array(#""path":"\#(followerPrefix)"#.utf8)
+        followerWrites = (0..<o.followers).map { [followerPrefix] i in #"{"op":"set","path":"\#(followerPrefix)\#(Workload.pad(i, 6))/user-feed/"# }
     }
 
     static func run(_ o: BenchOptions) throws -> Int32 { try TimelineBench(o).execute() }
@@ -156,7 +160,8 @@ final class TimelineBench {
                                 #"{"op":"set","path":"posts/\#(id)","data":{"authorId":"author","text":"post \#(p)","timestamp":{"$serverTimestamp":true}}}"#,
                                 #"{"op":"set","path":"users/author/user-feed/\#(id)""# + entry]
         writes.reserveCapacity(o.followers + 3)
-        for i in 0..<o.followers { writes.append(#"{"op":"set","path":"\#(followerPrefix)\#(Workload.pad(i, 6))/user-feed/\#(id)""# + entry) }
+        let idAndEntry = id + "\"" + entry
+        for start in followerWrites { writes.append(start + idAndEntry) }
         let now = loop.hrtimeNanos()
         sentNanos.append(now)
         commitMicros.append(0)
