@@ -224,7 +224,7 @@ extension Session: ListenerSink {
     func drainedListeners() {
         guard !subscriptions.isEmpty else { return }
         server.engine.listeners.drained(self)
-        if server.engine.listeners.isCaughtUp(self) {
+        if slowDeadline != nil, server.engine.listeners.isCaughtUp(self) {
             slowDeadline?.cancel()
             slowDeadline = nil
         }

@@ -456,6 +456,7 @@ public final class ListenerHub {
     /// net changes since what it was last sent, in seq order.
     public func drained(_ sink: ListenerSink) {
         engine.thread.check("ListenerHub.drained")
+        guard !dirtyBySink.isEmpty else { return }    // no subscriber is behind: the common case, without a lookup
         let key = ObjectIdentifier(sink)
         guard let pending = dirtyBySink[key] else { return }
         var remaining: [Listener] = []
@@ -482,7 +483,8 @@ public final class ListenerHub {
 
     /// True when every listener of the subscriber has been sent everything up to its seq.
     public func isCaughtUp(_ sink: ListenerSink) -> Bool {
-        dirtyBySink[ObjectIdentifier(sink)]?.contains { $0.dirty && listeners[$0.id] != nil } != true
+        guard !dirtyBySink.isEmpty else { return true }
+        return dirtyBySink[ObjectIdentifier(sink)]?.contains { $0.dirty && listeners[$0.id] != nil } != true
     }
 
     /// Forgets a sink's pending state (its connection closed).
