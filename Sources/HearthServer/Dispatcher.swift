@@ -218,11 +218,6 @@ final class Dispatcher {
     private func writeError(_ error: HearthError, id: [UInt8]?) {
         ResponseLine.error(&writer, error, id: id)
     }
-
-    /// `"error":{"code":...,"message":...}`, as responses and pushed error lines carry it.
-    func writeErrorField(_ error: HearthError) {
-        ResponseLine.errorField(&writer, error)
-    }
 }
 
 /// What a handler works with.
