@@ -33,7 +33,12 @@ import HearthStorage
 /// built outside the lock; inside, the lookup compares a hash and then bytes. Two paths whose hashes are equal cannot both be cached: the later one replaces the earlier one (a
 /// cache may always decline to hold something).
 ///
-/// Bounded by `capacityBytes` (document bytes, key, rendering and a fixed overhead per entry); when full, a
+/// **Decoded fields.** A version the loop published from a commit keeps the fields the commit built
+/// (`publish`'s `fields`), so the next write of a hot document starts from them instead of decoding the
+/// stored bytes again (`getForWrite`, loop thread only; readers never touch them). They belong to that version
+/// alone: any other version put in its place comes without them. Counted at `fieldsCost` of its data.
+///
+/// Bounded by `capacityBytes` (document bytes, key, rendering, decoded fields and a fixed overhead per entry); when full, a
 /// random entry is evicted (O(1), and for a skewed workload close to LRU's hit rate). A document larger than
 /// an eighth of a shard's share is not cached (512 KiB with the default 64 MiB), so a few huge ones cannot
 /// flush the rest.
@@ -142,7 +147,13 @@ public final class DocumentCache: Sendable {
         var key: Key
         var doc: StoredDocument
         var rendering: DocumentRendering?
+        /// `doc`'s fields, decoded (see the type's comment); nil when not kept.
+        var fields: MapValue?
     }
+
+    /// The bytes counted for an entry's decoded fields, per byte of its stored data: an estimate of the
+    /// decoded tree's heap (values, strings and arrays of its own) against its compact encoding.
+    static let fieldsCostFactor = 2
 
     private struct State {
         /// Entry index by key hash.
@@ -195,6 +206,17 @@ public final class DocumentCache: Sendable {
             guard let i = s.find(key) else { s.misses += 1; return nil }
             s.hits += 1
             return s.entries[i].doc
+        }
+    }
+
+    /// The published version of `path` if cached, with its decoded fields when the cache keeps them (loop
+    /// thread: a write's before image). Counted as `get`.
+    func getForWrite(_ path: DocumentPath) -> (doc: StoredDocument, fields: MapValue?)? {
+        let key = Key(path)
+        return shard(key).withLock { s in
+            guard let i = s.find(key) else { s.misses += 1; return nil }
+            s.hits += 1
+            return (s.entries[i].doc, s.entries[i].fields)
         }
     }
 
@@ -285,22 +307,38 @@ public final class DocumentCache: Sendable {
 
     /// A durable batch is being published: refreshes every cached document it changed (drops deleted ones, and
     /// the renderings of changed ones), then moves the published seq to `seq`, in one step (loop thread).
-    func publish(_ records: [CommitRecord], through seq: UInt64) {
-        var changed = Array(repeating: [(Key, StoredDocument?)](), count: shards.count)
-        for record in records {
-            for m in record.mutations {
+    /// `fields[r][k]`, when given, are the decoded fields of `records[r].mutations[k].after`, kept with that
+    /// version while they fit (`fieldsCost`).
+    func publish(_ records: [CommitRecord], through seq: UInt64, fields: [[MapValue?]]? = nil) {
+        var changed = Array(repeating: [(Key, StoredDocument?, MapValue?)](), count: shards.count)
+        for (r, record) in records.enumerated() {
+            for (k, m) in record.mutations.enumerated() {
                 let key = Key(m.path)
-                changed[key.hash & shardMask].append((key, m.after))
+                let decoded = m.after == nil ? nil : fields.flatMap { $0[r].isEmpty ? nil : $0[r][k] }
+                changed[key.hash & shardMask].append((key, m.after, decoded))
             }
         }
         for (i, shard) in shards.enumerated() {
             shard.withLock { s in
-                for (key, after) in changed[i] {
-                    guard let e = s.find(key) else { continue }
+                for (key, after, decoded) in changed[i] {
+                    guard var e = s.find(key) else { continue }
                     if let after {
                         s.bytes += Self.size(after, key) - Self.size(s.entries[e])
                         s.entries[e].doc = after
                         s.entries[e].rendering = nil
+                        s.entries[e].fields = nil
+                        // The decoded fields take room as a rendering does (`attach`): other entries go for them.
+                        guard let decoded, Self.size(after, key) + Self.fieldsCost(after) <= shardCapacity / 8 else { continue }
+                        let cost = Self.fieldsCost(after)
+                        while s.bytes + cost > shardCapacity, s.entries.count > 1 {
+                            var victim = Int.random(in: 0..<(s.entries.count - 1), using: &s.rng)
+                            if victim >= e { victim += 1 }
+                            Self.evict(victim, from: &s)
+                            e = s.find(key)!
+                        }
+                        guard s.bytes + cost <= shardCapacity else { continue }
+                        s.entries[e].fields = decoded
+                        s.bytes += cost
                     } else {
                         Self.evict(e, from: &s)
                     }
@@ -349,9 +387,12 @@ public final class DocumentCache: Sendable {
                 // Never replace a newer version with an older one.
                 guard s.entries[old].doc.seq <= doc.seq else { return }
                 if s.entries[old].doc.seq == doc.seq, rendering == nil { return }   // the same version, maybe rendered
-                s.bytes += size - Self.size(s.entries[old])
+                // The same version keeps its decoded fields; another one comes without them.
+                let fields = s.entries[old].doc.seq == doc.seq ? s.entries[old].fields : nil
+                s.bytes += size + (fields == nil ? 0 : fieldsCost(doc)) - Self.size(s.entries[old])
                 s.entries[old].doc = doc
                 s.entries[old].rendering = rendering
+                s.entries[old].fields = fields
                 return
             }
             evict(old, from: &s)                       // another path with the same hash: the newcomer wins
@@ -376,5 +417,10 @@ public final class DocumentCache: Sendable {
         doc.data.count + key.bytes.count + entryOverhead
     }
 
-    private static func size(_ e: Entry) -> Int { size(e.doc, e.key) + (e.rendering?.count ?? 0) }
+    private static func size(_ e: Entry) -> Int {
+        size(e.doc, e.key) + (e.rendering?.count ?? 0) + (e.fields == nil ? 0 : fieldsCost(e.doc))
+    }
+
+    /// The bytes counted for `doc`'s decoded fields when an entry keeps them.
+    static func fieldsCost(_ doc: StoredDocument) -> Int { doc.data.count * fieldsCostFactor }
 }

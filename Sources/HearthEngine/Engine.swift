@@ -188,6 +188,11 @@ public final class Engine {
     public func get(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
         thread.check("Engine.get")
         if let doc = cache.get(path) { return doc }
+        return try readThrough(path)
+    }
+
+    /// `get` past a cache miss: the store's version, cached when it is the published one.
+    private func readThrough(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
         guard let doc = try publishedReads({ (s, ahead) throws(HearthError) in
             if let version = ahead[path] { return version }
             return try s.get(path)
@@ -458,11 +463,10 @@ public final class Engine {
     private func latest(_ path: DocumentPath) throws(HearthError) -> (doc: StoredDocument?, fields: MapValue?) {
         if let e = overlay[path] { return (e.doc, e.fields) }
         if let known = writeReads.learned[path] { return (known.doc, nil) }
-        if storeIsRemote {
-            guard let doc = cache.get(path) else { throw missing(path) }
-            return (doc, nil)
-        }
-        return (try get(path), nil)
+        // A cached version published from a commit comes with the fields that commit built (`DocumentCache`).
+        if let hit = cache.getForWrite(path) { return hit }
+        if storeIsRemote { throw missing(path) }
+        return (try readThrough(path), nil)
     }
 
     // MARK: Group commit
@@ -530,7 +534,7 @@ public final class Engine {
                 }
                 afterFields[r] = fields
             }
-            cache.publish(batch.records, through: lastSeq)
+            cache.publish(batch.records, through: lastSeq, fields: afterFields)
             writeReads.published(batch.records)
             lastDurableSeq = lastSeq
             willPublish?(batch.records)

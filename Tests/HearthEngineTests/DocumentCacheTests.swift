@@ -26,6 +26,56 @@ import Testing
         #expect(try h.engine.get(path("c/b")).map { try h.engine.fields(of: $0) } == m(["n": 6]))
     }
 
+    /// A version published from a commit keeps the fields the commit built: the next writes of a cached
+    /// document start from them without decoding its stored bytes, and stay exact.
+    @Test func writesOfACachedDocumentStartFromTheFieldsItsLastCommitBuilt() throws {
+        let h = try EngineHarness()
+        _ = h.commit([set("c/a", m(["n": 1, "s": "x"]))])
+        _ = try h.engine.get(path("c/a"))                           // cached (read from the store: no fields)
+        let inc = FieldTransform(field: fp("n"), transform: .increment(1))
+        _ = h.commit([update("c/a", m([:]), mask: [], transforms: [inc])])   // decodes the stored version once
+        var decodes = h.codec.decodes
+        for _ in 0..<5 { _ = h.commit([update("c/a", m([:]), mask: [], transforms: [inc])]) }
+        #expect(h.codec.decodes == decodes, "each write started from the kept fields")
+        #expect(try h.fields("c/a") == m(["n": 7, "s": "x"]))    // a read decodes (the test's own)
+        // Two commits of one batch write the document: the newest one's fields are kept.
+        decodes = h.codec.decodes
+        try h.engine.commit([update("c/a", m(["s": "y"]), mask: ["s"])]) { _ in }
+        try h.engine.commit([update("c/a", m(["s": "z"]), mask: ["s"])]) { _ in }
+        h.flush()
+        _ = h.commit([update("c/a", m([:]), mask: [], transforms: [inc])])
+        #expect(h.codec.decodes == decodes)
+        #expect(try h.fields("c/a") == m(["n": 8, "s": "z"]))
+        // A deleted document leaves the cache with its fields; written again, it is read from the store.
+        _ = h.commit([delete("c/a")])
+        _ = h.commit([set("c/a", m(["n": 1]))])
+        #expect(try h.fields("c/a") == m(["n": 1]))
+    }
+
+    /// Decoded fields are counted in the cache's budget: a cache far smaller than the data, written and read at
+    /// random, stays within its budget and consistent, and every write starts from the right version.
+    @Test(arguments: 0..<3)
+    func keptFieldsStayWithinTheBudgetAndExact(seed: Int) throws {
+        var r = QueryOracleTests.RNG(state: UInt64(seed) &* 131 &+ 7)
+        let h = try EngineHarness(cacheBytes: 6000)
+        var model: [String: Int64] = [:]
+        let inc = FieldTransform(field: fp("n"), transform: .increment(1))
+        for round in 0..<500 {
+            let p = "c/d\(r.next() % 30)"
+            switch r.next() % 4 {
+            case 0:
+                _ = h.commit([set(p, m(["n": 0, "pad": .string(String(repeating: "x", count: Int(r.next() % 150)))]))])
+                model[p] = 0
+            case 1:
+                _ = try h.engine.get(path(p))
+            default:
+                if case .success = h.commit([update(p, m([:]), mask: [], transforms: [inc])]) { model[p, default: 0] += 1 }
+            }
+            #expect(h.engine.documentCache.inconsistencies().isEmpty, "round \(round)")
+        }
+        for (p, n) in model { #expect(try h.fields(p)?.value(at: fp("n")) == .int(n), "\(p)") }
+    }
+
     @Test func aBatchInFlightIsSeenOnlyOncePublished() throws {
         let h = try EngineHarness()
         _ = h.commit([set("c/a", m(["n": 1]))])

@@ -16,7 +16,12 @@ final class TableCodec: DocumentCodec {
         }
     }
 
+    /// How many times `decode` ran.
+    var decodes: Int { decodeCount.withLock { $0 } }
+    private let decodeCount = Mutex<Int>(0)
+
     func decode(_ data: [UInt8]) throws(HearthError) -> MapValue {
+        decodeCount.withLock { $0 += 1 }
         var n: UInt64 = 0
         withUnsafeMutableBytes(of: &n) { $0.copyBytes(from: data) }
         return table.withLock { $0[Int(n)] }
