@@ -95,13 +95,14 @@ public final class SQLiteInspection {
         }
     }
 
-    /// Calls `body` with every change-log row, ascending (seq, id): the commit seq, the path as stored, and
-    /// the mutation, or DATA_LOSS naming the seq and path when it fails its checksum or its path does not parse.
+    /// Calls `body` with every change-log row, ascending (by id: seq, then place in the commit): the commit
+    /// seq, the path as stored, and the mutation, or DATA_LOSS naming the seq and path when it fails its
+    /// checksum, its id is not of its seq (`SQLiteSchema.changeID`) or its path does not parse.
     public func forEachChange(_ body: (_ seq: UInt64, _ path: String, Result<Mutation, HearthError>) throws(HearthError) -> Bool) throws(HearthError) {
         let s = try connection.prepare("""
             SELECT seq, path, before_data, before_create_us, before_update_us, before_seq,
-                   after_data, after_create_us, after_update_us, after_seq, checksum
-            FROM changes ORDER BY seq, id
+                   after_data, after_create_us, after_update_us, after_seq, checksum, id
+            FROM changes ORDER BY id
             """, name: "check: changes")
         defer { s.reset() }
         while try s.step() {
@@ -111,6 +112,8 @@ public final class SQLiteInspection {
             let row: Result<Mutation, HearthError>
             if sum.value != s.int64(10) {
                 row = .failure(StorageDamage.change(seq: seq, path: text, "checksum mismatch"))
+            } else if UInt64(bitPattern: s.int64(11)) >> SQLiteSchema.changeIDShift != seq {
+                row = .failure(StorageDamage.change(seq: seq, path: text, "its row id \(s.int64(11)) is not of seq \(seq)"))
             } else {
                 do {
                     let path = try DocumentPath(ResourcePath(segments: Self.segments(text)))

@@ -38,8 +38,8 @@ final class SQLiteReader {
             "SELECT seq, commit_us FROM commits WHERE seq > ?1 ORDER BY seq LIMIT ?2", name: "read commits")
         changesIn = try c.prepare("""
             SELECT seq, path, before_data, before_create_us, before_update_us, before_seq,
-                   after_data, after_create_us, after_update_us, after_seq, checksum
-            FROM changes WHERE seq > ?1 AND seq <= ?2 ORDER BY seq, id
+                   after_data, after_create_us, after_update_us, after_seq, checksum, id
+            FROM changes WHERE id >= ?1 AND id < ?2 ORDER BY id
             """, name: "read changes")
         catalog = try c.prepare("SELECT data, seq, checksum FROM index_catalog WHERE id = 1", name: "read index catalog")
         request = try c.prepare("SELECT seq, request_answer FROM commits WHERE request_id = ?1 ORDER BY seq LIMIT 1",
@@ -212,11 +212,15 @@ final class SQLiteReader {
     private func readMutations(into commits: inout [CommitRecord], after: UInt64, through: UInt64) throws(HearthError) {
         let s = changesIn
         defer { s.reset() }
-        try s.bind(1, after)
-        try s.bind(2, through)
+        try s.bind(1, SQLiteSchema.changeIDs(after: after))
+        try s.bind(2, SQLiteSchema.changeIDs(after: through))
         var i = 0
         while try s.step() {
             let seq = s.uint64(0)
+            // The id is not under the checksum: a row is taken only when its id names its (checked) seq.
+            guard UInt64(bitPattern: s.int64(11)) >> SQLiteSchema.changeIDShift == seq else {
+                throw StorageDamage.change(seq: seq, path: s.text(1), "its row id \(s.int64(11)) is not of seq \(seq)")
+            }
             while i < commits.count && commits[i].seq < seq { i += 1 }
             guard i < commits.count, commits[i].seq == seq else {
                 throw SQLiteFailure.corrupt("change of seq \(seq) has no commit row")

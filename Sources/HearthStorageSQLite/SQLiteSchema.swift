@@ -4,7 +4,7 @@ import HearthModel
 package enum SQLiteSchema {
     /// Bumped whenever the layout changes; a store written by a newer version refuses to open, an older one is
     /// migrated in place at open (`migrations`).
-    package static let version: Int64 = 5
+    package static let version: Int64 = 6
 
     /// `PRAGMA application_id`: "Hrth", so tools (and `open`) can tell a Hearth store from other SQLite files.
     static let applicationID: Int64 = 0x4872_7468
@@ -24,10 +24,11 @@ package enum SQLiteSchema {
         """
     static let documentsKey = "CREATE UNIQUE INDEX documents_by_key ON documents (collection, id);"
 
-    /// The change log's mutations table (version 4: with its checksum) and its seq index.
+    /// The change log's mutations table (version 4: with its checksum; version 6: keyed by seq, without an
+    /// index of its own).
     static let changesTable = """
         CREATE TABLE changes (
-            id               INTEGER PRIMARY KEY,     -- insertion order: (seq, order within the commit)
+            id               INTEGER PRIMARY KEY,     -- (seq << 20) + the mutation's place in its commit
             seq              INTEGER NOT NULL,        -- commits.seq
             path             TEXT NOT NULL,           -- the document's full path
             before_data      BLOB,                    -- before_*: all NULL when the document did not exist
@@ -41,7 +42,20 @@ package enum SQLiteSchema {
             checksum         INTEGER NOT NULL         -- XXH3-64 of the columns above but id
         );
         """
+    /// The seq index of versions 1 to 5 (version 6 finds a seq's rows by their ids, `changeID`).
     static let changesBySeq = "CREATE INDEX changes_by_seq ON changes (seq);"
+
+    /// A change-log row's id: its commit's seq shifted left by `changeIDShift`, plus its place among the
+    /// commit's mutations, so the rows of seqs (a, b] are the ids [changeID(a + 1, 0), changeID(b + 1, 0)) and
+    /// need no index. A commit holds at most `Limits.maxWritesPerCommit` mutations, far below 2^20.
+    static let changeIDShift: UInt64 = 20
+    static func changeID(seq: UInt64, order: Int) -> Int64 {
+        Int64(bitPattern: (seq << changeIDShift) | UInt64(order))
+    }
+    /// The first id past every row of seqs up to `seq`.
+    static func changeIDs(after seq: UInt64) -> Int64 { changeID(seq: seq + 1, order: 0) }
+    /// Mutations one commit may log (ids of two seqs never meet).
+    static let maxChangesPerCommit = 1 << Int(changeIDShift)
 
     /// The secondary-index table, new in version 2 (created by `create` and by the migration from version 1).
     /// Keys are opaque blobs ordered by memcmp; `(collection, id)` names the document, as in `documents`.
@@ -73,7 +87,6 @@ package enum SQLiteSchema {
         \(requestsIndex)
 
         \(changesTable)
-        \(changesBySeq)
 
         \(indexTable)
 
@@ -151,6 +164,20 @@ package enum SQLiteSchema {
             DROP TABLE commits_v4;
             \(requestsIndex)
             UPDATE meta SET value = 5 WHERE key = 'schema_version';
+            """,
+        // Each change row takes the id of its seq and place (`changeID`), and the seq index goes.
+        5: """
+            DROP INDEX changes_by_seq;
+            ALTER TABLE changes RENAME TO changes_v5;
+            \(changesTable)
+            INSERT INTO changes (id, seq, path, before_data, before_create_us, before_update_us, before_seq,
+                                 after_data, after_create_us, after_update_us, after_seq, checksum)
+                SELECT (seq << \(changeIDShift)) + row_number() OVER (PARTITION BY seq ORDER BY id) - 1,
+                       seq, path, before_data, before_create_us, before_update_us, before_seq,
+                       after_data, after_create_us, after_update_us, after_seq, checksum
+                FROM changes_v5;
+            DROP TABLE changes_v5;
+            UPDATE meta SET value = 6 WHERE key = 'schema_version';
             """,
     ]
 

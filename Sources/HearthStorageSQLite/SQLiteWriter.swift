@@ -66,8 +66,8 @@ final class SQLiteWriter {
                                      name: "insert commit")
         insertChange = try c.prepare("""
             INSERT INTO changes (seq, path, before_data, before_create_us, before_update_us, before_seq,
-                                 after_data, after_create_us, after_update_us, after_seq, checksum)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                                 after_data, after_create_us, after_update_us, after_seq, checksum, id)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
             """, name: "insert change")
         upsertDocument = try c.prepare("""
             INSERT INTO documents (collection, id, data, create_us, update_us, seq, checksum) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
@@ -77,7 +77,7 @@ final class SQLiteWriter {
             """, name: "put document")
         deleteDocument = try c.prepare("DELETE FROM documents WHERE collection = ?1 AND id = ?2", name: "delete document")
         oldestCommits = try c.prepare("SELECT seq, commit_us, bytes FROM commits ORDER BY seq", name: "scan oldest commits")
-        pruneChanges = try c.prepare("DELETE FROM changes WHERE seq <= ?1", name: "prune changes")
+        pruneChanges = try c.prepare("DELETE FROM changes WHERE id < ?1", name: "prune changes")
         pruneCommits = try c.prepare("DELETE FROM commits WHERE seq <= ?1", name: "prune commits")
         putCatalog = try c.prepare("INSERT OR REPLACE INTO index_catalog (id, data, seq, checksum) VALUES (1, ?1, ?2, ?3)",
                                    name: "put index catalog")
@@ -244,10 +244,13 @@ final class SQLiteWriter {
     /// mutation is written (a commit from the log).
     private func insert(_ c: CommitRecord, readingBefore: Bool) throws(HearthError) -> Int64 {
         var bytes: Int64 = 0
-        for var m in c.mutations {
+        guard c.mutations.count <= SQLiteSchema.maxChangesPerCommit else {
+            throw HearthError(.internal, "commit \(c.seq) holds \(c.mutations.count) mutations, more than the change log keys (\(SQLiteSchema.maxChangesPerCommit))")
+        }
+        for (order, var m) in c.mutations.enumerated() {
             if readingBefore { m.before = try storedVersion(m.path) }
             bytes += Int64(m.before?.data.count ?? 0) + Int64(m.after?.data.count ?? 0)
-            try log(m, seq: c.seq)
+            try log(m, seq: c.seq, order: order)
             if let doc = m.after { try put(doc) } else { try delete(m.path) }
         }
         // `bytes` is `c.imageBytes` with the before images as written.
@@ -274,11 +277,13 @@ final class SQLiteWriter {
         return bytes
     }
 
-    /// Appends one row to the change log; the images' bytes are bound in place (no copy) for the insert.
-    private func log(_ m: Mutation, seq: UInt64) throws(HearthError) {
+    /// Appends one row to the change log, keyed by its seq and place in the commit (`SQLiteSchema.changeID`);
+    /// the images' bytes are bound in place (no copy) for the insert.
+    private func log(_ m: Mutation, seq: UInt64, order: Int) throws(HearthError) {
         let s = insertChange
         defer { s.reset() }
         try s.bind(1, seq)
+        try s.bind(12, SQLiteSchema.changeID(seq: seq, order: order))
         let path = m.path.description
         try s.bind(2, path)
         try bindImage(m.before, at: 3)
@@ -341,7 +346,7 @@ final class SQLiteWriter {
         }
         guard through != meta.prunedThrough else { return }
         meta.prunedThrough = through
-        try pruneChanges.bind(1, through)
+        try pruneChanges.bind(1, SQLiteSchema.changeIDs(after: through))
         try pruneChanges.run()
         try pruneCommits.bind(1, through)
         try pruneCommits.run()
