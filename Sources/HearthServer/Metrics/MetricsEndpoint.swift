@@ -5,6 +5,9 @@ import HearthModel
 /// (answered with `Connection: close`), its head at most 8 KiB and complete within 10 s, else the connection
 /// is answered with an error status or closed. Everything but `GET`/`HEAD /metrics` answers 404 (another
 /// path), 405 (another method) or 400 (not HTTP).
+///
+/// Lifetimes: the exchanges' timers and connection callbacks refer to the endpoint unowned; `close()` cancels
+/// and detaches them all, so the server must call it before it lets the endpoint go.
 final class MetricsEndpoint {
     private let loop: EventLoop
     private let logger: Logger
@@ -33,10 +36,19 @@ final class MetricsEndpoint {
 
     var port: Int { listener?.port ?? 0 }
 
+    /// Stops serving: the listener closes and every open exchange is aborted. Each exchange's callbacks are
+    /// detached first: a connection's close completes in a later loop turn, when the endpoint may be gone
+    /// (the server drops it right after this), so nothing of it may still call back into the endpoint.
     func close() {
         listener?.close()
         listener = nil
-        for e in open.values { e.timer?.cancel(); e.conn.abort() }
+        for e in open.values {
+            e.timer?.cancel()
+            e.timer = nil
+            e.conn.onRead = nil
+            e.conn.onClose = nil
+            e.conn.abort()
+        }
         open.removeAll()
     }
 

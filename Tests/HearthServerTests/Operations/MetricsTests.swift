@@ -144,6 +144,22 @@ import Testing
         #expect((store["seq"] as! Int) >= 20)
     }
 
+    /// A scrape still open when the daemon is told to stop (a Prometheus scrape at shutdown) is aborted, and
+    /// the daemon stops cleanly: its connection's close, which completes after the endpoint is gone, calls
+    /// nothing back.
+    @Test func aScrapeOpenAtShutdownDoesNotStopTheDaemonUncleanly() throws {
+        let unfinished = try WireClient(port: metricsPort)
+        try unfinished.sendRaw(Array("GET /metr".utf8))
+        let answered = try WireClient(port: metricsPort)
+        try answered.sendRaw(Array("GET /metrics HTTP/1.1\r\n\r\n".utf8))
+        _ = try answered.readLineBytes(timeout: 5)                    // its answer is under way
+        #expect(try daemon.connect().request(#"{"op":"ping"}"#).isOK)   // both are accepted by now
+        let status = daemon.stop()
+        #expect(status == 0, "exit status \(status): \(daemon.log.suffix(600))")
+        #expect(daemon.log.contains("hearthd info: stopped"))
+        #expect(!daemon.log.contains("Fatal error"))
+    }
+
     @Test func badHTTPRequestsAreAnsweredWithAnErrorStatus() throws {
         #expect(try http("GET /other HTTP/1.1\r\n\r\n").hasPrefix("HTTP/1.1 404 "))
         #expect(try http("POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n").hasPrefix("HTTP/1.1 405 "))
