@@ -34,7 +34,12 @@ import HearthStorage
 /// keeps the backlog pending (reads still see it); the next `append` asks it to try again and, if that fails
 /// too, is refused with the cause, as is every write until the backlog applies (a full disk: once space
 /// returns). A restart applies the backlog from the log. Backpressure: `append` waits while the backlog holds
-/// more than `maxPendingCommits` commits, `maxPendingGroups` groups or `maxPendingBytes` of images.
+/// more than `maxPendingCommits` commits, `maxPendingGroups` groups or `maxPendingBytes` of images, or log
+/// frames of more than `pendingLogFactor` times `resetBytes` (so an applier that falls behind slows the writer
+/// down before the log can reach its hard limit, where the writer would wait for the whole backlog). One
+/// transaction applies groups of at most `transactionLogFactor` times `resetBytes` of frames (at least one
+/// group), so a writer waiting for room waits for at most about one such transaction: under sustained
+/// overload, writes slow to the applier's pace in steps of bounded length.
 ///
 /// Threads: `append` from one writer thread at a time; `pending` from any thread; the applier runs on its own.
 final class CommitPipeline: @unchecked Sendable {
@@ -51,6 +56,11 @@ final class CommitPipeline: @unchecked Sendable {
     /// backlog). Measured in docs/benchmarks.md, "The write path".
     static let batchInterval: Int = 100_000_000   // ns
     static let batchWrites = 10_000
+    /// `append` waits while the backlog's log frames exceed this many times `resetBytes`: the active log then
+    /// stays below its hard limit (`hardLimitFactor`), where the writer would wait for the whole backlog.
+    static let pendingLogFactor = 6
+    /// One applier transaction takes groups of at most this many times `resetBytes` of log frames.
+    static let transactionLogFactor = 2
 
     /// The active log: the writer thread's (under `appending`).
     private var log: CommitLog
@@ -66,6 +76,10 @@ final class CommitPipeline: @unchecked Sendable {
     private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     // Under `mutex`:
     private var backlog = PendingCommits()
+    /// The log frame bytes of the backlog's groups, oldest first (last seq, bytes), and their sum.
+    private var backlogFrames: [(lastSeq: UInt64, bytes: Int)] = []
+    private var backlogFrameHead = 0
+    private var backlogLogBytes = 0
     /// The last seq the log holds (the next frame's `prevSeq`).
     private var loggedSeq: UInt64
     /// Why the applier stopped; cleared when a write or a drain asks it to try again (`waitUntilApplied`).
@@ -153,6 +167,8 @@ final class CommitPipeline: @unchecked Sendable {
             let group = PendingGroup(commits)
             try! locked {
                 backlog.append(group)
+                backlogFrames.append((newest.seq, frame.count))
+                backlogLogBytes += frame.count
                 loggedSeq = newest.seq
                 pthread_cond_broadcast(changed)
             }
@@ -262,7 +278,7 @@ final class CommitPipeline: @unchecked Sendable {
         if failure != nil { try waitUntilApplied() }
         while !stopping && failure == nil && poisoned == nil
                 && (backlog.commitCount > Self.maxPendingCommits || backlog.groups.count > Self.maxPendingGroups
-                    || backlog.imageBytes > Self.maxPendingBytes) {
+                    || backlog.imageBytes > Self.maxPendingBytes || backlogLogBytes > resetBytes * Self.pendingLogFactor) {
             draining += 1
             pthread_cond_broadcast(changed)
             pthread_cond_wait(changed, mutex)
@@ -405,8 +421,10 @@ final class CommitPipeline: @unchecked Sendable {
                 if stopping || poisoned != nil { break }
                 let keep = draining > 0 ? 0 : heldGroups
                 if failure == nil, backlog.groups.count > keep {
-                    if draining > 0 || batchIsFull { work = Array(backlog.groups.dropLast(keep)); break }
-                    if let d = deadline, Self.passed(d) { work = Array(backlog.groups.dropLast(keep)); break }
+                    if draining > 0 || batchIsFull || deadline.map(Self.passed) == true {
+                        work = transaction(from: backlog.groups.dropLast(keep))
+                        break
+                    }
                     if deadline == nil { deadline = Self.now(plus: Self.batchInterval) }
                     var d = deadline!
                     pthread_cond_timedwait(changed, mutex, &d)
@@ -436,6 +454,14 @@ final class CommitPipeline: @unchecked Sendable {
             switch result {
             case .success:
                 backlog.removeThrough(records.last!.seq)
+                while backlogFrameHead < backlogFrames.count, backlogFrames[backlogFrameHead].lastSeq <= records.last!.seq {
+                    backlogLogBytes -= backlogFrames[backlogFrameHead].bytes
+                    backlogFrameHead += 1
+                }
+                if backlogFrameHead == backlogFrames.count || backlogFrameHead > 1024 {
+                    backlogFrames.removeFirst(backlogFrameHead)
+                    backlogFrameHead = 0
+                }
                 appliedGroups += work.count
                 transactions += 1
                 largestTransaction = max(largestTransaction, records.count)
@@ -445,6 +471,20 @@ final class CommitPipeline: @unchecked Sendable {
             pthread_cond_broadcast(changed)
             pthread_mutex_unlock(mutex)
         }
+    }
+
+    /// Under `mutex`: the oldest groups of `groups` (a prefix of the backlog's) that one transaction applies:
+    /// up to `transactionLogFactor` times `resetBytes` of log frames, and at least one group.
+    private func transaction(from groups: ArraySlice<PendingGroup>) -> [PendingGroup] {
+        let limit = resetBytes * Self.transactionLogFactor
+        var bytes = 0
+        var end = groups.startIndex
+        while end < groups.endIndex {
+            bytes += backlogFrames[backlogFrameHead + (end - groups.startIndex)].bytes
+            if bytes > limit && end > groups.startIndex { break }
+            end += 1
+        }
+        return Array(groups[groups.startIndex..<end])
     }
 
     /// Under `mutex`: the backlog is as large as one transaction should wait for.

@@ -198,6 +198,42 @@ import Testing
         #expect(try store.get(path("c/d49"))?.data == bytes("\(lastWrite)"))
     }
 
+    /// A writer that outruns the applier waits for room in bounded steps: the backlog's log frames stay near
+    /// `pendingLogFactor` times the reset size, each transaction applies at most `transactionLogFactor` times
+    /// it (so a wait lasts about one such transaction, not the whole backlog), the log keeps rotating, and
+    /// nothing is lost.
+    @Test func aWriterThatOutrunsTheApplierWaitsInBoundedSteps() throws {
+        let dir = StoreFixture.makeTemporaryDirectory()
+        defer { StoreFixture.removeTemporaryDirectory(dir) }
+        let reset = 64 << 10
+        let store = try StoreFixture.openSQLite(dir, logResetBytes: reset)
+        defer { store.close() }
+        store.holdApplier(100_000)           // nothing is applied unless a writer waits for room
+        var h = History()
+        let doc = [UInt8](repeating: 120, count: 4000)
+        let groups = 300
+        var largestBacklog = 0
+        for i in 0..<groups {
+            try store.apply([h.put("c/d\(i % 40)", doc + bytes("\(i)"))])
+            largestBacklog = max(largestBacklog, store.applier?.backlogCommits ?? 0)
+        }
+        let status = try #require(store.applier)
+        // A group's frame holds its document's new version and a little more (the log keeps no before images).
+        let perFrame = doc.count
+        #expect(status.transactions >= 3, "the backlog was applied in several transactions: \(status)")
+        #expect(status.largestTransaction <= CommitPipeline.transactionLogFactor * reset / perFrame + 2,
+                "one transaction held \(status.largestTransaction) groups")
+        #expect(largestBacklog <= CommitPipeline.pendingLogFactor * reset / perFrame + 2,
+                "the backlog reached \(largestBacklog) groups")
+        #expect(store.logRotations > 0)
+        #expect(try store.lastSeq() == UInt64(groups))
+        let lastOf39 = (0..<groups).last { $0 % 40 == 39 }!
+        #expect(try store.get(path("c/d39"))?.data == doc + bytes("\(lastOf39)"))
+        store.holdApplier(0)
+        try store.drainApplier()
+        #expect(store.applier?.backlogCommits == 0)
+    }
+
     /// Readers on other threads take snapshots while the applier moves SQLite past the groups they merged:
     /// every snapshot reads exactly the state at its seq (each document holds the seq that wrote it, and the
     /// index holds one entry per document naming its value).
