@@ -36,7 +36,8 @@ import HearthStorage
 /// **Decoded fields.** A version the loop published from a commit keeps the fields the commit built
 /// (`publish`'s `fields`), so the next write of a hot document starts from them instead of decoding the
 /// stored bytes again (`getForWrite`, loop thread only; readers never touch them). They belong to that version
-/// alone: any other version put in its place comes without them. Counted at `fieldsCost` of its data.
+/// alone: any other version put in its place comes without them. Counted at `fieldsCost`, an estimate of the
+/// decoded tree's heap.
 ///
 /// Bounded by `capacityBytes` (document bytes, key, rendering, decoded fields and a fixed overhead per entry); when full, a
 /// random entry is evicted (O(1), and for a skewed workload close to LRU's hit rate). A document larger than
@@ -149,11 +150,9 @@ public final class DocumentCache: Sendable {
         var rendering: DocumentRendering?
         /// `doc`'s fields, decoded (see the type's comment); nil when not kept.
         var fields: MapValue?
+        /// The bytes counted for `fields` (`fieldsCost`); 0 when not kept.
+        var fieldsBytes = 0
     }
-
-    /// The bytes counted for an entry's decoded fields, per byte of its stored data: an estimate of the
-    /// decoded tree's heap (values, strings and arrays of its own) against its compact encoding.
-    static let fieldsCostFactor = 2
 
     private struct State {
         /// Entry index by key hash.
@@ -277,6 +276,12 @@ public final class DocumentCache: Sendable {
     public func attach(_ rendering: DocumentRendering, to key: Key, version seq: UInt64) {
         shard(key).withLock { s in
             guard var i = s.find(key), s.entries[i].doc.seq == seq, s.entries[i].rendering == nil else { return }
+            // A rendering serves reads, kept fields only the next write: the fields give way when both do not fit.
+            if Self.size(s.entries[i]) + rendering.count > shardCapacity / 8, s.entries[i].fields != nil {
+                s.bytes -= s.entries[i].fieldsBytes
+                s.entries[i].fields = nil
+                s.entries[i].fieldsBytes = 0
+            }
             guard Self.size(s.entries[i]) + rendering.count <= shardCapacity / 8 else { return }
             // Room is made as `insert` makes it, by evicting other entries (the entry may move when one goes).
             while s.bytes + rendering.count > shardCapacity, s.entries.count > 1 {
@@ -327,9 +332,11 @@ public final class DocumentCache: Sendable {
                         s.entries[e].doc = after
                         s.entries[e].rendering = nil
                         s.entries[e].fields = nil
+                        s.entries[e].fieldsBytes = 0
                         // The decoded fields take room as a rendering does (`attach`): other entries go for them.
-                        guard let decoded, Self.size(after, key) + Self.fieldsCost(after) <= shardCapacity / 8 else { continue }
-                        let cost = Self.fieldsCost(after)
+                        guard let decoded else { continue }
+                        let cost = Self.fieldsCost(decoded)
+                        guard Self.size(after, key) + cost <= shardCapacity / 8 else { continue }
                         while s.bytes + cost > shardCapacity, s.entries.count > 1 {
                             var victim = Int.random(in: 0..<(s.entries.count - 1), using: &s.rng)
                             if victim >= e { victim += 1 }
@@ -338,6 +345,7 @@ public final class DocumentCache: Sendable {
                         }
                         guard s.bytes + cost <= shardCapacity else { continue }
                         s.entries[e].fields = decoded
+                        s.entries[e].fieldsBytes = cost
                         s.bytes += cost
                     } else {
                         Self.evict(e, from: &s)
@@ -388,11 +396,13 @@ public final class DocumentCache: Sendable {
                 guard s.entries[old].doc.seq <= doc.seq else { return }
                 if s.entries[old].doc.seq == doc.seq, rendering == nil { return }   // the same version, maybe rendered
                 // The same version keeps its decoded fields; another one comes without them.
-                let fields = s.entries[old].doc.seq == doc.seq ? s.entries[old].fields : nil
-                s.bytes += size + (fields == nil ? 0 : fieldsCost(doc)) - Self.size(s.entries[old])
+                let same = s.entries[old].doc.seq == doc.seq
+                let fields = same ? s.entries[old].fields : nil, fieldsBytes = same ? s.entries[old].fieldsBytes : 0
+                s.bytes += size + fieldsBytes - Self.size(s.entries[old])
                 s.entries[old].doc = doc
                 s.entries[old].rendering = rendering
                 s.entries[old].fields = fields
+                s.entries[old].fieldsBytes = fieldsBytes
                 return
             }
             evict(old, from: &s)                       // another path with the same hash: the newcomer wins
@@ -418,9 +428,25 @@ public final class DocumentCache: Sendable {
     }
 
     private static func size(_ e: Entry) -> Int {
-        size(e.doc, e.key) + (e.rendering?.count ?? 0) + (e.fields == nil ? 0 : fieldsCost(e.doc))
+        size(e.doc, e.key) + (e.rendering?.count ?? 0) + e.fieldsBytes
     }
 
-    /// The bytes counted for `doc`'s decoded fields when an entry keeps them.
-    static func fieldsCost(_ doc: StoredDocument) -> Int { doc.data.count * fieldsCostFactor }
+    /// An estimate of the heap a decoded document takes: its field arrays (a key and a value, 48 bytes each,
+    /// plus a 32-byte header per map or array), and the bytes of every string, key, blob or path too long
+    /// to be stored inline.
+    static func fieldsCost(_ fields: MapValue) -> Int {
+        func text(_ s: String) -> Int { s.utf8.count > 15 ? s.utf8.count + 32 : 0 }
+        func value(_ v: Value) -> Int {
+            switch v {
+            case .string(let s): return text(s)
+            case .bytes(let b): return b.count + 32
+            case .reference(let p): return p.description.utf8.count + 64
+            case .array(let a): return 32 + a.reduce(0) { $0 + 48 + value($1) }
+            case .map(let m): return map(m)
+            default: return 0
+            }
+        }
+        func map(_ m: MapValue) -> Int { 32 + m.reduce(0) { $0 + 48 + text($1.key) + value($1.value) } }
+        return map(fields)
+    }
 }

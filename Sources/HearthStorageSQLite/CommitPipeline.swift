@@ -9,13 +9,14 @@ import HearthModel
 import HearthStorage
 
 /// The SQLite store's write path: a group is durable, readable and acknowledged once the commit log holds it;
-/// SQLite gets it later, from a thread of its own, in transactions as large as the backlog.
+/// SQLite gets it later, from a thread of its own, in transactions of up to `transactionLogFactor` times the
+/// log's reset size.
 ///
 /// ```
 ///   writer thread (apply)                      applier thread
 ///   ─────────────────────                      ──────────────
 ///   validate, frame, append, fdatasync
-///   pending += group  ── readers see it ──►    take every pending group
+///   pending += group  ── readers see it ──►    take the oldest pending groups (bounded)
 ///   return (acknowledged)                      one SQLite transaction, not synced
 ///                                              pending -= those groups
 /// ```
@@ -221,6 +222,7 @@ final class CommitPipeline: @unchecked Sendable {
 
     private static func frame(_ commits: [CommitRecord], after prev: UInt64, history: UInt64) throws(HearthError) -> [UInt8] {
         try CommitValidation.check(commits, after: prev)
+        try SQLiteSchema.checkKeyable(commits)
         let frame = CommitLog.frame(commits, history: history, prevSeq: prev)
         guard frame.count - CommitLog.headerSize <= CommitLog.maxPayload else {
             throw HearthError(.resourceExhausted, "storage: a group of \(frame.count) bytes is larger than a commit log frame holds (4 GiB)")

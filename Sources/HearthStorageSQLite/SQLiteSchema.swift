@@ -1,4 +1,5 @@
 import HearthModel
+import HearthStorage
 
 /// The database layout (docs/storage.md explains every table) and the per-connection settings.
 package enum SQLiteSchema {
@@ -56,6 +57,23 @@ package enum SQLiteSchema {
     static func changeIDs(after seq: UInt64) -> Int64 { changeID(seq: seq + 1, order: 0) }
     /// Mutations one commit may log (ids of two seqs never meet).
     static let maxChangesPerCommit = 1 << Int(changeIDShift)
+    /// The largest seq whose change rows can be keyed (`changeIDs(after:)` of it still fits an Int64): 2^43 - 2,
+    /// a thousand commits a second for 278 years.
+    static let maxSeq = (UInt64(Int64.max) >> changeIDShift) - 1
+
+    /// Refuses commits whose change rows could not be keyed (`changeID`): a seq above `maxSeq`, or more
+    /// mutations than one seq's ids hold. Checked before a group is acknowledged (the commit log's frame) and
+    /// before a store without a log writes it.
+    static func checkKeyable(_ commits: [CommitRecord]) throws(HearthError) {
+        for c in commits {
+            guard c.seq <= maxSeq else {
+                throw HearthError(.resourceExhausted, "storage: commit seq \(c.seq) is above the largest seq this store keys (\(maxSeq))")
+            }
+            guard c.mutations.count <= maxChangesPerCommit else {
+                throw HearthError(.resourceExhausted, "storage: commit \(c.seq) holds \(c.mutations.count) mutations, more than the change log keys per commit (\(maxChangesPerCommit))")
+            }
+        }
+    }
 
     /// The secondary-index table, new in version 2 (created by `create` and by the migration from version 1).
     /// Keys are opaque blobs ordered by memcmp; `(collection, id)` names the document, as in `documents`.
@@ -166,8 +184,8 @@ package enum SQLiteSchema {
             UPDATE meta SET value = 5 WHERE key = 'schema_version';
             """,
         // Each change row takes the id of its seq and place (`changeID`), and the seq index goes.
+        // The old table keeps its seq index until it is dropped, so the copy walks it in order (no sort).
         5: """
-            DROP INDEX changes_by_seq;
             ALTER TABLE changes RENAME TO changes_v5;
             \(changesTable)
             INSERT INTO changes (id, seq, path, before_data, before_create_us, before_update_us, before_seq,

@@ -17,7 +17,7 @@ import HearthStorage
 /// calling the same side just waits for the lock (correct, but it serializes).
 ///
 /// Durability: `apply` appends the group to `<directory>/commit.log` and fdatasyncs it, makes it readable, and
-/// returns; SQLite gets it later from the applier thread, in transactions as large as the backlog, without
+/// returns; SQLite gets it later from the applier thread, in bounded transactions of the oldest groups, without
 /// syncing (`CommitPipeline`). Every read merges the groups SQLite does not hold yet (`PendingCommits`), so it
 /// sees every group `apply` returned for. A group `apply` returned for survives a process crash or power loss:
 /// the next open applies again whatever the log holds past SQLite. The log rotates every

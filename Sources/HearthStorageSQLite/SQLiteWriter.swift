@@ -187,6 +187,7 @@ final class SQLiteWriter {
         do {
             var meta = try loadMeta()
             try CommitValidation.check(commits, after: meta.lastSeq)
+            try SQLiteSchema.checkKeyable(commits)
             for c in commits { meta.logBytes += try insert(c, readingBefore: readingBefore) }
             meta.lastSeq = newest.seq
             let prunedBefore = meta.prunedThrough
@@ -244,9 +245,6 @@ final class SQLiteWriter {
     /// mutation is written (a commit from the log).
     private func insert(_ c: CommitRecord, readingBefore: Bool) throws(HearthError) -> Int64 {
         var bytes: Int64 = 0
-        guard c.mutations.count <= SQLiteSchema.maxChangesPerCommit else {
-            throw HearthError(.internal, "commit \(c.seq) holds \(c.mutations.count) mutations, more than the change log keys (\(SQLiteSchema.maxChangesPerCommit))")
-        }
         for (order, var m) in c.mutations.enumerated() {
             if readingBefore { m.before = try storedVersion(m.path) }
             bytes += Int64(m.before?.data.count ?? 0) + Int64(m.after?.data.count ?? 0)

@@ -67,6 +67,7 @@ import Testing
         let records = Self.history()
         let store = try Self.open(dir)
         try store.apply(records)
+        try store.drainApplier()                // SQLite's rows, not the applier's backlog, answer the reads
         for after in 0...records.count {
             #expect(try store.changes(after: UInt64(after), limit: 100) == Self.logged(Array(records.dropFirst(after))), "after \(after)")
         }
@@ -110,6 +111,27 @@ import Testing
         let freshDB = try SQLiteIndexTests.connect(fresh)
         defer { freshDB.close() }
         #expect(try SQLiteIndexTests.schema(db) == SQLiteIndexTests.schema(freshDB))
+    }
+
+    /// The largest keyable seq is stored and read back; a commit past it is refused before it is acknowledged,
+    /// and the store goes on.
+    @Test func aSeqPastTheLargestKeyableOneIsRefusedBeforeItIsAcknowledged() throws {
+        let dir = StoreFixture.makeTemporaryDirectory()
+        defer { StoreFixture.removeTemporaryDirectory(dir) }
+        let store = try Self.open(dir)
+        defer { store.close() }
+        var h = History(startingAfter: SQLiteSchema.maxSeq - 1)
+        let last = h.commit([("c/b", Array("b".utf8)), ("c/a", Array("a".utf8))])
+        try store.apply([last])
+        try store.drainApplier()
+        #expect(try store.changes(after: SQLiteSchema.maxSeq - 1, limit: 10) == Self.logged([last]))
+        let past = h.put("c/c", Array("c".utf8))
+        #expect(past.seq == SQLiteSchema.maxSeq + 1)
+        let error = thrownError { () throws(HearthError) in try store.apply([past]) }
+        #expect(error?.code == .resourceExhausted)
+        #expect(try store.lastSeq() == SQLiteSchema.maxSeq)
+        #expect(try store.get(path("c/c")) == nil)
+        #expect(try store.get(path("c/a"))?.data == Array("a".utf8))
     }
 
     /// The rowid is not under the row's checksum: a row whose rowid names another seq fails the reads that
