@@ -333,6 +333,18 @@ public final class DocumentCache: Sendable {
                         s.entries[e].rendering = nil
                         s.entries[e].fields = nil
                         s.entries[e].fieldsBytes = 0
+                        // A version that grew keeps the shard within its share as `insert` does: one grown past
+                        // what is cached at all leaves, and otherwise random others go.
+                        if Self.size(after, key) > shardCapacity / 8 {
+                            Self.evict(e, from: &s)
+                            continue
+                        }
+                        while s.bytes > shardCapacity, s.entries.count > 1 {
+                            var victim = Int.random(in: 0..<(s.entries.count - 1), using: &s.rng)
+                            if victim >= e { victim += 1 }
+                            Self.evict(victim, from: &s)
+                            e = s.find(key)!
+                        }
                         // The decoded fields take room as a rendering does (`attach`): other entries go for them.
                         guard let decoded else { continue }
                         let cost = Self.fieldsCost(decoded)
@@ -403,6 +415,14 @@ public final class DocumentCache: Sendable {
                 s.entries[old].rendering = rendering
                 s.entries[old].fields = fields
                 s.entries[old].fieldsBytes = fieldsBytes
+                // A larger version or a rendering added: random others go while the shard is over its share.
+                var kept = old
+                while s.bytes > capacity, s.entries.count > 1 {
+                    var victim = Int.random(in: 0..<(s.entries.count - 1), using: &s.rng)
+                    if victim >= kept { victim += 1 }
+                    evict(victim, from: &s)
+                    kept = s.find(key)!
+                }
                 return
             }
             evict(old, from: &s)                       // another path with the same hash: the newcomer wins

@@ -76,6 +76,36 @@ import Testing
         for (p, n) in model { #expect(try h.fields(p)?.value(at: fp("n")) == .int(n), "\(p)") }
     }
 
+    /// A published version larger than the cached one, or a rendering offered with the version already cached,
+    /// keeps the shard within its share: others are evicted for it, and a version grown past what is cached at
+    /// all leaves the cache.
+    @Test func versionsThatGrowKeepTheCacheWithinItsBudget() throws {
+        var r = QueryOracleTests.RNG(state: 29)
+        let cache = DocumentCache(capacityBytes: 4096, published: 0)
+        var seq: UInt64 = 0
+        func doc(_ p: String, _ size: Int) -> StoredDocument {
+            StoredDocument(path: path(p), data: [UInt8](repeating: 1, count: size), createTime: Timestamp(micros: 1),
+                           updateTime: Timestamp(micros: Int64(seq)), seq: seq)
+        }
+        for round in 0..<300 {
+            let p = "c/d\(r.next() % 30)"
+            if r.next() % 3 == 0 {
+                cache.insert(doc(p, Int(r.next() % 200)))
+            } else if r.next() % 2 == 0, let cached = cache.document(path(p), at: seq) {
+                // The same version again, now with a rendering (what a reader offers after rendering it).
+                cache.offer(cached, readAt: seq, rendering: DocumentRendering(bytes: Array(repeating: 7, count: Int(r.next() % 400)), headCount: 0))
+            } else {
+                seq += 1
+                let grown = doc(p, Int(r.next() % 700))
+                cache.publish([CommitRecord(seq: seq, commitTime: Timestamp(micros: Int64(seq)),
+                                            mutations: [Mutation(path: path(p), before: nil, after: grown)], indexChanges: IndexChanges())],
+                              through: seq)
+            }
+            #expect(cache.inconsistencies().isEmpty, "round \(round): \(cache.inconsistencies())")
+        }
+        #expect(cache.count > 3)
+    }
+
     @Test func aBatchInFlightIsSeenOnlyOncePublished() throws {
         let h = try EngineHarness()
         _ = h.commit([set("c/a", m(["n": 1]))])
