@@ -283,13 +283,8 @@ public final class DocumentCache: Sendable {
                 s.entries[i].fieldsBytes = 0
             }
             guard Self.size(s.entries[i]) + rendering.count <= shardCapacity / 8 else { return }
-            // Room is made as `insert` makes it, by evicting other entries (the entry may move when one goes).
-            while s.bytes + rendering.count > shardCapacity, s.entries.count > 1 {
-                var victim = Int.random(in: 0..<(s.entries.count - 1), using: &s.rng)
-                if victim >= i { victim += 1 }
-                Self.evict(victim, from: &s)
-                i = s.find(key)!
-            }
+            // Room is made as `insert` makes it, by evicting other entries.
+            i = Self.makeRoom(keeping: key, at: i, until: shardCapacity - rendering.count, in: &s)
             s.entries[i].rendering = rendering
             s.bytes += rendering.count
         }
@@ -339,22 +334,12 @@ public final class DocumentCache: Sendable {
                             Self.evict(e, from: &s)
                             continue
                         }
-                        while s.bytes > shardCapacity, s.entries.count > 1 {
-                            var victim = Int.random(in: 0..<(s.entries.count - 1), using: &s.rng)
-                            if victim >= e { victim += 1 }
-                            Self.evict(victim, from: &s)
-                            e = s.find(key)!
-                        }
+                        e = Self.makeRoom(keeping: key, at: e, until: shardCapacity, in: &s)
                         // The decoded fields take room as a rendering does (`attach`): other entries go for them.
                         guard let decoded else { continue }
                         let cost = Self.fieldsCost(decoded)
                         guard Self.size(after, key) + cost <= shardCapacity / 8 else { continue }
-                        while s.bytes + cost > shardCapacity, s.entries.count > 1 {
-                            var victim = Int.random(in: 0..<(s.entries.count - 1), using: &s.rng)
-                            if victim >= e { victim += 1 }
-                            Self.evict(victim, from: &s)
-                            e = s.find(key)!
-                        }
+                        e = Self.makeRoom(keeping: key, at: e, until: shardCapacity - cost, in: &s)
                         guard s.bytes + cost <= shardCapacity else { continue }
                         s.entries[e].fields = decoded
                         s.entries[e].fieldsBytes = cost
@@ -416,13 +401,7 @@ public final class DocumentCache: Sendable {
                 s.entries[old].fields = fields
                 s.entries[old].fieldsBytes = fieldsBytes
                 // A larger version or a rendering added: random others go while the shard is over its share.
-                var kept = old
-                while s.bytes > capacity, s.entries.count > 1 {
-                    var victim = Int.random(in: 0..<(s.entries.count - 1), using: &s.rng)
-                    if victim >= kept { victim += 1 }
-                    evict(victim, from: &s)
-                    kept = s.find(key)!
-                }
+                _ = makeRoom(keeping: key, at: old, until: capacity, in: &s)
                 return
             }
             evict(old, from: &s)                       // another path with the same hash: the newcomer wins
@@ -431,6 +410,19 @@ public final class DocumentCache: Sendable {
         s.slots[key.hash] = Int32(s.entries.count)
         s.entries.append(Entry(key: key, doc: doc, rendering: rendering))
         s.bytes += size
+    }
+
+    /// Evicts random entries other than `key`'s (at `index`) while the shard holds more than `limit` bytes;
+    /// returns where `key`'s entry is then (an eviction moves the last entry into the hole).
+    private static func makeRoom(keeping key: Key, at index: Int, until limit: Int, in s: inout State) -> Int {
+        var i = index
+        while s.bytes > limit, s.entries.count > 1 {
+            var victim = Int.random(in: 0..<(s.entries.count - 1), using: &s.rng)
+            if victim >= i { victim += 1 }
+            evict(victim, from: &s)
+            i = s.find(key)!
+        }
+        return i
     }
 
     private static func evict(_ index: Int, from s: inout State) {
