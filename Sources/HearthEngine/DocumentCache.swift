@@ -199,17 +199,10 @@ public final class DocumentCache: Sendable {
     var misses: Int { total { $0.misses } }
 
     /// The published version of `path` if cached (loop thread).
-    func get(_ path: DocumentPath) -> StoredDocument? {
-        let key = Key(path)
-        return shard(key).withLock { s in
-            guard let i = s.find(key) else { s.misses += 1; return nil }
-            s.hits += 1
-            return s.entries[i].doc
-        }
-    }
+    func get(_ path: DocumentPath) -> StoredDocument? { getForWrite(path)?.doc }
 
     /// The published version of `path` if cached, with its decoded fields when the cache keeps them (loop
-    /// thread: a write's before image). Counted as `get`.
+    /// thread: a write's before image), counted as a hit or a miss.
     func getForWrite(_ path: DocumentPath) -> (doc: StoredDocument, fields: MapValue?)? {
         let key = Key(path)
         return shard(key).withLock { s in

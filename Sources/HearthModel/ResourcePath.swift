@@ -12,7 +12,6 @@ public struct ResourcePath: Sendable, Hashable, Comparable, CustomStringConverti
 
     /// Parses and validates `a/b/c`. Leading or trailing slashes and empty segments are rejected.
     public static func parse(_ text: String, what: String = "path") throws(HearthError) -> ResourcePath {
-        guard !text.isEmpty else { throw .invalid("\(what) must not be empty") }
         // Every path a request names comes through here: split and check the bytes in place. A path that fails
         // a check is parsed again below, which says what is wrong.
         var bytes = text

@@ -25,6 +25,8 @@ public final class PendingGroup: Sendable {
     public let imageBytes: Int64
     /// The documents the commits wrote, counted per commit (a document two commits wrote counts twice).
     public let writeCount: Int
+    /// The bytes of the commit-log frame that made the group durable (0 for a store without one).
+    public let logBytes: Int
     /// The group's net index changes, built by the first index read that needs them: most groups are
     /// applied before any read asks, and a fan-out group holds thousands of keys.
     private let indexState = Locked<IndexState?>(nil)
@@ -37,7 +39,8 @@ public final class PendingGroup: Sendable {
     }
 
     /// `records` must be non-empty and ascending (the store validated them).
-    public init(_ records: [CommitRecord]) {
+    public init(_ records: [CommitRecord], logBytes: Int = 0) {
+        self.logBytes = logBytes
         precondition(!records.isEmpty, "a pending group holds at least one commit")
         self.records = records
         firstSeq = records.first!.seq
@@ -141,6 +144,7 @@ public struct PendingCommits: Sendable {
     public var commitCount: Int { groups.reduce(0) { $0 + $1.records.count } }
     public var imageBytes: Int64 { groups.reduce(0) { $0 + $1.imageBytes } }
     public var writeCount: Int { groups.reduce(0) { $0 + $1.writeCount } }
+    public var logBytes: Int { groups.reduce(0) { $0 + $1.logBytes } }
 
     public mutating func append(_ group: PendingGroup) { groups.append(group) }
 

@@ -77,10 +77,6 @@ final class CommitPipeline: @unchecked Sendable {
     private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     // Under `mutex`:
     private var backlog = PendingCommits()
-    /// The log frame bytes of the backlog's groups, oldest first (last seq, bytes), and their sum.
-    private var backlogFrames: [(lastSeq: UInt64, bytes: Int)] = []
-    private var backlogFrameHead = 0
-    private var backlogLogBytes = 0
     /// The last seq the log holds (the next frame's `prevSeq`).
     private var loggedSeq: UInt64
     /// Why the applier stopped; cleared when a write or a drain asks it to try again (`waitUntilApplied`).
@@ -165,11 +161,9 @@ final class CommitPipeline: @unchecked Sendable {
                 if error.isDiskFull { try? emptyLog() }
                 throw error
             }
-            let group = PendingGroup(commits)
+            let group = PendingGroup(commits, logBytes: frame.count)
             try! locked {
                 backlog.append(group)
-                backlogFrames.append((newest.seq, frame.count))
-                backlogLogBytes += frame.count
                 loggedSeq = newest.seq
                 pthread_cond_broadcast(changed)
             }
@@ -280,7 +274,7 @@ final class CommitPipeline: @unchecked Sendable {
         if failure != nil { try waitUntilApplied() }
         while !stopping && failure == nil && poisoned == nil
                 && (backlog.commitCount > Self.maxPendingCommits || backlog.groups.count > Self.maxPendingGroups
-                    || backlog.imageBytes > Self.maxPendingBytes || backlogLogBytes > resetBytes * Self.pendingLogFactor) {
+                    || backlog.imageBytes > Self.maxPendingBytes || backlog.logBytes > resetBytes * Self.pendingLogFactor) {
             draining += 1
             pthread_cond_broadcast(changed)
             pthread_cond_wait(changed, mutex)
@@ -456,14 +450,6 @@ final class CommitPipeline: @unchecked Sendable {
             switch result {
             case .success:
                 backlog.removeThrough(records.last!.seq)
-                while backlogFrameHead < backlogFrames.count, backlogFrames[backlogFrameHead].lastSeq <= records.last!.seq {
-                    backlogLogBytes -= backlogFrames[backlogFrameHead].bytes
-                    backlogFrameHead += 1
-                }
-                if backlogFrameHead == backlogFrames.count || backlogFrameHead > 1024 {
-                    backlogFrames.removeFirst(backlogFrameHead)
-                    backlogFrameHead = 0
-                }
                 appliedGroups += work.count
                 transactions += 1
                 largestTransaction = max(largestTransaction, records.count)
@@ -475,14 +461,14 @@ final class CommitPipeline: @unchecked Sendable {
         }
     }
 
-    /// Under `mutex`: the oldest groups of `groups` (a prefix of the backlog's) that one transaction applies:
-    /// up to `transactionLogFactor` times `resetBytes` of log frames, and at least one group.
+    /// The oldest groups of `groups` that one transaction applies: up to `transactionLogFactor` times
+    /// `resetBytes` of log frames, and at least one group.
     private func transaction(from groups: ArraySlice<PendingGroup>) -> [PendingGroup] {
         let limit = resetBytes * Self.transactionLogFactor
         var bytes = 0
         var end = groups.startIndex
         while end < groups.endIndex {
-            bytes += backlogFrames[backlogFrameHead + (end - groups.startIndex)].bytes
+            bytes += groups[end].logBytes
             if bytes > limit && end > groups.startIndex { break }
             end += 1
         }

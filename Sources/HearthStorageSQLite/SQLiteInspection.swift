@@ -112,8 +112,8 @@ public final class SQLiteInspection {
             let row: Result<Mutation, HearthError>
             if sum.value != s.int64(10) {
                 row = .failure(StorageDamage.change(seq: seq, path: text, "checksum mismatch"))
-            } else if UInt64(bitPattern: s.int64(11)) >> SQLiteSchema.changeIDShift != seq {
-                row = .failure(StorageDamage.change(seq: seq, path: text, "its row id \(s.int64(11)) is not of seq \(seq)"))
+            } else if let damage = SQLiteSchema.changeIDDamage(id: s.int64(11), seq: seq, path: text) {
+                row = .failure(damage)
             } else {
                 do {
                     let path = try DocumentPath(ResourcePath(segments: Self.segments(text)))

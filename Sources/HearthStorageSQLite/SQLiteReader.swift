@@ -218,9 +218,7 @@ final class SQLiteReader {
         while try s.step() {
             let seq = s.uint64(0)
             // The id is not under the checksum: a row is taken only when its id names its (checked) seq.
-            guard UInt64(bitPattern: s.int64(11)) >> SQLiteSchema.changeIDShift == seq else {
-                throw StorageDamage.change(seq: seq, path: s.text(1), "its row id \(s.int64(11)) is not of seq \(seq)")
-            }
+            if let damage = SQLiteSchema.changeIDDamage(id: s.int64(11), seq: seq, path: s.text(1)) { throw damage }
             while i < commits.count && commits[i].seq < seq { i += 1 }
             guard i < commits.count, commits[i].seq == seq else {
                 throw SQLiteFailure.corrupt("change of seq \(seq) has no commit row")

@@ -61,6 +61,13 @@ package enum SQLiteSchema {
     /// a thousand commits a second for 278 years.
     static let maxSeq = (UInt64(Int64.max) >> changeIDShift) - 1
 
+    /// DATA_LOSS when a change row's id (not under its checksum) does not name its checksummed seq; nil when it
+    /// does. Every reader of the change log takes a row only when this is nil.
+    static func changeIDDamage(id: Int64, seq: UInt64, path: String) -> HearthError? {
+        UInt64(bitPattern: id) >> changeIDShift == seq ? nil
+            : StorageDamage.change(seq: seq, path: path, "its row id \(id) is not of seq \(seq)")
+    }
+
     /// Refuses commits whose change rows could not be keyed (`changeID`): a seq above `maxSeq`, or more
     /// mutations than one seq's ids hold. Checked before a group is acknowledged (the commit log's frame) and
     /// before a store without a log writes it.

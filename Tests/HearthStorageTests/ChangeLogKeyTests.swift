@@ -30,6 +30,20 @@ import Testing
 
     static func open(_ dir: String) throws -> SQLiteStore { try SQLiteStore(directory: dir) }
 
+    /// A store at `dir` holding `records` in SQLite's own rows (applied, then closed).
+    static func stored(_ records: [CommitRecord], in dir: String) throws {
+        let store = try open(dir)
+        try store.apply(records)
+        store.close()
+    }
+
+    /// Every `changes(after:)` of `store` from 0 through the last of `records` returns the records after it.
+    static func expectEveryRange(of store: SQLiteStore, _ records: [CommitRecord]) throws {
+        for after in 0...records.count {
+            #expect(try store.changes(after: UInt64(after), limit: 100) == logged(Array(records.dropFirst(after))), "after \(after)")
+        }
+    }
+
     /// Rewrites a store's change log as version 5 kept it.
     static func writeAsVersion5(_ dir: String) throws {
         let db = try SQLiteConnection(path: dir + "/hearth.db", role: "test", create: false)
@@ -68,9 +82,7 @@ import Testing
         let store = try Self.open(dir)
         try store.apply(records)
         try store.drainApplier()                // SQLite's rows, not the applier's backlog, answer the reads
-        for after in 0...records.count {
-            #expect(try store.changes(after: UInt64(after), limit: 100) == Self.logged(Array(records.dropFirst(after))), "after \(after)")
-        }
+        try Self.expectEveryRange(of: store, records)
         #expect(try store.changes(after: 2, limit: 2) == Self.logged(Array(records[2..<4])))
         store.close()
         let db = try SQLiteConnection(path: dir + "/hearth.db", role: "test", create: false)
@@ -86,14 +98,10 @@ import Testing
         let dir = StoreFixture.makeTemporaryDirectory()
         defer { StoreFixture.removeTemporaryDirectory(dir) }
         var records = Self.history()
-        let store = try Self.open(dir)
-        try store.apply(records)
-        store.close()
+        try Self.stored(records, in: dir)
         try Self.writeAsVersion5(dir)
         let migrated = try Self.open(dir)
-        for after in 0...records.count {
-            #expect(try migrated.changes(after: UInt64(after), limit: 100) == Self.logged(Array(records.dropFirst(after))), "after \(after)")
-        }
+        try Self.expectEveryRange(of: migrated, records)
         // The migrated log takes new commits after the old ones.
         var h = History(startingAfter: UInt64(records.count))
         h.clock = records.last!.commitTime.micros + 1000
@@ -140,9 +148,7 @@ import Testing
         let dir = StoreFixture.makeTemporaryDirectory()
         defer { StoreFixture.removeTemporaryDirectory(dir) }
         let records = Self.history()
-        let store = try Self.open(dir)
-        try store.apply(records)
-        store.close()
+        try Self.stored(records, in: dir)
         let db = try SQLiteConnection(path: dir + "/hearth.db", role: "test", create: false)
         defer { db.close() }
         // The first row of seq 2 moves to seq 3's range (a place seq 3 does not use).
