@@ -319,6 +319,16 @@ package final class CommitLog {
         size = offset
     }
 
+    /// Empties the log for good at a clean close (SQLite's synced files hold every frame), giving its blocks
+    /// back. The empty file stays: it marks the directory as one that holds a store (`SQLiteStore`). A failure
+    /// leaves frames SQLite already holds, which the next open skips.
+    func empty() {
+        if ftruncate(fd, 0) == 0, fdatasync(fd) == 0 {
+            size = 0
+            allocated = 0
+        }
+    }
+
     /// Empties the log once SQLite's own files hold every frame durably, keeping one chunk allocated.
     func reset() throws(HearthError) {
         guard ftruncate(fd, 0) == 0 else {

@@ -387,7 +387,9 @@ final class CommitPipeline: @unchecked Sendable {
     }
 
     /// Applies the backlog and stops the thread; then, when SQLite holds everything and its files sync,
-    /// removes the log (a cleanly closed data directory holds the database and LOCK). When the backlog cannot
+    /// empties the log and removes the retired segment (a cleanly closed data directory holds the database, an
+    /// empty commit.log and LOCK; the empty log marks the directory as a store's, so a database that loses its
+    /// contents is refused rather than replaced by a new store, `SQLiteStore.init`). When the backlog cannot
     /// be applied, the log keeps it for the next open.
     func close() {
         appending.withLock { _ in
@@ -402,7 +404,7 @@ final class CommitPipeline: @unchecked Sendable {
             defer { log.close() }
             guard applied, (try? syncDatabase()) != nil else { return }
             _ = unlink(retiredPath)
-            _ = unlink(log.path)
+            log.empty()
         }
     }
 

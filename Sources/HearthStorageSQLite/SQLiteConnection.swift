@@ -119,6 +119,14 @@ package final class SQLiteConnection {
         }
     }
 
+    /// Closes the connection without the checkpoint `close()` makes: the database file and its WAL stay as they
+    /// are (for a store refused at open, whose files are left as they were found).
+    func closeLeavingFiles() {
+        guard isOpen else { return }
+        _ = hearth_sqlite_keep_wal_on_close(db)
+        close()
+    }
+
     /// Finalizes every statement and closes the connection. Idempotent. Closing the last connection to the
     /// database checkpoints the WAL into hearth.db and removes the -wal and -shm files.
     package func close() {

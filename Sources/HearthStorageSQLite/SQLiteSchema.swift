@@ -230,7 +230,11 @@ package enum SQLiteSchema {
 
     /// Sets the writer up and creates or checks the schema. Run once at open, on the writer connection, before
     /// the reader opens.
-    static func prepare(writer: SQLiteConnection, path: String) throws(HearthError) {
+    ///
+    /// `refusingEmpty` is the reason an empty database (no schema: a new file, or one that lost its contents)
+    /// must not become a new store here; it is thrown before anything is written. Nil: one is created.
+    static func prepare(writer: SQLiteConnection, path: String, refusingEmpty: HearthError? = nil) throws(HearthError) {
+        if let refusingEmpty, try writer.queryInt("SELECT count(*) FROM sqlite_schema") == 0 { throw refusingEmpty }
         try writer.exec(writerPragmas, "setting pragmas")
         let mode = try writer.queryText("PRAGMA journal_mode = WAL")
         guard mode?.lowercased() == "wal" else {

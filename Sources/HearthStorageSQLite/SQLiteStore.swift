@@ -57,24 +57,39 @@ public final class SQLiteStore: DocumentStore {
     /// version, and UNAVAILABLE when the directory or file cannot be created or opened (the message says why:
     /// not a directory, read-only, permission denied), or when another store holds the directory's lock (the
     /// message names the holder's pid); in that last case nothing in the directory is changed.
-    public convenience init(directory: String, retention: RetentionPolicy = .default) throws(HearthError) {
-        try self.init(directory: directory, retention: retention, lockingDirectory: true)
+    ///
+    /// A new store is created only in a directory that never held one: when the database holds no schema but
+    /// the directory has a commit log (which every open leaves behind, `CommitPipeline.close`), the database
+    /// lost its contents (truncated, deleted, or a WAL damaged before its commits), and the open throws
+    /// DATA_LOSS without writing anything. With `creating: false` (`hearth check`) a database without a
+    /// schema is refused in any directory.
+    public convenience init(directory: String, retention: RetentionPolicy = .default, creating: Bool = true) throws(HearthError) {
+        try self.init(directory: directory, retention: retention, lockingDirectory: true, creating: creating)
     }
 
     /// `lockingDirectory: false` opens without the lock, as a second connection set on the same files (for the
     /// storage tests that check what another process would see; never for serving).
-    package init(directory: String, retention: RetentionPolicy = .default, lockingDirectory: Bool,
+    package init(directory: String, retention: RetentionPolicy = .default, lockingDirectory: Bool, creating: Bool = true,
                  logResetBytes: Int = SQLiteStore.defaultLogResetBytes) throws(HearthError) {
         try DataDirectory.create(directory)
         let lock = lockingDirectory ? try DataDirectoryLock(directory: directory) : nil
         let path = DataDirectory.file(Self.fileName, in: directory)
+        let refusingEmpty = Self.refusalOfANewStore(path, in: directory, creating: creating)
+        if let refusingEmpty, access(path, F_OK) != 0 { throw refusingEmpty }
         try Self.createDatabaseFile(path, in: directory)
         let connection = try SQLiteConnection(path: path, role: "writer", create: true)
         if connection.isReadOnly {
             connection.close()
             throw HearthError(.unavailable, "storage: \(path) is read-only (permission denied for writing)")
         }
-        try SQLiteSchema.prepare(writer: connection, path: path)
+        do {
+            try SQLiteSchema.prepare(writer: connection, path: path, refusingEmpty: refusingEmpty)
+        } catch {
+            // Refused: the files stay exactly as found (no checkpoint of, nor removal of, a WAL that may be all
+            // that is left of the data).
+            connection.closeLeavingFiles()
+            throw error
+        }
         let log = lockingDirectory ? try CommitLog(directory: directory) : nil
         let w = try SQLiteWriter(connection: connection, retention: retention, logged: log != nil)
         recovery = try log.map { (l) throws(HearthError) in try w.recover(from: l, directory: directory) }
@@ -110,6 +125,20 @@ public final class SQLiteStore: DocumentStore {
 
     /// The directory's lock, released by `close()`.
     private let lock: DataDirectoryLock?
+
+    /// Why a database without a schema must not become a new store in `directory`, or nil when it may.
+    private static func refusalOfANewStore(_ path: String, in directory: String, creating: Bool) -> HearthError? {
+        let logs = [CommitLog.fileName, CommitLog.retiredName].map { DataDirectory.file($0, in: directory) }
+        if let log = logs.first(where: { access($0, F_OK) == 0 }) {
+            return HearthError(.dataLoss, """
+                storage: \(path) is missing or holds no store, but \(log) shows that this data directory held one: the database \
+                lost its contents (hearth.db truncated or deleted, or hearth.db-wal damaged before its commits). \
+                Nothing was changed. Restore the newest backup into a new data directory (docs/operations.md, \
+                "Backup and restore"); to start an empty store here instead, remove \(directory) first
+                """)
+        }
+        return creating ? nil : HearthError(.notFound, "storage: \(path) holds no Hearth store (no schema)")
+    }
 
     /// Creates an empty `hearth.db` with mode 0600 when there is none, so SQLite (which would create it 0644)
     /// finds it and gives its -wal, -shm and -journal files the same mode. Names the file and the reason when

@@ -124,6 +124,25 @@ import Testing
         #expect(!refused.stderr.contains("listening"))
     }
 
+    /// A database that lost its contents (here truncated to nothing after a clean stop) is refused by the
+    /// daemon and by `hearth check` with DATA_LOSS saying what happened and what to do, and neither turns the
+    /// directory into a new, empty store: the next start is refused the same way.
+    @Test func aDatabaseThatLostItsContentsIsNeitherServedNorReplaced() throws {
+        let daemon = try Self.stoppedStore()
+        let db = daemon.dataDir + "/hearth.db"
+        #expect(truncate(db, 0) == 0)
+        for _ in 0..<2 {
+            let refused = try CLIProcess.run(["--port", "0", "--data-dir", daemon.dataDir], binary: DaemonProcess.binaryPath())
+            #expect(refused.status == 2, "\(refused.stderr)")
+            #expect(refused.stderr.contains("cannot start") && refused.stderr.contains("shows that this data directory held one"), "\(refused.stderr)")
+            #expect(!refused.stderr.contains("listening"))
+            let check = try CLIProcess.run(["check", "--data-dir", daemon.dataDir])
+            #expect(check.status == 3, "\(check.stdout)\(check.stderr)")
+            #expect(check.stderr.contains("Restore the newest backup"), "\(check.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: db)).isEmpty, "a store was created in its place")
+        }
+    }
+
     /// A damaged b-tree page (not a row: the page's own structure) met by a query on a reader thread fails
     /// that query with an error naming the store's damage; the reader, the connection and the daemon serve on.
     @Test func aDamagedPageFailsTheReadOnlyAndTheReaderServesOn() throws {

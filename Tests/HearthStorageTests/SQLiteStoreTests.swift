@@ -22,10 +22,12 @@ import Testing
         #expect(try f.store.countIndex(from: [], to: []) == 2)
         #expect(try f.store.list(collection: collection("users"), afterID: nil, limit: 10) == before)
         #expect(try f.store.get(path("café/é"))?.data.count == 300)
-        // The data directory holds the database and its lock file; a clean close checkpointed and removed the WAL.
+        // The data directory holds the database, its lock file and the emptied commit log; a clean close
+        // checkpointed and removed the WAL.
         f.store.close()
         let files = try FileManager.default.contentsOfDirectory(atPath: f.directory)
-        #expect(files.sorted() == ["LOCK", "hearth.db"])
+        #expect(files.sorted() == ["LOCK", "commit.log", "hearth.db"])
+        #expect(FileManager.default.contents(atPath: f.directory + "/commit.log") == Data())
     }
 
     /// Checkpoints run off the writer: once the WAL holds `SQLiteStore.checkpointThresholdPages` pages a background

@@ -15,6 +15,9 @@ enum BackupHandlers {
 
     static func backup(_ ctx: Context, _ req: Request) throws(HearthError) {
         let dir = try req.string("dir")
+        guard !dir.utf8.contains(0) else {
+            throw .invalid("field \"dir\" holds a NUL character, which no path on the daemon's host can hold")
+        }
         guard dir.hasPrefix("/") else {
             throw .invalid("field \"dir\" must be an absolute path on the daemon's host, got \"\(dir)\"")
         }

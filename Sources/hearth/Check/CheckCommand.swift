@@ -36,7 +36,8 @@ enum CheckCommand {
             return ExitCode.connection
         }
         let store: SQLiteStore
-        do { store = try SQLiteStore(directory: dir) } catch {
+        // Never creates a store: a database without one is refused (DATA_LOSS when the directory held one).
+        do { store = try SQLiteStore(directory: dir, creating: false) } catch {
             Console.error("error: cannot open \(file): \(error)")
             return ExitCode.connection
         }

@@ -10,7 +10,7 @@ enum BackupCommand {
     static let discussion = """
         The daemon copies its store, as of one seq, into DIR while it keeps serving: the result is a data \
         directory 'hearthd --data-dir DIR' starts on as it is. DIR is on the daemon's host (it writes the \
-        files) and must be new or empty; a relative DIR is taken from this shell's current directory. \
+        files) and must be new or hold no store (no hearth.db, no LOCK); a relative DIR is taken from this shell's current directory. \
         Admin only while rules are enforced. Restore: stop the daemon, move the data directory away, move \
         DIR in its place, start (docs/operations.md "Backup and restore").
         """

@@ -108,6 +108,10 @@ import Testing
         let relative = try c.call(["op": "backup", "dir": "relative/dir"])
         #expect(relative.errorCode == "INVALID_ARGUMENT")
         let dir = NSTemporaryDirectory() + "hearth-backup-" + UUID().uuidString
+        // A NUL would cut the path short where the system reads it: refused, and nothing is created.
+        let cut = try c.call(["op": "backup", "dir": dir + "\u{0}more"])
+        #expect(cut.errorCode == "INVALID_ARGUMENT" && cut.errorMessage?.contains("NUL") == true, "\(cut)")
+        #expect(!FileManager.default.fileExists(atPath: dir))
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // Progress lines come first, then the answer.
         try c.send(#"{"op":"backup","id":5,"dir":"\#(dir)"}"#)
