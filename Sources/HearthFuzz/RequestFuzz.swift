@@ -22,6 +22,8 @@ final class FuzzConnection: ClientConnection {
     func send(_ bytes: [UInt8]) { if !closed { output.append(contentsOf: bytes) } }
     func expedite() {}
     func close() { guard !closed else { return }; closed = true; onClose?(nil) }
+    func close(deadlineMs: UInt64?) { close() }
+    func dropUnsentOutput() -> Int { 0 }
     func abort() { close() }
 }
 

@@ -212,6 +212,26 @@ public final class TCPConnection: LoopHandleOwner {
         }
     }
 
+    /// Drops the output not yet handed to the kernel nor to an in-flight write, and returns how many bytes
+    /// that was: for a peer about to be closed whose queued lines no longer matter, so that a last line sent
+    /// after this follows only what is already on its way. Only whole sends are dropped: between loop turns
+    /// the buffer holds nothing but whole sends (a flush hands all of it to the kernel or to one write), so a
+    /// line the peer has started to receive is never cut. With TLS the plaintext not yet encrypted is dropped
+    /// (what was encrypted stays: records cannot be cut). Call it between loop turns (from a timer or a
+    /// request's handler), never while composing a line.
+    @discardableResult
+    public func dropUnsentOutput() -> Int {
+        guard handle != nil, !closeRequested else { return 0 }
+        if tls == nil {
+            let n = out.count
+            out.clear(retaining: loop.outputRetainLimit)
+            return n
+        }
+        let n = plain.count
+        plain.clear(retaining: loop.outputRetainLimit)
+        return n
+    }
+
     /// Flushes buffered output now instead of waiting for the before-poll pass (same algorithm).
     /// May call ``onDrain`` or ``onClose``-triggering error handling before returning.
     public func flushNow() {
@@ -303,11 +323,14 @@ public final class TCPConnection: LoopHandleOwner {
 
     // MARK: Closing
 
-    /// Graceful close: stops reading, flushes pending output (bounded by ``EventLoop/closeDeadlineMs``,
-    /// after which the connection is aborted and ``onClose`` gets `ETIMEDOUT`), shuts down the write side
-    /// (`uv_shutdown`, sending FIN), then closes. Idempotent; later sends are ignored. ``abort()`` may
-    /// still be called to cut a pending graceful close short.
-    public func close() {
+    /// Graceful close: stops reading, flushes pending output (bounded by ``EventLoop/closeDeadlineMs``, after
+    /// which the connection is aborted and ``onClose`` gets `ETIMEDOUT`), shuts down the write side
+    /// (`uv_shutdown`, sending FIN), then closes. Idempotent; later sends are ignored. ``abort()`` may still
+    /// be called to cut a pending graceful close short.
+    public func close() { close(deadlineMs: nil) }
+
+    /// ``close()`` with its own deadline (nil: ``EventLoop/closeDeadlineMs``).
+    public func close(deadlineMs: UInt64?) {
         guard let handle, !closeRequested else { return }
         closeRequested = true
         if isReading { uv_read_stop(asStream(handle)); isReading = false }
@@ -318,7 +341,7 @@ public final class TCPConnection: LoopHandleOwner {
             return
         }
         scheduleFlush()
-        deadline = loop.timer(after: loop.closeDeadlineMs) { [unowned self] in
+        deadline = loop.timer(after: deadlineMs ?? loop.closeDeadlineMs) { [unowned self] in
             self.fail(LoopError(code: LoopError.timedOut, operation: "close \(self.peer): output not drained"))
         }
     }

@@ -28,6 +28,12 @@ package protocol ClientConnection: AnyObject {
     func expedite()
     /// Flushes what is buffered, then closes.
     func close()
+    /// `close()`, cutting the connection if its output has not drained after `deadlineMs` (nil: the loop's
+    /// default) rather than the default.
+    func close(deadlineMs: UInt64?)
+    /// Drops the whole sends not yet on their way to the peer (`TCPConnection.dropUnsentOutput`); returns
+    /// how many bytes that was.
+    @discardableResult func dropUnsentOutput() -> Int
     /// Closes at once, dropping unsent output.
     func abort()
     /// `true` when the connection carries TLS.

@@ -246,8 +246,12 @@ extension Session: ListenerSink {
             self.server.logger.warn("closing slow subscriber \(self.conn.peer): \(counted(self.conn.pendingOutputBytes, "byte")) unsent")
             self.closingSlow = true
             self.endSubscriptions()
+            // The lines not yet on their way go, so the error line follows only what is (whole lines): a
+            // subscriber that reads again within the timeout gets it, then the end of the stream, never a
+            // cut line; one that still does not read is cut off after it.
+            self.conn.dropUnsentOutput()
             self.conn.send(self.server.dispatcher.eventLine(.error(e), sub: nil))
-            self.close()
+            self.close(deadlineMs: max(self.server.config.slowSubscriberTimeoutMs, self.server.loop.closeDeadlineMs))
         }
     }
 

@@ -347,9 +347,11 @@ final class Session: SnapshotWaiter {
         conn.pauseReading()
     }
 
-    func close() {
+    /// Closes once the output is flushed, or cuts the connection after `deadlineMs` (by default the loop's
+    /// close deadline).
+    func close(deadlineMs: UInt64? = nil) {
         guard !closed else { return }
-        conn.close()
+        conn.close(deadlineMs: deadlineMs)
     }
 
     // MARK: Responses

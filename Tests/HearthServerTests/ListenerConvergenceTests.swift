@@ -126,6 +126,37 @@ struct AppliedView {
         #expect(try w.request(#"{"op":"ping"}"#).isOK)   // other clients carry on
     }
 
+    /// A subscriber closed as slow that comes back to its socket later than the loop's usual close deadline
+    /// (2 s) reads whole lines only, the last one the RESOURCE_EXHAUSTED error, then the end of the stream:
+    /// the lines not yet on their way were dropped for it, and the close waits as long as the slow timeout.
+    @Test func aSlowSubscriberThatReadsAgainGetsWholeLinesAndTheFinalError() throws {
+        let daemon = try DaemonProcess(extraArgs: ["--subscriber-budget", "65536", "--slow-subscriber-timeout-ms", "6000"])
+        let w = try daemon.connect()
+        let slow = try WireClient(port: daemon.port, receiveBuffer: 4096)
+        try slow.send(#"{"op":"listen","query":{"collection":"big"}}"#)
+        let pad = String(repeating: "p", count: 20_000)
+        let start = Date()
+        var i = 0
+        while !daemon.log.contains("closing slow subscriber") && Date().timeIntervalSince(start) < 90 {
+            try w.send(#"{"op":"set","path":"big/x\#(i % 50)","data":{"n":\#(i),"pad":"\#(pad)"}}"#)
+            _ = try w.readLine()
+            i += 1
+        }
+        #expect(daemon.log.contains("closing slow subscriber"))
+        // The subscriber is away for longer than the usual close deadline, and back within the slow timeout.
+        Thread.sleep(forTimeInterval: 3)
+        var lines: [String] = []
+        while let line = try? slow.readLine(timeout: 10) { lines.append(line) }
+        for line in lines {
+            #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) != nil, "a cut line: \(line.prefix(120))")
+        }
+        let last = lines.last.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(last?["type"] as? String == "error", "\(lines.count) lines, the last: \(lines.last?.prefix(200) ?? "none")")
+        #expect(((last?["error"] as? [String: Any])?["code"] as? String) == "RESOURCE_EXHAUSTED")
+        #expect(slow.isClosedByPeer(timeout: 1))
+        #expect(try w.request(#"{"op":"ping"}"#).isOK)
+    }
+
     /// Many clients write random documents while listeners with random queries apply their diffs; at the
     /// end every listener's state equals a fresh query's result.
     @Test func randomizedListenersConvergeToFreshQueries() throws {

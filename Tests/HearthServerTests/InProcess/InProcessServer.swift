@@ -27,6 +27,8 @@ final class FakeConnection: ClientConnection {
     func send(_ bytes: UnsafeRawBufferPointer) { if !closed { output.append(contentsOf: bytes) } }
     func send(_ bytes: [UInt8]) { if !closed { output.append(contentsOf: bytes) } }
     func close() { finish() }
+    func close(deadlineMs: UInt64?) { finish() }
+    func dropUnsentOutput() -> Int { 0 }   // output is taken at once: nothing is ever unsent
     func abort() { finish() }
     /// The output's length at each `expedite()`.
     private(set) var expeditedAt: [Int] = []
