@@ -6,6 +6,9 @@ import HearthModel
 enum QueryPlanner {
     /// `q` must be in execution form (`ValidQuery.execution.query`: no limitToLast).
     static func plan(_ q: ValidQuery, indexes: [IndexDefinition]) throws(HearthError) -> QueryPlan {
+        // Every plan below reads the order as its fields, then `__name__` (`QueryValidator` guarantees it).
+        assert(q.orderBy.last?.field.isDocumentID == true && !q.orderBy.dropLast().contains { $0.field.isDocumentID },
+               "a valid query's order ends with __name__ and names it once: \(q.orderBy)")
         var branches: [QueryPlan.Branch] = []
         for conjunct in q.disjuncts {
             branches.append(try planConjunct(conjunct, q, indexes: indexes))

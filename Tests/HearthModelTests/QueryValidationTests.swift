@@ -39,6 +39,12 @@ let invalidQueryCases: [InvalidQueryCase] = [
           message: "orderBy names field 'a' more than once"),
     .init(name: "orderBy after __name__", query: QT.query(orderBy: [QT.asc("__name__"), QT.asc("a")]),
           message: "orderBy after __name__ is not allowed"),
+    .init(name: "!= with only orderBy __name__", query: QT.query(filter: QT.f("a", .notEqual, 2), orderBy: [QT.asc("__name__")]),
+          message: #"the inequality filter on 'a' orders the results by 'a' before __name__, so an explicit orderBy __name__ must follow an orderBy on 'a': "orderBy":[["a","asc"],["__name__","asc"]]"#),
+    .init(name: "range with orderBy b, __name__", query: QT.query(filter: QT.f("a", .greaterThan, 1), orderBy: [QT.asc("b"), QT.desc("__name__")]),
+          message: #"an explicit orderBy __name__ must follow an orderBy on 'a': "orderBy":[["b","asc"],["a","desc"],["__name__","desc"]]"#),
+    .init(name: "not-in with orderBy __name__", query: QT.query(filter: QT.f("a", .notIn, [2]), orderBy: [QT.desc("__name__")]),
+          message: "the inequality filter on 'a' orders the results by 'a' before __name__"),
     .init(name: "in with a scalar", query: QT.query(filter: QT.f("a", .in, 1)),
           message: "'in' filter on 'a' requires an array of values, got integer"),
     .init(name: "not-in with a scalar", query: QT.query(filter: QT.f("a", .notIn, "x")),
@@ -198,6 +204,9 @@ let invalidQueryCases: [InvalidQueryCase] = [
                 ["q asc", "__name__ asc"])
         #expect(order(QT.query(filter: QT.f("a", .greaterThan, 1), orderBy: [QT.desc("a")])) == ["a desc", "__name__ desc"])
         #expect(order(QT.query(orderBy: [QT.desc("__name__")])) == ["__name__ desc"])
+        // An explicit __name__ after every inequality field; a __name__ inequality needs no other order.
+        #expect(order(QT.query(filter: QT.f("a", .notEqual, 1), orderBy: [QT.asc("a"), QT.desc("__name__")])) == ["a asc", "__name__ desc"])
+        #expect(order(QT.query(filter: QT.f("__name__", .greaterThan, "x"), orderBy: [QT.desc("__name__")])) == ["__name__ desc"])
         // Backtick-quoted segments order by bytes segment-wise: a.b before a!.
         #expect(order(QT.query(filter: QT.and(QT.f("`a!`", .greaterThan, 1), QT.f("a.b", .greaterThan, 1)))) ==
                 ["a.b asc", "`a!` asc", "__name__ asc"])

@@ -28,7 +28,8 @@ extension Query {
 ///    document IDs (collection) or document paths (group, inside `parent`) or references;
 ///    composites need at least one filter;
 /// 5. across the query: at most one `!=`, at most one `not-in`, not both; `not-in` not with `in`,
-///    `array-contains-any` or an `or` filter;
+///    `array-contains-any` or an `or` filter; an explicit orderBy `__name__` only after every inequality
+///    field (checked after 6);
 /// 6. at most 30 disjunctions in DNF; per DNF term at most one `array-contains` or `array-contains-any`;
 /// 7. cursors: at least one value and no more than the normalized order has; `__name__` positions
 ///    converted like operands.
@@ -51,6 +52,7 @@ struct QueryValidator {
         let dnf = filter.map(disjunctiveNormalForm) ?? [[]]
         for term in dnf { try checkArrayContains(term) }
         let inequality = Array(Set(atoms.filter { $0.op.isInequality }.map(\.field))).sorted()
+        try checkInequalityOrder(inequality)
         let order = normalizedOrder(inequality)
         let startAt = try query.startAt.map { b throws(HearthError) in try cursor(b, order, "startAt") }
         let endAt = try query.endAt.map { b throws(HearthError) in try cursor(b, order, "endAt") }
@@ -90,6 +92,20 @@ struct QueryValidator {
                 throw .invalid("orderBy after __name__ is not allowed")
             }
         }
+    }
+
+    /// An inequality field is ordered before `__name__` (implicitly, when the explicit orderBy does not name
+    /// it): an explicit `__name__` order, which must come last, leaves it no place. The message gives the
+    /// orderBy that would: the implicit order written out.
+    func checkInequalityOrder(_ inequality: [FieldPath]) throws(HearthError) {
+        guard let last = query.orderBy.last, last.field.isDocumentID else { return }
+        let explicit = Set(query.orderBy.map(\.field))
+        let missing = inequality.filter { !$0.isDocumentID && !explicit.contains($0) }
+        guard let f = missing.first else { return }
+        let order = query.orderBy.dropLast() + missing.map { Query.Order($0, last.direction) } + [last]
+        let text = order.map { "[\"\($0.field)\",\"\($0.direction.rawValue)\"]" }.joined(separator: ",")
+        throw .invalid("the inequality filter on '\(f)' orders the results by '\(f)' before __name__, so an "
+            + "explicit orderBy __name__ must follow an orderBy on '\(f)': \"orderBy\":[\(text)]")
     }
 
     func normalizedOrder(_ inequality: [FieldPath]) -> [Query.Order] {
