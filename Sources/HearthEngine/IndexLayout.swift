@@ -76,14 +76,15 @@ enum IndexLayout {
         return k
     }
 
-    /// The bytes every document key under `parent` starts with (a prefix of `encodeDocumentKey`).
-    static func documentKeyPrefix(under parent: DocumentPath, descending: Bool) -> [UInt8] {
-        var full: [UInt8] = []
-        IndexKey.encodeDocumentKey(parent, descending: false, into: &full)
-        // encodeDocumentKey ends with the path terminator 0x00 0x01; without it, the bytes prefix every deeper path.
-        var k = Array(full.dropLast(2))
-        if descending { for i in k.indices { k[i] = ~k[i] } }
-        return k
+    /// The ascending document keys of the documents strictly below `parent` (at any depth), as a range.
+    /// Each such key starts with `parent`'s own key without its end (0x00 0x01, the path terminator) and
+    /// goes on with a segment's bytes (escaped: a first byte above zero, or 0x00 0xFF), where `parent`'s key
+    /// goes on with 0x00 0x01, which sorts before all of them. `upper` is exclusive; nil: no bound.
+    static func documentKeysBelow(_ parent: DocumentPath) -> (lower: [UInt8], upper: [UInt8]?) {
+        var key: [UInt8] = []
+        IndexKey.encodeDocumentKey(parent, into: &key)
+        let under = Array(key.dropLast(2))
+        return (under + [0x00, 0x02], IndexKey.prefixSuccessor(under))
     }
 }
 

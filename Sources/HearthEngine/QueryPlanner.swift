@@ -66,7 +66,7 @@ enum QueryPlanner {
 
         if orderFields.isEmpty && parts.equalities.isEmpty && parts.contains == nil {
             // Only __name__ order: the membership index.
-            var prefix: [UInt8]
+            let prefix: [UInt8]
             let name: QueryPlan.IndexUsed
             if let collection {
                 prefix = IndexLayout.collectionPrefix(collection)
@@ -74,10 +74,21 @@ enum QueryPlanner {
             } else {
                 prefix = IndexLayout.groupPrefix(groupID)
                 name = .collectionGroup(groupID)
-                if let parent { prefix += IndexLayout.documentKeyPrefix(under: parent, descending: false) }
             }
-            return keyOrderedBranch(name, prefix: prefix, components: [], nameDescending: false, q, &parts,
-                                    cursorsAlign: cursorsAlign)
+            // `__name__` filters and cursors are whole document keys after the prefix; a parent narrows the
+            // range they give to the keys of documents strictly below it.
+            var branch = keyOrderedBranch(name, prefix: prefix, components: [], nameDescending: false, q, &parts,
+                                          cursorsAlign: cursorsAlign)
+            if collection == nil, let parent {
+                let below = IndexLayout.documentKeysBelow(parent)
+                branch.ranges = branch.ranges.compactMap { r in
+                    var r = r
+                    r.raiseLower(prefix + below.lower)
+                    r.lowerUpper(below.upper.map { prefix + $0 })
+                    return r.isEmpty ? nil : r
+                }
+            }
+            return branch
         }
 
         // A declared composite index matching equalities/contains then the order exactly.

@@ -95,6 +95,40 @@ import Testing
         #expect(checked > 50)
     }
 
+    /// Collection-group queries below a parent, over documents of the group at several depths (the parent
+    /// itself among them, and paths that share the parent's text as a prefix, `p/a` and `p-/a`): `__name__`
+    /// filters, cursors and both directions return exactly what the reference evaluator does: the documents
+    /// strictly below the parent, in name order, within the bounds.
+    @Test(arguments: 0..<8)
+    func groupQueriesBelowAParentMatchTheOracle(seed: Int) throws {
+        var r = RNG(state: UInt64(seed) &* 104_729 &+ 3)
+        let h = try EngineHarness()
+        let paths = ["p/a/cg/1", "p/a/cg/1/cg/2", "p/a/cg/1/x/y/cg/3", "p/a/cg/4", "p/a/x/b/cg/5", "p-/a/cg/1", "p/ab/cg/6",
+                     "p/a/cg/1/cg/2/cg/7", "cg/x", "cg/x/cg/y", "q/b/cg/8", "p/a/cgx/9", "p/a/cg/\u{0}z"]
+        _ = h.commit(paths.map { set($0, m(["n": .int(Int64($0.count))])) })
+        let docs: [QueryEvaluator.Doc] = paths.map { (path($0), m(["n": .int(Int64($0.count))])) }
+        let parents = ["p/a", "p/a/cg/1", "p/a/cg/1/cg/2", "p-/a", "cg/x", "p/a/x/b", "q/b", "z/z"]
+        let refs = paths + ["p/a/cg/0", "p/a/cg/9", "a/a/cg/a", "z/z/cg/z"]
+        var checked = 0
+        for _ in 0..<120 {
+            let parent = path(parents[Int(r.next() % UInt64(parents.count))])
+            var q = Query(target: .collectionGroup(id: "cg", parent: parent))
+            func ref() -> Value { .reference(path(refs[Int(r.next() % UInt64(refs.count))])) }
+            let ops: [Filter.Operator] = [.greaterThan, .greaterThanOrEqual, .lessThan, .lessThanOrEqual, .equal]
+            if r.next() % 2 == 0 { q.filter = .field(.documentID, ops[Int(r.next() % UInt64(ops.count))], ref()) }
+            if r.next() % 2 == 0 { q.orderBy = [Query.Order(.documentID, r.next() % 2 == 0 ? .ascending : .descending)] }
+            if r.next() % 2 == 0 { q.startAt = Query.Bound([ref()], inclusive: r.next() % 2 == 0) }
+            if r.next() % 3 == 0 { q.endAt = Query.Bound([ref()], inclusive: r.next() % 2 == 0) }
+            if r.next() % 3 == 0 { q.limit = Int(r.next() % 4) + 1 }
+            guard let valid = try? q.validated() else { continue }
+            let expected = QueryEvaluator.results(valid, over: docs).map(\.path)
+            #expect(try h.engine.runQuery(valid).documents.map(\.stored.path) == expected, "\(q)")
+            #expect(try h.engine.runQuery(valid, needFields: false).documents.map(\.stored.path) == expected, "fast path: \(q)")
+            checked += 1
+        }
+        #expect(checked > 100)
+    }
+
     /// Parses the index spec out of a FAILED_PRECONDITION message and builds it.
     func declare(from message: String, _ h: EngineHarness) throws {
         guard let start = message.firstRange(of: "\"fields\":[")?.upperBound else { throw HearthError(.internal, message) }

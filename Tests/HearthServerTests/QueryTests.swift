@@ -61,6 +61,14 @@ import Testing
         #expect(paths == ["a/b/c/d/cg/cg-doc5", "abc/123/cg/cg-doc1", "cg/cg-doc2"])
         let under = try c.request(#"{"op":"query","collectionGroup":"cg","parent":"abc/123"}"#)
         #expect(ids(under) == ["cg-doc1"])
+        // Below a parent that is itself in the group: not the parent, and `__name__` bounds within the parent.
+        try load([("abc/123/cg/cg-doc1/cg/deeper", "{}")])
+        let belowDoc = try c.request(#"{"op":"query","collectionGroup":"cg","parent":"abc/123/cg/cg-doc1"}"#)
+        #expect(ids(belowDoc) == ["deeper"], "\(belowDoc)")
+        let after = try c.request(#"{"op":"query","collectionGroup":"cg","parent":"abc/123","where":[["__name__",">","abc/123/cg/cg-doc1"]]}"#)
+        #expect(ids(after) == ["deeper"], "\(after)")
+        let count = try c.request(#"{"op":"count","collectionGroup":"cg","parent":"abc/123/cg/cg-doc1"}"#)
+        #expect(count["count"] as? Int == 1, "\(count)")
     }
 
     /// Cursors are prefixes of the normalized order; inclusivity; offset after cursors; limitToLast.
