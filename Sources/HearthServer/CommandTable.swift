@@ -5,7 +5,8 @@ import HearthProtocol
 /// docs/protocol.md lists), the fields it accepts besides `op` and `id`, how it touches data, and its handler.
 struct Command: Sendable {
     enum Access: Sendable {
-        /// Touches no documents (help, ping, unlisten, hello, index management).
+        /// Touches no documents (help, ping, unlisten, hello, index management); runs behind the connection's
+        /// own pending writes, so what it reports (a seq, stats) is never older than an answer before it.
         case meta
         /// Reads exactly the published state (gets, queries, aggregations, a listen's first snapshot): waits
         /// behind the connection's own pending writes, then runs when the snapshot gate admits it (at once,

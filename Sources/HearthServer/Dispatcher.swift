@@ -82,8 +82,10 @@ final class Dispatcher {
         guard let command = commands[op] else {
             return malformed(.invalid("unknown op \"\(op)\" (try {\"op\":\"help\"})"), id: id, session: session)
         }
-        // A read runs behind the connection's own writes: the session is woken once they are published.
-        if command.access == .read && session.pendingWrites > 0 { return .mustWait }
+        // Anything but a write runs behind the connection's own writes (the session is woken once they are
+        // published): a read sees them, and what a meta op reports (ping's and hello's seq, stats) is never
+        // older than an answer before it.
+        if command.access != .write && session.pendingWrites > 0 { return .mustWait }
         var unknown: String?
         root.forEachMember { key, _ in
             if unknown == nil, key != "op", key != "id", !command.fields.contains(key) { unknown = key }

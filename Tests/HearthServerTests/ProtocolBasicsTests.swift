@@ -166,6 +166,25 @@ import Testing
         #expect(ok["seq"] as? Int != nil)
     }
 
+    /// A ping or hello pipelined behind a write reports a seq no older than the write's: what a meta op
+    /// reports is never older than an answer before it (a ping is the barrier clients and tests use).
+    @Test func pipelinedPingAndHelloReportTheirConnectionsWrites() throws {
+        var lines = ""
+        for i in 0..<200 {
+            lines += #"{"op":"set","id":\#(i * 3),"path":"pipe/p\#(i % 7)","data":{"i":\#(i)}}"# + "\n"
+            lines += #"{"op":"ping","id":\#(i * 3 + 1)}"# + "\n"
+            lines += #"{"op":"hello","id":\#(i * 3 + 2)}"# + "\n"
+        }
+        try c.sendRaw(Array(lines.utf8))
+        var written = 0
+        for i in 0..<600 {
+            let r = try c.readObject()
+            #expect(r["id"] as? Int == i && r.isOK, "\(r)")
+            let seq = r["seq"] as? Int ?? -1
+            if i % 3 == 0 { written = seq } else { #expect(seq >= written, "answer \(i) reports seq \(seq) after a write at \(written)") }
+        }
+    }
+
     @Test func pipelinedRequestsAnswerInOrderAndReadTheirWrites() throws {
         var lines = ""
         for i in 0..<500 {
