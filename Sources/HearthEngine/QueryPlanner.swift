@@ -185,6 +185,10 @@ enum QueryPlanner {
         var fields: [String] = parts.equalities.map { "[\"\($0.0)\",\"asc\"]" }
         if let c = parts.contains { fields.append("[\"\(c.0)\",\"array-contains\"]") }
         fields += orderFields.map { "[\"\($0.field)\",\"\($0.direction.rawValue)\"]" }
+        if fields.count > IndexDefinition.maxFields {
+            return .invalid("the query needs an index of \(fields.count) fields (its equalities, array-contains and "
+                + "orderBy); an index holds at most \(IndexDefinition.maxFields)")
+        }
         let scope = q.isCollectionGroup ? "collectionGroup" : "collection"
         if let building = indexes.first(where: { $0.state == .building && $0.collectionID == collectionID
                                                  && $0.scope == (q.isCollectionGroup ? .collectionGroup : .collection)

@@ -26,19 +26,26 @@ public struct IndexDefinition: Sendable, Equatable {
         self.state = state
     }
 
+    /// Most fields an index holds (Firestore's limit).
+    public static let maxFields = 100
+
     /// Checks the shape: at least one field (two for collection scope, where one field is automatic), no
-    /// field twice, at most one array-contains field, no `__name__` except as the last field.
+    /// field twice (but a field may be both the array-contains field and an ordered one: `tags
+    /// array-contains` with `orderBy tags`), at most one array-contains field, no `__name__` (implicit).
     public func validate() throws(HearthError) {
         if let problem = ResourcePath.problem(withID: collectionID) { throw .invalid("index collection \"\(collectionID)\": \(problem)") }
         if fields.isEmpty { throw .invalid("an index needs at least one field") }
         if scope == .collection && fields.count < 2 {
             throw .invalid("single-field indexes are automatic for collection scope; declare one only with scope collectionGroup")
         }
-        if fields.count > 100 { throw .invalid("an index has at most 100 fields") }
-        var seen: [FieldPath] = []
+        if fields.count > Self.maxFields { throw .invalid("an index has at most \(Self.maxFields) fields") }
+        var seen: [(FieldPath, Bool)] = []
         for f in fields {
-            if seen.contains(f.path) { throw .invalid("index field \(f.path) appears twice") }
-            seen.append(f.path)
+            let contains = f.mode == .arrayContains
+            if seen.contains(where: { $0.0 == f.path && $0.1 == contains }) {
+                throw .invalid("index field \(f.path) appears twice\(contains ? "" : " ordered")")
+            }
+            seen.append((f.path, contains))
             if f.path.isDocumentID { throw .invalid("__name__ is implicit in every index; do not list it") }
         }
         if fields.filter({ $0.mode == .arrayContains }).count > 1 { throw .invalid("an index has at most one array-contains field") }

@@ -86,7 +86,14 @@ enum QueryHandlers {
                 throw .invalid("aggregations.\(m.key) must be {\"count\":{}}, {\"sum\":\"field\"} or {\"avg\":\"field\"}")
             }
             switch kind.key {
-            case "count": aggregations.append(.count)
+            case "count":
+                guard kind.value.kind == .object else { throw .invalid("aggregations.\(m.key).count must be {}") }
+                if let extra = kind.value.members.first(where: { _ in true })?.key {
+                    throw .invalid(extra == "upTo"
+                        ? "aggregations.\(m.key).count: upTo is not supported; give the query a limit instead"
+                        : "aggregations.\(m.key).count: unknown field \"\(extra)\" (count takes none: {})")
+                }
+                aggregations.append(.count)
             case "sum", "avg":
                 guard kind.value.kind == .string else { throw .invalid("aggregations.\(m.key).\(kind.key) must be a field path") }
                 let field: FieldPath

@@ -118,6 +118,32 @@ import Testing
         #expect(ids(again) == ids(r))
     }
 
+    /// The index a query names in its FAILED_PRECONDITION can be created, also when the array-contains field
+    /// is ordered too; a query no index could serve (more fields than an index holds) is INVALID_ARGUMENT.
+    @Test func theIndexAnErrorNamesCanBeCreated() throws {
+        try load([("tg/a", #"{"tags":["x","b"]}"#), ("tg/b", #"{"tags":["a","x"]}"#), ("tg/c", #"{"tags":["y"]}"#), ("tg/d", #"{"tags":["x"]}"#)])
+        let query = #""collection":"tg","where":[["tags","array-contains","x"]],"orderBy":[["tags","desc"]]"#
+        let missing = try c.request(#"{"op":"query",\#(query)}"#)
+        #expect(missing.errorCode == "FAILED_PRECONDITION", "\(missing)")
+        let named = #"[["tags","array-contains"],["tags","desc"]]"#
+        #expect(missing.errorMessage?.contains(named) == true, "\(missing)")
+        let created = try c.request(#"{"op":"index","action":"create","collection":"tg","fields":\#(named)}"#)
+        #expect(created.isOK, "\(created)")
+        var r: [String: Any] = [:]
+        for _ in 0..<200 {
+            r = try c.request(#"{"op":"query",\#(query)}"#)
+            if r.isOK { break }
+            Thread.sleep(forTimeInterval: 0.02)   // the index builds in the background
+        }
+        // Arrays order element by element, a prefix first: ["x","b"] > ["x"] > ["a","x"].
+        #expect(ids(r) == ["a", "d", "b"], "\(r)")
+        let twice = try c.request(#"{"op":"index","action":"create","collection":"tg","fields":[["tags","asc"],["tags","desc"]]}"#)
+        #expect(twice.errorCode == "INVALID_ARGUMENT" && twice.errorMessage?.contains("appears twice") == true, "\(twice)")
+        let order = (0..<101).map { #"["f\#($0)","asc"]"# }.joined(separator: ",")
+        let wide = try c.request(#"{"op":"query","collection":"tg","orderBy":[\#(order)]}"#)
+        #expect(wide.errorCode == "INVALID_ARGUMENT" && wide.errorMessage?.contains("at most 100") == true, "\(wide)")
+    }
+
     @Test func aggregates() throws {
         try load([("agg/a", #"{"v":1}"#), ("agg/b", #"{"v":2}"#), ("agg/c", #"{"v":2.5}"#), ("agg/d", #"{"v":"x"}"#), ("agg/e", "{}")])
         let r = try c.request(#"{"op":"aggregate","query":{"collection":"agg"},"aggregations":{"n":{"count":{}},"s":{"sum":"v"},"m":{"avg":"v"},"none":{"avg":"missing"}}}"#)
@@ -129,6 +155,12 @@ import Testing
         let ints = try c.request(#"{"op":"aggregate","query":{"collection":"agg","where":[["v","<=",2]]},"aggregations":{"s":{"sum":"v"}}}"#)
         #expect(((ints["result"] as? [String: Any])?["s"] as? Int) == 3)
         #expect(try c.request(#"{"op":"count","collection":"agg"}"#)["count"] as? Int == 5)
+        // count takes {} only: nothing is silently ignored.
+        for (spec, message) in [(#"{"upTo":2}"#, "upTo is not supported"), (#"{"bogus":true}"#, #"unknown field "bogus""#),
+                                ("[]", "must be {}"), ("null", "must be {}")] {
+            let bad = try c.request(#"{"op":"aggregate","query":{"collection":"agg"},"aggregations":{"c":{"count":\#(spec)}}}"#)
+            #expect(bad.errorCode == "INVALID_ARGUMENT" && bad.errorMessage?.contains(message) == true, "\(spec): \(bad)")
+        }
     }
 
     static let invalid: [(String, String)] = [
