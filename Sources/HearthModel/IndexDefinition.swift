@@ -45,6 +45,9 @@ public struct IndexDefinition: Sendable, Equatable {
             if seen.contains(where: { $0.0 == f.path && $0.1 == contains }) {
                 throw .invalid("index field \(f.path) appears twice\(contains ? "" : " ordered")")
             }
+            if contains && seen.contains(where: { $0.0 == f.path }) {
+                throw .invalid("index field \(f.path): its array-contains entry must come before its ordered one")
+            }
             seen.append((f.path, contains))
             if f.path.isDocumentID { throw .invalid("__name__ is implicit in every index; do not list it") }
         }

@@ -84,8 +84,9 @@ final class Dispatcher {
         }
         // Anything but a write runs behind the connection's own writes (the session is woken once they are
         // published): a read sees them, and what a meta op reports (ping's and hello's seq, stats) is never
-        // older than an answer before it.
-        if command.access != .write && session.pendingWrites > 0 { return .mustWait }
+        // older than an answer before it. `forward` is decided by the line it carries, dispatched below as if
+        // it had come on its own (so the writes a follower forwards still pipeline).
+        if command.access != .write && command.name != "forward" && session.pendingWrites > 0 { return .mustWait }
         var unknown: String?
         root.forEachMember { key, _ in
             if unknown == nil, key != "op", key != "id", !command.fields.contains(key) { unknown = key }

@@ -29,7 +29,7 @@ import HearthStorage
 /// last group, syncs SQLite's files and removes the segment. Only when the log reaches `hardLimitFactor`
 /// times `resetBytes` (the applier far behind, or a rotation that failed), on a full disk, and at the limit
 /// while the disk is nearly full, does the writer wait for the backlog, sync and empty both. At close the
-/// backlog is applied, SQLite synced and the log removed.
+/// backlog is applied, SQLite synced and the log emptied (it stays, marking the directory as a store's).
 ///
 /// Failures: a group SQLite refuses is already acknowledged, so it is never dropped. The applier stops and
 /// keeps the backlog pending (reads still see it); the next `append` asks it to try again and, if that fails

@@ -75,7 +75,11 @@ public final class SQLiteStore: DocumentStore {
         let lock = lockingDirectory ? try DataDirectoryLock(directory: directory) : nil
         let path = DataDirectory.file(Self.fileName, in: directory)
         let refusingEmpty = Self.refusalOfANewStore(path, in: directory, creating: creating)
-        if let refusingEmpty, access(path, F_OK) != 0 { throw refusingEmpty }
+        // Decided on the file when it cannot hold a database (missing, or shorter than SQLite's header):
+        // SQLite itself would delete a WAL beside an empty file at its first read, and the WAL may be all
+        // that is left of the data.
+        if let refusingEmpty, Self.fileSize(path).map({ $0 < 100 }) ?? true { throw refusingEmpty }
+        let newStore = !Self.hasCommitLog(in: directory)
         try Self.createDatabaseFile(path, in: directory)
         let connection = try SQLiteConnection(path: path, role: "writer", create: true)
         if connection.isReadOnly {
@@ -90,6 +94,9 @@ public final class SQLiteStore: DocumentStore {
             connection.closeLeavingFiles()
             throw error
         }
+        // The log marks the directory as a store's from now on: the schema it marks is synced first, so a
+        // power loss cannot leave a log beside a database without one.
+        if newStore && lockingDirectory { try connection.syncFiles() }
         let log = lockingDirectory ? try CommitLog(directory: directory) : nil
         let w = try SQLiteWriter(connection: connection, retention: retention, logged: log != nil)
         recovery = try log.map { (l) throws(HearthError) in try w.recover(from: l, directory: directory) }
@@ -126,10 +133,22 @@ public final class SQLiteStore: DocumentStore {
     /// The directory's lock, released by `close()`.
     private let lock: DataDirectoryLock?
 
-    /// Why a database without a schema must not become a new store in `directory`, or nil when it may.
-    private static func refusalOfANewStore(_ path: String, in directory: String, creating: Bool) -> HearthError? {
-        let logs = [CommitLog.fileName, CommitLog.retiredName].map { DataDirectory.file($0, in: directory) }
-        if let log = logs.first(where: { access($0, F_OK) == 0 }) {
+    /// Whether `directory` holds a commit log (which every open leaves behind: the directory held a store).
+    private static func hasCommitLog(in directory: String) -> Bool { committedLog(in: directory) != nil }
+
+    private static func committedLog(in directory: String) -> String? {
+        [CommitLog.fileName, CommitLog.retiredName].map { DataDirectory.file($0, in: directory) }.first { access($0, F_OK) == 0 }
+    }
+
+    private static func fileSize(_ path: String) -> Int? {
+        var st = stat()
+        return stat(path, &st) == 0 ? Int(st.st_size) : nil
+    }
+
+    /// Why a database without a schema must not become a new store in `directory`, or nil when it may: DATA_LOSS
+    /// when the directory held a store, NOT_FOUND when it did not and `creating` is false (`hearth check`).
+    package static func refusalOfANewStore(_ path: String, in directory: String, creating: Bool) -> HearthError? {
+        if let log = committedLog(in: directory) {
             return HearthError(.dataLoss, """
                 storage: \(path) is missing or holds no store, but \(log) shows that this data directory held one: the database \
                 lost its contents (hearth.db truncated or deleted, or hearth.db-wal damaged before its commits). \
@@ -292,7 +311,7 @@ public final class SQLiteStore: DocumentStore {
     /// Closes the connections (waiting for a running `apply` and checkpoint to finish). The writer closes last
     /// so that it checkpoints the WAL into hearth.db and removes the -wal and -shm files. Idempotent.
     public func close() {
-        // The backlog goes into SQLite, whose files are synced, and the log is removed (one that cannot be
+        // The backlog goes into SQLite, whose files are synced, and the log is emptied (one that cannot be
         // applied stays in the log for the next open).
         pipeline?.close()
         writer.withLock { w in

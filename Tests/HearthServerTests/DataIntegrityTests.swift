@@ -141,6 +141,13 @@ import Testing
             #expect(check.stderr.contains("Restore the newest backup"), "\(check.stderr)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: db)).isEmpty, "a store was created in its place")
         }
+        // Deleted rather than truncated: the same, and nothing is created.
+        try FileManager.default.removeItem(atPath: db)
+        let check = try CLIProcess.run(["check", "--data-dir", daemon.dataDir])
+        #expect(check.status == 3 && check.stderr.contains("DATA_LOSS") && check.stderr.contains("Restore the newest backup"), "\(check.stderr)")
+        let refused = try CLIProcess.run(["--port", "0", "--data-dir", daemon.dataDir], binary: DaemonProcess.binaryPath())
+        #expect(refused.status == 2 && refused.stderr.contains("is missing or holds no store"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: db))
     }
 
     /// A damaged b-tree page (not a row: the page's own structure) met by a query on a reader thread fails

@@ -139,6 +139,8 @@ import Testing
         #expect(ids(r) == ["a", "d", "b"], "\(r)")
         let twice = try c.request(#"{"op":"index","action":"create","collection":"tg","fields":[["tags","asc"],["tags","desc"]]}"#)
         #expect(twice.errorCode == "INVALID_ARGUMENT" && twice.errorMessage?.contains("appears twice") == true, "\(twice)")
+        let backwards = try c.request(#"{"op":"index","action":"create","collection":"tg","fields":[["tags","asc"],["tags","array-contains"]]}"#)
+        #expect(backwards.errorCode == "INVALID_ARGUMENT" && backwards.errorMessage?.contains("must come before") == true, "\(backwards)")
         let order = (0..<101).map { #"["f\#($0)","asc"]"# }.joined(separator: ",")
         let wide = try c.request(#"{"op":"query","collection":"tg","orderBy":[\#(order)]}"#)
         #expect(wide.errorCode == "INVALID_ARGUMENT" && wide.errorMessage?.contains("at most 100") == true, "\(wide)")

@@ -61,6 +61,28 @@ import Testing
         try Self.expectRefused(dir, "truncated, again")
     }
 
+    /// A crash, then the database file truncated: its WAL (all that is left of the commits) stays as it was.
+    /// SQLite would delete a WAL beside an empty file at its first read, so the refusal never opens it.
+    @Test func aTruncatedDatabaseBesideItsWALIsRefusedAndTheWALKept() throws {
+        let f = try StoreFixture(.sqlite)
+        defer { f.finish() }
+        var h = History()
+        for i in 0..<20 { try f.store.apply([h.put("c/d\(i)", bytes("{\"i\":\(i)}"))]) }
+        let crashed = StoreFixture.makeTemporaryDirectory()
+        defer { StoreFixture.removeTemporaryDirectory(crashed) }
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: crashed, withIntermediateDirectories: true)
+        for name in ["hearth.db-wal", CommitLog.fileName] {
+            try fm.copyItem(atPath: f.directory + "/" + name, toPath: crashed + "/" + name)
+        }
+        #expect(fm.createFile(atPath: crashed + "/hearth.db", contents: Data()))
+        let wal = try Data(contentsOf: URL(fileURLWithPath: crashed + "/hearth.db-wal"))
+        #expect(wal.count > 4096)
+        try Self.expectRefused(crashed, "truncated beside its WAL")
+        try Self.expectRefused(crashed, creating: false, "truncated beside its WAL, opened by the check")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: crashed + "/hearth.db-wal")) == wal)
+    }
+
     @Test func aDeletedDatabaseIsRefusedAndNotCreated() throws {
         let dir = try Self.closedStore()
         defer { StoreFixture.removeTemporaryDirectory(dir) }

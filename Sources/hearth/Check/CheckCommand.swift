@@ -30,9 +30,14 @@ enum CheckCommand {
     static func run(_ a: ParsedArguments) throws -> Int32 {
         let dir = a.string("data-dir") ?? "./data"
         let file = dir + "/" + SQLiteStore.fileName
-        // Opening would create an empty store: a missing one is an error here.
+        // Opening would create an empty store: a missing one is an error here (DATA_LOSS, as the daemon says,
+        // when the directory's commit log shows it held one).
         guard access(file, F_OK) == 0 else {
-            Console.error("error: no Hearth store in \(dir) (\(file) does not exist)")
+            if let lost = SQLiteStore.refusalOfANewStore(file, in: dir, creating: false), lost.code == .dataLoss {
+                Console.error("error: cannot open \(file): \(lost)")
+            } else {
+                Console.error("error: no Hearth store in \(dir) (\(file) does not exist)")
+            }
             return ExitCode.connection
         }
         let store: SQLiteStore
