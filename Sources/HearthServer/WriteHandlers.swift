@@ -90,7 +90,7 @@ enum WriteHandlers {
     /// write goes on once that is back.
     private static func submit(_ ctx: Context, _ req: Request, _ writes: [Write], nameIndexes: Bool = false,
                                _ fields: @escaping (inout JSONWriter, CommitOutcome) -> Void) throws(HearthError) {
-        let requestID = try requestID(req)
+        let requestID = try requestID(req).map { (id) throws(HearthError) in try ctx.scopedRequestID(id) }
         let write = PreparedWrite(writes: writes, nameIndexes: nameIndexes, requestID: requestID, id: req.id, op: req.op,
                                   review: ctx.commitReviewer(nameWrites: nameIndexes), timing: ctx.deferTiming(),
                                   fields: fields)

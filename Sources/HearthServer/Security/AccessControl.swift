@@ -105,6 +105,9 @@ public final class AccessControl {
     // MARK: Authentication
 
     /// The principal a token names, or UNAUTHENTICATED with why (expired, bad signature, wrong audience...).
+    /// The claim under which rules see a verified client certificate's subject.
+    static let certificateClaim = "cert_subject"
+
     func authenticate(token: String, now: Int64) -> Result<Principal, HearthError> {
         guard let verifier else {
             return .failure(HearthError(.unauthenticated, "this server verifies no tokens (it was started without --auth-secret-file or --auth-jwks)"))
@@ -112,7 +115,11 @@ public final class AccessControl {
         switch verifier.verify(token, now: now) {
         case .success(let t):
             let (until, overflow) = t.expiresAt.addingReportingOverflow(verifier.clockSkew)
-            return .success(.user(RuleAuth(uid: t.uid, token: t.claims), expiresAt: overflow ? Int64.max : until))
+            // `cert_subject` names a client certificate the TLS handshake verified (`Session.withCertificate`
+            // adds it); a token's own claim of that name is dropped, so a rule that trusts it trusts a certificate.
+            var claims = t.claims
+            claims[Self.certificateClaim] = nil
+            return .success(.user(RuleAuth(uid: t.uid, token: claims), expiresAt: overflow ? Int64.max : until))
         case .failure(let e):
             return .failure(HearthError(.unauthenticated, "token refused (\(e.reason.rawValue)): \(e.message)"))
         }

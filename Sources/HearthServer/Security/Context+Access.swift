@@ -31,6 +31,23 @@ extension Context {
         return OffLoopJudge(rules: rules, principal: session.principal, codec: engine.codec)
     }
 
+    /// A write's `requestId` as the engine and the store know it. While rules are enforced it is kept within
+    /// the identity that sent it: a retry is answered only to that identity (the answer holds what its write
+    /// read and wrote: paths, times, transform results), and one identity's ID never stands for another's
+    /// write. Anonymous connections have no identity to keep it in, so they cannot name writes then. Without
+    /// rules every client has full access, and the ID is kept as sent.
+    func scopedRequestID(_ id: String) throws(HearthError) -> String {
+        guard access.enforcing else { return id }
+        switch session.principal {
+        case .admin: return "a:" + id
+        case .user(let auth, _): return "u\(auth.uid.utf8.count):" + auth.uid + id
+        case .expired(let uid, _): return "u\(uid.utf8.count):" + uid + id   // refused before it is used
+        case .anonymous:
+            throw HearthError(.unauthenticated, "field \"requestId\" names a write within its sender's identity: "
+                + "send hello with a token first (rules are enforced)")
+        }
+    }
+
     /// The reviewer of this request's commit, nil when it is not judged.
     func commitReviewer(nameWrites: Bool) -> ((CommitReview) throws(HearthError) -> Void)? {
         guard judged else { return nil }

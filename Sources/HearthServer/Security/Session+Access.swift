@@ -23,10 +23,10 @@ extension Session {
         guard let subject = peerCertificateSubject else { return p }
         switch p {
         case .anonymous:
-            return .user(RuleAuth(uid: subject, token: MapValue([.init(key: "cert_subject", value: .string(subject)),
+            return .user(RuleAuth(uid: subject, token: MapValue([.init(key: AccessControl.certificateClaim, value: .string(subject)),
                                                                  .init(key: "sub", value: .string(subject))])), expiresAt: nil)
         case .user(var auth, let exp):
-            auth.token["cert_subject"] = .string(subject)
+            auth.token[AccessControl.certificateClaim] = .string(subject)
             return .user(auth, expiresAt: exp)
         case .expired, .admin:
             return p

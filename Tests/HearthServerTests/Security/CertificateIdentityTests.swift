@@ -36,5 +36,14 @@ import Testing
         #expect(try c.call(["op": "hello", "token": try mint.hs256(TokenMint.claims("alice"))]).isOK)
         #expect(try c.request(#"{"op":"get","path":"mine/alice"}"#).isOK)
         #expect(try c.request(#"{"op":"get","path":"reports/r1"}"#).isOK)
+        // The claim names a verified certificate only: a token's own `cert_subject` is not one, on a TLS
+        // connection (the certificate's wins) and on a plain one (dropped).
+        let claiming = try mint.hs256(TokenMint.claims("mallory", extra: ["cert_subject": TestCertificates.clientSubject]))
+        #expect(try c.call(["op": "hello", "token": try mint.hs256(TokenMint.claims("mallory", extra: ["cert_subject": "CN=other"]))]).isOK)
+        #expect(try c.request(#"{"op":"get","path":"reports/r1"}"#).isOK)
+        let plain = try DaemonProcess(extraArgs: ["--rules", rules, "--auth-secret-file", mint.secretFile])
+        let p = try plain.connect()
+        #expect(try p.call(["op": "hello", "token": claiming]).isOK)
+        #expect(try p.request(#"{"op":"get","path":"reports/r1"}"#).errorCode == "PERMISSION_DENIED")
     }
 }

@@ -107,6 +107,29 @@ import Testing
         #expect((try admin.request(#"{"op":"get","path":"notes/a3"}"#))["doc"] is NSNull)
     }
 
+    /// A `requestId` names a write within the identity that sent it: a retry is answered to that identity
+    /// alone, another identity's write with the same ID is judged and applied as its own, and anonymous
+    /// connections cannot name writes while rules are enforced.
+    @Test func aRequestIDIsKeptWithinItsSendersIdentity() throws {
+        let alice = try s.client("alice"), bob = try s.client("bob"), anon = try s.client(nil)
+        let rid = "shared-\(UUID().uuidString)"
+        let first = try alice.request(#"{"op":"update","requestId":"\#(rid)","path":"users/alice","data":{"n":{"$increment":5}}}"#)
+        #expect(first.isOK && first["duplicate"] == nil, "\(first)")
+        let retry = try alice.request(#"{"op":"update","requestId":"\#(rid)","path":"users/alice","data":{"n":{"$increment":5}}}"#)
+        #expect(retry["duplicate"] as? Bool == true && retry["seq"] as? Int == first["seq"] as? Int, "\(retry)")
+        // Bob's write to alice's document with alice's ID is judged (and denied), not answered with hers.
+        denied(try bob.request(#"{"op":"update","requestId":"\#(rid)","path":"users/alice","data":{"n":{"$increment":5}}}"#), "update")
+        // Bob's own write with the same ID is his: applied, not a duplicate.
+        let his = try bob.request(#"{"op":"update","requestId":"\#(rid)","path":"users/bob","data":{"n":1}}"#)
+        #expect(his.isOK && his["duplicate"] == nil && (his["seq"] as? Int ?? 0) > (first["seq"] as? Int ?? 0), "\(his)")
+        #expect(((try bob.request(#"{"op":"get","path":"users/bob"}"#)["doc"] as? [String: Any])?["data"] as? [String: Any])?["n"] as? Int == 1)
+        let anonymous = try anon.request(#"{"op":"create","requestId":"\#(rid)","path":"public/x","data":{}}"#)
+        #expect(anonymous.errorCode == "UNAUTHENTICATED" && anonymous.errorMessage?.contains("requestId") == true, "\(anonymous)")
+        // The admin's IDs are its own too.
+        let mine = try admin.request(#"{"op":"set","requestId":"\#(rid)","path":"public/y","data":{"v":1}}"#)
+        #expect(mine.isOK && mine["duplicate"] == nil, "\(mine)")
+    }
+
     @Test func aCommitIsRefusedWholeNamingTheWrite() throws {
         let alice = try s.client("alice")
         let r = try alice.request(#"{"op":"commit","writes":[{"op":"set","path":"notes/c1","data":{"owner":"alice","text":"ok"}},{"op":"update","path":"notes/b1","data":{"text":"taken"}}]}"#)
