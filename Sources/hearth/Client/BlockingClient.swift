@@ -199,21 +199,26 @@ final class BlockingClient {
 struct LineBuffer {
     private var bytes: [UInt8] = []
     private var start = 0
+    /// Bytes from `start` up to here hold no newline: a long line arriving in many chunks is searched once,
+    /// not again from its start after each chunk.
+    private var scanned = 0
 
     mutating func append(_ chunk: ArraySlice<UInt8>) {
-        if start > 0 && start == bytes.count { bytes.removeAll(keepingCapacity: true); start = 0 }
+        if start > 0 && start == bytes.count { bytes.removeAll(keepingCapacity: true); start = 0; scanned = 0 }
         bytes.append(contentsOf: chunk)
     }
 
     /// The next complete line without its `\n` (and one trailing `\r`), skipping blank lines.
     mutating func next() -> [UInt8]? {
-        while let nl = bytes[start...].firstIndex(of: 10) {
+        while let nl = bytes[max(start, scanned)...].firstIndex(of: 10) {
             var line = Array(bytes[start..<nl])
             start = nl + 1
+            scanned = start
             if line.last == 13 { line.removeLast() }
             if !line.allSatisfy({ $0 == 32 || $0 == 9 }) { return line }
         }
-        if start > 65536 { bytes.removeSubrange(..<start); start = 0 }
+        scanned = bytes.count
+        if start > 65536 { bytes.removeSubrange(..<start); scanned -= start; start = 0 }
         return nil
     }
 
@@ -222,6 +227,7 @@ struct LineBuffer {
         var rest = Array(bytes[start...])
         bytes.removeAll()
         start = 0
+        scanned = 0
         if rest.last == 13 { rest.removeLast() }
         return rest.allSatisfy({ $0 == 32 || $0 == 9 }) ? nil : rest
     }

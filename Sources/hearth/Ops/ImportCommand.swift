@@ -20,9 +20,13 @@ enum ImportCommand {
         about N documents a second.
         """
 
+    /// The most bytes of documents one commit carries: half the daemon's default --max-line-bytes (16 MiB), so
+    /// a batch's line stays within it with room for the largest document (1 MiB) on top.
+    static let maxBatchBytes = 8 << 20
+
     static let specs: [OptionSpec] = [
         .value("mode", "mode", "overwrite (default): set each document; create: fail on a document that exists."),
-        .value("batch", "n", "Documents per commit (default 500, at most 500)."),
+        .value("batch", "n", "Documents per commit (default 500, at most 500; a batch also ends before 8 MiB)."),
         .value("rate", "n", "At most about N documents a second (default: as fast as the daemon takes them)."),
         .flag("resume", "Go on from the checkpoint of an interrupted import of the same file."),
         .value("checkpoint", "file", "The checkpoint file (default: FILE.checkpoint)."),
@@ -63,11 +67,13 @@ enum ImportCommand {
         var lineNumber = 1
         var documents = 0
         var batch: [ImportSession.Document] = []
+        var batchBytes = 0
         let started = Clock.nanos()
-        func flush() throws {
+        func flush(endingAt end: Int) throws {
             guard !batch.isEmpty else { return }
-            try session.send(batch, endsAt: documents)
+            try session.send(batch, endsAt: end)
             batch.removeAll(keepingCapacity: true)
+            batchBytes = 0
             while session.pending >= inFlight { try session.receiveOne() }
             if let done = session.durable, let checkpoint { try checkpoint.save(done) }
             progress?.update(session.durable ?? 0)
@@ -87,10 +93,15 @@ enum ImportCommand {
                   line[d.value.lowerBound] == UInt8(ascii: "{"), line[p.value.lowerBound] == UInt8(ascii: "\"") else {
                 throw OpsError("\(path):\(lineNumber): not a document line (expected {\"path\":...,\"data\":{...},...})")
             }
+            // A commit is one request line: a batch also ends before it would outgrow `maxBatchBytes` (large
+            // documents), so that its line stays within the daemon's --max-line-bytes.
+            let bytes = line[p.value].count + line[d.value].count + 40
+            if !batch.isEmpty && batchBytes + bytes > Self.maxBatchBytes { try flush(endingAt: documents - 1) }
             batch.append(.init(path: Array(line[p.value]), data: Array(line[d.value]), line: lineNumber))
-            if batch.count >= batchSize { try flush() }
+            batchBytes += bytes
+            if batch.count >= batchSize { try flush(endingAt: documents) }
         }
-        try flush()
+        try flush(endingAt: documents)
         while session.pending > 0 { try session.receiveOne() }
         progress?.update(session.durable ?? documents, force: true)
         progress?.finish()

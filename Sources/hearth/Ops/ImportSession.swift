@@ -90,7 +90,10 @@ struct ImportSession {
 
     private func failure(_ b: Batch, _ r: ServerResponse) -> OpsError {
         let first = b.documents.first?.line ?? 0, last = b.documents.last?.line ?? 0
-        return OpsError("the batch of lines \(first)-\(last) failed: \(r.errorCode): \(r.errorMessage) (documents before line \(first) are written; the checkpoint says where to --resume)")
+        let after = durable == nil
+            ? "no batch of this run was written: fix the cause and run the same command again"
+            : "documents before line \(first) are written; the checkpoint says where to --resume"
+        return OpsError("the batch of lines \(first)-\(last) failed: \(r.errorCode): \(r.errorMessage) (\(after))")
     }
 
     static func commitLine(_ documents: [Document], op: String, id: Int) -> [UInt8] {

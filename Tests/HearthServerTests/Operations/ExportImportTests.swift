@@ -65,6 +65,28 @@ import Testing
         #expect(documentBodies(atSeq.stdout).count == 3)
     }
 
+    /// Large documents: a batch ends before its commit line would outgrow the daemon's line limit (a batch
+    /// is 8 MiB at most; 16 documents of 600 KB were one 9.6 MB line, refused here by a 9.2 MB limit as 20 of
+    /// 1 MB are by the default 16 MiB), and the export and import of them read their long lines in one pass.
+    @Test func largeDocumentsRoundTrip() throws {
+        let narrow = try DaemonProcess(extraArgs: ["--max-line-bytes", "9200000"])
+        let big = String(repeating: "x", count: 600_000)
+        let c = try source.connect()
+        for b in 0..<2 {
+            let writes = (0..<8).map { #"{"op":"set","path":"big/d\#(b * 8 + $0)","data":{"s":"\#(big)","i":\#(b * 8 + $0)}}"# }
+            #expect(try c.request(#"{"op":"commit","writes":[\#(writes.joined(separator: ","))]}"#, timeout: 60).isOK)
+        }
+        let file = dir + "/big.ndjson"
+        let exported = try hearth(source, "export", "--output", file)
+        #expect(exported.status == 0, "\(exported.stderr)")
+        let imported = try hearth(narrow, "import", file)
+        #expect(imported.status == 0 && imported.stderr.contains("16 documents written"), "\(imported.stderr)")
+        let count = try narrow.connect().request(#"{"op":"count","collection":"big"}"#)
+        #expect(count["count"] as? Int == 16, "\(count)")
+        let one = try hearth(narrow, "get", "big/d7", "--json")
+        #expect(one.status == 0 && one.stdout.contains(big), "\(one.stderr)")
+    }
+
     @Test func exportPagesAreOneSnapshotWhileWritesGoOn() throws {
         let c = try source.connect()
         let writes = (0..<50).map { ["op": "set", "path": "p/d\($0)", "data": ["v": 0]] as [String: Any] }
