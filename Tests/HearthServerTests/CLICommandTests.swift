@@ -65,6 +65,10 @@ import Testing
         #expect(data?["a"] as? Int == 1)
         #expect(data?["b"] as? Int == 3)
         #expect(data?["c"] as? Int == 9)
+        // A comma inside backticks is part of a field's name.
+        #expect(try hearth("set", "m/1", #"{"a,b":2,"c":10,"a":7}"#, "--merge-fields", "`a,b`,c").status == 0)
+        let merged = (try object(try hearth("get", "m/1", "--json").stdout)["doc"] as? [String: Any])?["data"] as? [String: Any]
+        #expect(merged?["a,b"] as? Int == 2 && merged?["c"] as? Int == 10 && merged?["a"] as? Int == 1, "\(merged ?? [:])")
 
         let add = try hearth("add", "people", #"{"name":"Grace"}"#, "--json")
         #expect(add.status == 0)
@@ -165,7 +169,10 @@ import Testing
                      ["get", "a/b", "--bogus"], ["get", "a/b", "--port", "x"], ["commit", "{}"],
                      ["set", "a/b", "{}", "--merge", "--merge-fields", "x"], ["bench", "nosuch"],
                      ["bench", "get", "--host", "10.1.2.3"], ["bench", "get", "--connections", "0"],
-                     ["send", #"{"op":"ping""#], ["send", "ping"], ["send", "[1]"], ["send", ""]] {
+                     ["send", #"{"op":"ping""#], ["send", "ping"], ["send", "[1]"], ["send", ""],
+                     // Durations beyond what the system's clocks take (they crashed the CLI).
+                     ["get", "a/b", "--timeout", "2147484"], ["top", "--interval", "5000"],
+                     ["bench", "get", "--duration", "1e12"], ["bench", "get", "--warmup", "1e12"]] {
             let r = try CLIProcess.run(args)
             #expect(r.status == 2, "\(args): \(r.stderr)")
             #expect(r.stderr.hasPrefix("Error: "), "\(args): \(r.stderr)")

@@ -93,6 +93,18 @@ import Testing
         #expect((server?["rss_bytes"] as? Int ?? 0) > 0)
     }
 
+    /// Errors are counted for the measured requests, as `requests` is; those of the warmup are shown apart.
+    @Test func benchErrorsCountTheMeasuredRequests() throws {
+        // Without the composite index every query is refused (FAILED_PRECONDITION), in the warmup too.
+        let r = try CLIProcess.run(["bench", "query", "--connections", "2", "--duration", "0.5", "--warmup", "0.5",
+                                    "--keys", "10", "--no-load"] + port + ["--json"], timeout: 120)
+        #expect(r.status == 1, "\(r.stderr)")
+        let report = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any] ?? [:]
+        let requests = report["requests"] as? Int ?? 0
+        #expect(requests > 0 && report["errors"] as? Int == requests, "\(report)")
+        #expect((report["warmup_errors"] as? Int ?? 0) > 0, "\(report)")
+    }
+
     @Test func benchGetLoadsKeysAndMeasures() throws {
         let report = try benchJSON(["get", "--requests", "2000", "--connections", "4", "--keys", "500"])
         expectSane(report, requests: 2000)

@@ -85,7 +85,7 @@ enum AdminCommands {
             Console.line(json ? r.text : "dropped index #\(id)")
         case "wait":
             let id = try indexID(args, "wait")
-            let limit = try a.double("wait-timeout", default: 600, min: 0) ?? 600
+            let limit = try a.double("wait-timeout", default: 600, min: 0, max: 7 * 86_400) ?? 600
             let admin = try AdminClient(try ConnectionOptions(a))
             let deadline = Double(Clock.nanos()) / 1e9 + limit
             while true {

@@ -17,7 +17,7 @@ enum TopCommand {
 
     static func run(_ a: ParsedArguments) throws -> Int32 {
         let options = try ConnectionOptions(a)
-        let interval = try a.double("interval", default: 1, min: 0.1) ?? 1
+        let interval = try a.double("interval", default: 1, min: 0.1, max: 3_600) ?? 1
         let admin = try AdminClient(options)
         let target = "\(options.host):\(options.port)"
         if a.flag("once") {

@@ -112,8 +112,8 @@ struct BenchOptions: Sendable {
         pipeline = try args.int("pipeline", default: 1, min: 1, max: 4096)
         threads = min(connections, try args.int("threads", default: 1, min: 1, max: 64))
         if args.string("requests") != nil { requests = try args.int("requests", default: 0, min: 1) }
-        duration = try args.double("duration", default: requests == nil ? 10 : 60, min: 0.001)!
-        warmup = try args.double("warmup", default: requests == nil ? 1 : 0)!
+        duration = try args.double("duration", default: requests == nil ? 10 : 60, min: 0.001, max: 7 * 86_400)!
+        warmup = try args.double("warmup", default: requests == nil ? 1 : 0, max: 86_400)!
         rate = try args.double("rate", default: nil, min: 0.001)
         docSize = try args.int("doc-size", default: 300, min: BenchDocuments.minimumSize, max: 16 * 1024 * 1024)
         keys = try args.int("keys", default: 10_000, min: 1, max: 1_000_000_000)

@@ -114,6 +114,7 @@ enum BenchPhase {
             outcome.result.measured += r.measured
             outcome.result.completed += r.completed
             outcome.result.errors.merge(r.errors, uniquingKeysWith: +)
+            outcome.result.warmupErrors += r.warmupErrors
             outcome.result.unanswered += r.unanswered
             outcome.result.lostConnections += r.lostConnections
             outcome.result.unexpectedLines += r.unexpectedLines

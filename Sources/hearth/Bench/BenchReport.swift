@@ -95,6 +95,7 @@ struct BenchReport {
         w.beginObject()
         for (code, n) in r.errors.sorted(by: { $0.key < $1.key }) { w.key(code); w.int(Int64(n)) }
         w.endObject()
+        w.key("warmup_errors"); w.int(Int64(r.warmupErrors))
         w.key("not_found"); w.int(Int64(r.notFound))
         w.key("unanswered"); w.int(Int64(r.unanswered))
         w.key("lost_connections"); w.int(Int64(r.lostConnections))

@@ -47,6 +47,7 @@ enum BenchRunner {
     static func describe(_ r: WorkerResult) -> String {
         var parts = r.errors.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }
         if r.unanswered > 0 { parts.append("\(r.unanswered) unanswered") }
+        if r.warmupErrors > 0 { parts.append("\(NumberText.grouped(r.warmupErrors)) more during the warmup (not measured)") }
         if let f = r.failure { parts.append(f) }
         return parts.joined(separator: ", ")
     }

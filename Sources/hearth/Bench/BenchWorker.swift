@@ -33,7 +33,10 @@ struct WorkerResult: Sendable {
     var delivery = LatencyHistogram()
     var measured = 0
     var completed = 0
+    /// Error answers to measured requests, by code (`requests` counts the same requests).
     var errors: [String: Int] = [:]
+    /// Error answers during the warmup (not measured; shown apart).
+    var warmupErrors = 0
     var unanswered = 0
     var lostConnections = 0
     var unexpectedLines = 0
@@ -169,14 +172,15 @@ final class BenchWorker: @unchecked Sendable {
     func completed(scheduled: UInt64, intended: UInt64, sentAt: UInt64, now: UInt64, kind: ResponseScanner.Kind,
                    line: UnsafeRawBufferPointer) {
         result.completed += 1
-        if scheduled >= measureStart && scheduled < measureEnd {
+        let isMeasured = scheduled >= measureStart && scheduled < measureEnd
+        if isMeasured {
             result.measured += 1
             result.latency.record(nanos: now &- intended)
             if options.rate != nil { result.service.record(nanos: now &- sentAt) }
             if now > result.lastCompletion { result.lastCompletion = now }
         }
         if kind == .error {
-            countError(line)
+            if isMeasured { countError(line) } else { result.warmupErrors += 1 }
         } else if line.count == BenchWorker.nullDoc.count && BenchWorker.isNullDoc(line) {
             result.notFound += 1
         }

@@ -55,10 +55,12 @@ struct ParsedArguments {
         return v
     }
 
-    func double(_ name: String, default def: Double?, min: Double = 0) throws(UsageError) -> Double? {
+    /// A number from `min` to `max`: give durations a `max` (a day, a week) so that their conversions to the
+    /// system's units (milliseconds in 32 bits, microseconds, nanoseconds in 64 bits) cannot overflow.
+    func double(_ name: String, default def: Double?, min: Double = 0, max: Double = 1e9) throws(UsageError) -> Double? {
         guard let text = values[name] else { return def }
-        guard let v = Double(text), v.isFinite, v >= min else {
-            throw UsageError("--\(name) must be a number of at least \(min) (got '\(text)')")
+        guard let v = Double(text), v.isFinite, v >= min, v <= max else {
+            throw UsageError("--\(name) must be a number from \(NumberText.plain(min)) to \(NumberText.plain(max)) (got '\(text)')")
         }
         return v
     }

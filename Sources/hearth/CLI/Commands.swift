@@ -1,6 +1,25 @@
 /// The `hearth` subcommands. Document subcommands build one request and hand it to `OneShot`; `shell` and
 /// `bench` have their own drivers. Every subcommand accepts `--help` and the connection options.
 enum Commands {
+    /// `a,`b,c`,d` → `a`, `` `b,c` ``, `d`: field paths split at the commas outside backticks (a backtick-quoted
+    /// name may hold a comma; a backslash escapes the next character inside one, as in a field path).
+    static func fieldPathList(_ text: String) -> [String] {
+        var out: [String] = []
+        var current = ""
+        var quoted = false, escaped = false
+        for c in text {
+            if escaped { current.append(c); escaped = false; continue }
+            switch c {
+            case "\\" where quoted: escaped = true; current.append(c)
+            case "`": quoted.toggle(); current.append(c)
+            case "," where !quoted: out.append(current); current = ""
+            default: current.append(c)
+            }
+        }
+        out.append(current)
+        return out.filter { !$0.isEmpty }
+    }
+
     static let jsonFlag = OptionSpec.flag("json", "Print the raw response line instead of readable text.")
     static let common = OptionSpec.connection + [jsonFlag]
 
@@ -15,8 +34,8 @@ enum Commands {
                    positionals: [PositionalSpec(name: "path", help: "Document path."),
                                  PositionalSpec(name: "json", help: "The data, a JSON object (typed values like {\"$timestamp\":...} and sentinels like {\"$serverTimestamp\":true} pass through).")],
                    options: [.flag("merge", "Merge the given fields into the existing document."),
-                             .value("merge-fields", "fields", "Merge only these comma-separated field paths.")] + common) { a in
-            let fields = a.string("merge-fields").map { $0.split(separator: ",").map { String($0) } }
+                             .value("merge-fields", "fields", "Merge only these comma-separated field paths (a comma inside backticks is part of a name: '`a,b`,c').")] + common) { a in
+            let fields = a.string("merge-fields").map(Self.fieldPathList)
             if let fields, fields.isEmpty { throw UsageError("--merge-fields needs at least one field path.") }
             return try OneShot.run(RequestBuilder.set(path: a.positionals[0], data: a.positionals[1], merge: a.flag("merge"),
                                                       mergeFields: fields, id: 1), a)

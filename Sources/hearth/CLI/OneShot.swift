@@ -31,7 +31,7 @@ struct ConnectionOptions {
             addresses = [(host, port)]
         }
         (host, port) = addresses[0]
-        timeout = try args.double("timeout", default: 10, min: 0.001) ?? 10
+        timeout = try args.double("timeout", default: 10, min: 0.001, max: 86_400) ?? 10
         credentials = try Credentials(args)
         tls = try TLSOptions(args)
     }

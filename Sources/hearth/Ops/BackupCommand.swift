@@ -27,9 +27,12 @@ enum BackupCommand {
         w.endObject()
         try client.send(line: w.bytes)
         let showProgress = Console.isTerminal(2) && !args.flag("json")
+        // Progress lines arrive while pages are copied, but the wait for the applier before the copy and the
+        // last sync may take minutes on a large store: the longest silence allowed is --timeout when given,
+        // else 600 s.
+        let silence = args.string("timeout") != nil ? options.timeout : max(options.timeout, 600)
         while true {
-            // Progress lines arrive while pages are copied; the last sync may take a while on a large store.
-            let response = ServerResponse(line: try client.readLine(timeout: max(options.timeout, 600)))
+            let response = ServerResponse(line: try client.readLine(timeout: silence))
             if response.isPush {
                 if showProgress, let done = response.root?["done"]?.int64, let total = response.root?["total"]?.int64 {
                     let percent = total > 0 ? Double(done) * 100 / Double(total) : 100

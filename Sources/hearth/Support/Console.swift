@@ -85,6 +85,12 @@ enum NumberText {
         return (v < 0 && scaled != 0 ? "-" : "") + text
     }
 
+    /// A limit as people write it: `0.1`, `3600`, `604800`, `1000000000` (no exponent, no trailing `.0`).
+    static func plain(_ v: Double) -> String {
+        if v == v.rounded(), v.magnitude < 1e15 { return String(Int64(v)) }
+        return "\(v)"
+    }
+
     /// Microseconds as milliseconds with 3 decimals: `1234` → `"1.234"`.
     static func millis(micros: UInt64) -> String { fixed(Double(micros) / 1000, 3) }
 
