@@ -20,6 +20,11 @@ enum ListenHandlers {
         case (nil, let q?):
             guard q.kind == .object else { throw .invalid("field \"query\" must be an object with the query op's fields") }
             let valid = try QueryDecoding.decode(q, context: "query")
+            // Snapshots carry whole documents, and a change to any field is a change (as Firestore's listeners):
+            // a projection would be silently ignored, so it is refused.
+            if valid.select != nil {
+                throw .invalid("query.select is not supported by listeners (snapshots carry whole documents); leave it out")
+            }
             target = .query(valid)
             judged = .query(valid.asQuery)
         case (nil, nil): throw .invalid("give \"path\" (a document) or \"query\"")

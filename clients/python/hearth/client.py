@@ -411,8 +411,9 @@ class Client:
 
     def listen_query(self, collection: str | None = None, *, heartbeat_ms: int | None = None,
                      **query: Any) -> QueryListener:
-        """A listener over a query (same keyword arguments as :meth:`query`); iterate it with ``async for``
-        to receive :class:`QuerySnapshot` objects. It subscribes on first use (or ``await .start()``)."""
+        """A listener over a query (the keyword arguments of :meth:`query` but ``select`` and ``offset``, which
+        the daemon refuses for listeners); iterate it with ``async for`` to receive :class:`QuerySnapshot`
+        objects. It subscribes on first use (or ``await .start()``)."""
         listener = QueryListener(self, query_fields(collection, **query), heartbeat_ms)
         return self._track(listener)  # type: ignore[return-value]
 
