@@ -43,6 +43,30 @@ class FirestoreConvertTests(unittest.TestCase):
         self.assertEqual([l["path"] for l in lines], ["users/u1", "users/u1/orders/o1"])
         self.assertEqual(lines[0]["data"]["since"], {"$timestamp": "1970-01-01T00:00:00.000001Z"})
 
+    def test_one_rest_document_on_one_line(self):
+        doc = {"name": "projects/p/databases/(default)/documents/users/u1", "fields": {"n": {"integerValue": "3"}}}
+        lines = list(convert.read_documents(json.dumps(doc) + "\n"))
+        self.assertEqual(lines, [{"path": "users/u1", "data": {"n": 3}}])
+
+    def test_nested_dump_non_finite_doubles(self):
+        lines = list(convert.read_documents('{"users":{"u1":{"score":NaN,"hi":Infinity,"lo":-Infinity,"x":1}}}'))
+        self.assertEqual(lines[0]["data"], {"score": {"$double": "NaN"}, "hi": {"$double": "Infinity"},
+                                            "lo": {"$double": "-Infinity"}, "x": 1})
+
+    def test_a_failure_writes_nothing(self):
+        import io
+        import sys as _sys
+        out, err, stdin = io.StringIO(), io.StringIO(), _sys.stdin
+        _sys.stdin, old_out, old_err = io.StringIO('{"a":{"b":{"ok":1}},"c":{"d":{"$x":1}}}'), _sys.stdout, _sys.stderr
+        _sys.stdout, _sys.stderr = out, err
+        try:
+            rc = convert.main(["firestore_to_ndjson.py", "-"])
+        finally:
+            _sys.stdin, _sys.stdout, _sys.stderr = stdin, old_out, old_err
+        self.assertEqual(rc, 1)
+        self.assertEqual(out.getvalue(), "")
+        self.assertIn("'$x'", err.getvalue())
+
     def test_dollar_keys_are_refused_with_the_document(self):
         with self.assertRaisesRegex(convert.ConversionError, r"a/b: field name '\$x'"):
             list(convert.read_documents(json.dumps({"a": {"b": {"$x": 1}}})))

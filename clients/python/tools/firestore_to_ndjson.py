@@ -27,6 +27,7 @@ Usage: firestore_to_ndjson.py INPUT.json [> OUTPUT.ndjson]    ('-' reads standar
 import base64
 import datetime
 import json
+import math
 import sys
 
 
@@ -121,6 +122,9 @@ def plain_value(v, where):
         return out
     if isinstance(v, list):
         return [plain_value(x, where) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        # JSON has no NaN or infinities (Python's json reads them): Hearth's typed form.
+        return {"$double": "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")}
     return v  # a float is written with a fraction or an exponent: Hearth reads a double
 
 
@@ -157,6 +161,9 @@ def read_documents(text):
         return rest_documents(x.get("document", x) for x in root if "name" in x.get("document", x))
     if isinstance(root, dict) and isinstance(root.get("documents"), list):
         return rest_documents(root["documents"])
+    if isinstance(root, dict) and isinstance(root.get("name"), str) and isinstance(root.get("fields", {}), dict) \
+            and "/documents/" in root["name"]:
+        return rest_documents([root])  # one REST document (NDJSON of one line)
     if isinstance(root, dict):
         return plain_documents(root)
     raise ConversionError("the input is neither Firestore REST documents nor a nested JSON dump")
@@ -169,14 +176,15 @@ def main(argv):
     text = sys.stdin.read() if argv[1] == "-" else open(argv[1], encoding="utf-8").read()
     out = sys.stdout
     try:
-        docs = list(read_documents(text))
-    except (ConversionError, KeyError, ValueError) as e:
+        # Every line is made before any is written: a document that cannot be converted leaves no output.
+        lines = [json.dumps(d, separators=(",", ":"), ensure_ascii=False, allow_nan=False) for d in read_documents(text)]
+    except (ConversionError, KeyError, ValueError, TypeError, AttributeError) as e:
         print(f"firestore_to_ndjson: {e}", file=sys.stderr)
         return 1
     out.write(json.dumps({"hearthExport": 1, "seq": 0, "scope": {}, "source": "firestore"}, separators=(",", ":")) + "\n")
-    for d in docs:
-        out.write(json.dumps(d, separators=(",", ":"), ensure_ascii=False, allow_nan=False) + "\n")
-    print(f"firestore_to_ndjson: {len(docs)} documents", file=sys.stderr)
+    for line in lines:
+        out.write(line + "\n")
+    print(f"firestore_to_ndjson: {len(lines)} documents", file=sys.stderr)
     return 0
 
 
