@@ -129,15 +129,17 @@ final class FakeConnection: @unchecked Sendable {
     }
 }
 
-/// Runs blocking work on a GCD thread: the tests' cooperative pool is small (one thread per core) and
-/// blocking it would starve the other tests running in parallel.
+/// Runs blocking work on a thread of its own: the tests' cooperative pool is small (one thread per core) and
+/// blocking it would starve the other tests running in parallel; GCD's global queue is as narrow on Linux,
+/// so several tests each blocked in a poll there (up to a minute each) would hold back the others' polls.
 func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        let thread = Thread { continuation.resume(with: Result { try body() }) }
+        thread.start()
     }
 }
 
-/// Hands a non-Sendable value from the GCD thread to the awaiting test.
+/// Hands a non-Sendable value from the blocking thread to the awaiting test.
 struct Unchecked<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
