@@ -72,7 +72,7 @@ public struct CommitRecord: Sendable, Equatable {
 /// A commit's request ID and its answer (`CommitRecord.request`).
 public struct CommitRequest: Sendable, Equatable {
     /// The client's 1 to `maxIDBytes` bytes of UTF-8, behind the scope of the identity that sent it while
-    /// rules are enforced (the server's `Context.scopedRequestID`: at most `2 * maxIDBytes + 8` bytes in all);
+    /// rules are enforced (the server's `Context.scopedRequestID`: under 1 KiB in all);
     /// unique among the commits the change log holds.
     public var id: String
     /// The answer, as the engine encoded it.

@@ -96,7 +96,6 @@ import Testing
         return nil
     }
 
-    /// Firestore's docChanges example: a=1, b=2, c=3 ordered by `order`; set b.order=4; delete c.
     /// A listener pushes whole documents: a projection, which it would ignore, is refused; and offset too.
     @Test func listenersRefuseWhatTheyCannotHonour() throws {
         let selected = try c.request(#"{"op":"listen","query":{"collection":"sel","select":["v"]}}"#)
@@ -106,6 +105,7 @@ import Testing
         #expect(try c.request(#"{"op":"ping"}"#).isOK)
     }
 
+    /// Firestore's docChanges example: a=1, b=2, c=3 ordered by `order`; set b.order=4; delete c.
     @Test func firestoreDocChangesExample() throws {
         try write(#"{"op":"commit","writes":[{"op":"set","path":"docs/a","data":{"order":1}},{"op":"set","path":"docs/b","data":{"order":2}},{"op":"set","path":"docs/c","data":{"order":3}}]}"#)
         let (sub, first) = try listen(c, #""query":{"collection":"docs","orderBy":["order"]}"#)

@@ -61,26 +61,33 @@ import Testing
         try Self.expectRefused(dir, "truncated, again")
     }
 
-    /// A crash, then the database file truncated: its WAL (all that is left of the commits) stays as it was.
-    /// SQLite would delete a WAL beside an empty file at its first read, so the refusal never opens it.
-    @Test func aTruncatedDatabaseBesideItsWALIsRefusedAndTheWALKept() throws {
+    /// The WAL and commit log of an open store holding 20 commits, copied into a new directory: the files a
+    /// crash leaves, but for the database file, which `body` makes. `body` gets the directory.
+    static func withCrashedFiles(_ body: (String) throws -> Void) throws {
         let f = try StoreFixture(.sqlite)
         defer { f.finish() }
         var h = History()
         for i in 0..<20 { try f.store.apply([h.put("c/d\(i)", bytes("{\"i\":\(i)}"))]) }
         let crashed = StoreFixture.makeTemporaryDirectory()
         defer { StoreFixture.removeTemporaryDirectory(crashed) }
-        let fm = FileManager.default
-        try fm.createDirectory(atPath: crashed, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: crashed, withIntermediateDirectories: true)
         for name in ["hearth.db-wal", CommitLog.fileName] {
-            try fm.copyItem(atPath: f.directory + "/" + name, toPath: crashed + "/" + name)
+            try FileManager.default.copyItem(atPath: f.directory + "/" + name, toPath: crashed + "/" + name)
         }
-        #expect(fm.createFile(atPath: crashed + "/hearth.db", contents: Data()))
-        let wal = try Data(contentsOf: URL(fileURLWithPath: crashed + "/hearth.db-wal"))
-        #expect(wal.count > 4096)
-        try Self.expectRefused(crashed, "truncated beside its WAL")
-        try Self.expectRefused(crashed, creating: false, "truncated beside its WAL, opened by the check")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: crashed + "/hearth.db-wal")) == wal)
+        try body(crashed)
+    }
+
+    /// A crash, then the database file truncated: its WAL (all that is left of the commits) stays as it was.
+    /// SQLite would delete a WAL beside an empty file at its first read, so the refusal never opens it.
+    @Test func aTruncatedDatabaseBesideItsWALIsRefusedAndTheWALKept() throws {
+        try Self.withCrashedFiles { crashed in
+            #expect(FileManager.default.createFile(atPath: crashed + "/hearth.db", contents: Data()))
+            let wal = try Data(contentsOf: URL(fileURLWithPath: crashed + "/hearth.db-wal"))
+            #expect(wal.count > 4096)
+            try Self.expectRefused(crashed, "truncated beside its WAL")
+            try Self.expectRefused(crashed, creating: false, "truncated beside its WAL, opened by the check")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: crashed + "/hearth.db-wal")) == wal)
+        }
     }
 
     @Test func aDeletedDatabaseIsRefusedAndNotCreated() throws {
@@ -95,26 +102,21 @@ import Testing
     /// log), with the WAL's first frame damaged as a bad sector would: SQLite then ignores the whole WAL and
     /// sees an empty database. The refusal keeps the WAL (no checkpoint, no removal at close).
     @Test func aWALDamagedBeforeItsCommitsIsRefusedAndKept() throws {
-        let f = try StoreFixture(.sqlite)
-        defer { f.finish() }
-        var h = History()
-        for i in 0..<20 { try f.store.apply([h.put("c/d\(i)", bytes("{\"i\":\(i)}"))]) }
-        let crashed = StoreFixture.makeTemporaryDirectory()
-        defer { StoreFixture.removeTemporaryDirectory(crashed) }
-        let fm = FileManager.default
-        try fm.createDirectory(atPath: crashed, withIntermediateDirectories: true)
-        // A database file with SQLite's header and no schema: what a new store's file holds before its first
-        // checkpoint.
-        let fresh = try SQLiteConnection(path: crashed + "/hearth.db", role: "test", create: true)
-        _ = try fresh.queryText("PRAGMA journal_mode = WAL")
-        fresh.close()
-        var wal = try Data(contentsOf: URL(fileURLWithPath: f.directory + "/hearth.db-wal"))
-        #expect(wal.count > 32 + 24 + 4096, "the WAL holds frames")
-        wal[32 + 24 + 100] ^= 0x80   // inside the first frame's page: its checksum no longer matches
-        try wal.write(to: URL(fileURLWithPath: crashed + "/hearth.db-wal"))
-        try fm.copyItem(atPath: f.directory + "/" + CommitLog.fileName, toPath: crashed + "/" + CommitLog.fileName)
-        try Self.expectRefused(crashed, "damaged WAL")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: crashed + "/hearth.db-wal")) == wal)
+        try Self.withCrashedFiles { crashed in
+            let walURL = URL(fileURLWithPath: crashed + "/hearth.db-wal")
+            var wal = try Data(contentsOf: walURL)
+            #expect(wal.count > 32 + 24 + 4096, "the WAL holds frames")
+            // A database file with SQLite's header and no schema: what a new store's file holds before its
+            // first checkpoint (made without the WAL beside it, which SQLite would take up or remove).
+            try FileManager.default.removeItem(at: walURL)
+            let fresh = try SQLiteConnection(path: crashed + "/hearth.db", role: "test", create: true)
+            _ = try fresh.queryText("PRAGMA journal_mode = WAL")
+            fresh.close()
+            wal[32 + 24 + 100] ^= 0x80   // inside the first frame's page: its checksum no longer matches
+            try wal.write(to: walURL)
+            try Self.expectRefused(crashed, "damaged WAL")
+            #expect(try Data(contentsOf: walURL) == wal)
+        }
     }
 
     @Test func aDirectoryThatNeverHeldAStoreGetsOne() throws {

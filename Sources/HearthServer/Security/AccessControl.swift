@@ -104,10 +104,10 @@ public final class AccessControl {
 
     // MARK: Authentication
 
-    /// The principal a token names, or UNAUTHENTICATED with why (expired, bad signature, wrong audience...).
     /// The claim under which rules see a verified client certificate's subject.
     static let certificateClaim = "cert_subject"
 
+    /// The principal a token names, or UNAUTHENTICATED with why (expired, bad signature, wrong audience...).
     func authenticate(token: String, now: Int64) -> Result<Principal, HearthError> {
         guard let verifier else {
             return .failure(HearthError(.unauthenticated, "this server verifies no tokens (it was started without --auth-secret-file or --auth-jwks)"))

@@ -38,15 +38,25 @@ extension Context {
     /// rules every client has full access, and the ID is kept as sent.
     func scopedRequestID(_ id: String) throws(HearthError) -> String {
         guard access.enforcing else { return id }
+        let uid: String
         switch session.principal {
         case .admin: return "a:" + id
-        case .user(let auth, _): return "u\(auth.uid.utf8.count):" + auth.uid + id
-        case .expired(let uid, _): return "u\(uid.utf8.count):" + uid + id   // refused before it is used
+        case .user(let auth, _): uid = auth.uid
+        case .expired(let expired, _): uid = expired   // refused before it is used
         case .anonymous:
             throw HearthError(.unauthenticated, "field \"requestId\" names a write within its sender's identity: "
                 + "send hello with a token first (rules are enforced)")
         }
+        // A token's uid holds at most 128 bytes; a certificate's subject or an impersonated uid may be longer.
+        guard uid.utf8.count <= Self.maxScopedUIDBytes else {
+            throw HearthError.invalid("field \"requestId\" cannot be kept for a uid of \(uid.utf8.count) bytes "
+                + "(at most \(Self.maxScopedUIDBytes))")
+        }
+        return "u\(uid.utf8.count):" + uid + id
     }
+
+    /// The longest uid a `requestId` is kept within (the stored key then stays under 1 KiB).
+    static let maxScopedUIDBytes = 512
 
     /// The reviewer of this request's commit, nil when it is not judged.
     func commitReviewer(nameWrites: Bool) -> ((CommitReview) throws(HearthError) -> Void)? {

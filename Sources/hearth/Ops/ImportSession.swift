@@ -91,7 +91,7 @@ struct ImportSession {
     private func failure(_ b: Batch, _ r: ServerResponse) -> OpsError {
         let first = b.documents.first?.line ?? 0, last = b.documents.last?.line ?? 0
         let after = durable == nil
-            ? "no batch of this run was written: fix the cause and run the same command again"
+            ? "no batch of this run was confirmed written, though those sent after it may have been: with --mode overwrite run the same command again; in create mode, import what remains with --mode overwrite or start from a fresh target"
             : "documents before line \(first) are written; the checkpoint says where to --resume"
         return OpsError("the batch of lines \(first)-\(last) failed: \(r.errorCode): \(r.errorMessage) (\(after))")
     }

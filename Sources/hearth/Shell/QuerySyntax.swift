@@ -48,7 +48,7 @@ enum QuerySyntax {
                 guard let n = Int(try a.word("a number after 'limit'")), n >= 0 else { throw UsageError("limit must be a whole number") }
                 limit = n
             case "select":
-                select = try a.word("fields after 'select'").split(separator: ",").map(String.init)
+                select = Commands.fieldPathList(try a.word("fields after 'select'"))
             default:
                 throw UsageError("unexpected '\(keyword)' (expected where, and, order by, limit or select)")
             }

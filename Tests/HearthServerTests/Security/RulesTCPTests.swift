@@ -128,6 +128,11 @@ import Testing
         // The admin's IDs are its own too.
         let mine = try admin.request(#"{"op":"set","requestId":"\#(rid)","path":"public/y","data":{"v":1}}"#)
         #expect(mine.isOK && mine["duplicate"] == nil, "\(mine)")
+        // An identity too long to keep IDs within (an impersonated uid; a long certificate subject) is refused.
+        let long = try s.daemon.connect()
+        #expect(try long.call(["op": "hello", "adminKey": s.adminKey, "as": ["uid": String(repeating: "u", count: 600)]]).isOK)
+        let tooLong = try long.request(#"{"op":"set","requestId":"\#(rid)","path":"users/x","data":{}}"#)
+        #expect(tooLong.errorCode == "INVALID_ARGUMENT" && tooLong.errorMessage?.contains("uid of 600 bytes") == true, "\(tooLong)")
     }
 
     @Test func aCommitIsRefusedWholeNamingTheWrite() throws {

@@ -45,6 +45,8 @@ def rest_value(v, where):
         d = v["doubleValue"]
         if isinstance(d, str):  # "NaN", "Infinity", "-Infinity"
             return {"$double": d}
+        if not math.isfinite(float(d)):  # a bare NaN or Infinity (Python's JSON reads them)
+            return plain_value(float(d), where)
         return float(d)  # written with a fraction or an exponent, so Hearth reads a double (3.0, -0.0)
     if "booleanValue" in v:
         return bool(v["booleanValue"])
