@@ -195,4 +195,14 @@ extension WireClient {
         }
         return backlog
     }
+
+    /// Asks `index list` (each ask a round trip: no sleeps) until no declared index is still being built.
+    public func waitUntilIndexesAreReady() throws {
+        for _ in 0..<10_000 {
+            let list = try request(#"{"op":"index","action":"list"}"#)
+            let states = (list["indexes"] as? [[String: Any]] ?? []).map { $0["state"] as? String ?? "" }
+            if !states.isEmpty, states.allSatisfy({ $0 == "ready" }) { return }
+        }
+        throw TestFailure("the index never became ready")
+    }
 }

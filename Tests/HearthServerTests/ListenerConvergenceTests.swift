@@ -143,7 +143,8 @@ struct AppliedView {
             i += 1
         }
         #expect(daemon.log.contains("closing slow subscriber"))
-        // The subscriber is away for longer than the usual close deadline, and back within the slow timeout.
+        // The scenario, not a wait for an event: the subscriber stays away for longer than the loop's usual
+        // close deadline (2 s), and comes back within the slow timeout (6 s).
         Thread.sleep(forTimeInterval: 3)
         var lines: [String] = []
         while let line = try? slow.readLine(timeout: 10) { lines.append(line) }

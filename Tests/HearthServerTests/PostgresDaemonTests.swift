@@ -26,7 +26,7 @@ import Testing
         #expect(conflict.errorCode == "ALREADY_EXISTS", "\(conflict)")
         // A composite index: its declaration and entries are stored in PostgreSQL with the commits that make them.
         #expect(try c.request(#"{"op":"index","action":"create","collection":"calls","fields":[["customer","asc"],["day","desc"]]}"#).isOK)
-        try Self.waitUntilIndexesAreReady(c)
+        try c.waitUntilIndexesAreReady()
         let query = #"{"op":"query","collection":"calls","where":[["customer","==","c1"]],"orderBy":[["day","desc"]]}"#
         let q = try c.request(query)
         #expect((q["docs"] as? [[String: Any]])?.map { $0["id"] as? String } == ["b", "a"], "\(q)")
@@ -95,16 +95,6 @@ import Testing
             }
         }
         restarted.stop()
-    }
-
-    /// Polls `index list` (each poll a round trip) until no index is still being built.
-    static func waitUntilIndexesAreReady(_ c: WireClient) throws {
-        for _ in 0..<10_000 {
-            let list = try c.request(#"{"op":"index","action":"list"}"#)
-            let states = (list["indexes"] as? [[String: Any]] ?? []).map { $0["state"] as? String ?? "" }
-            if !states.isEmpty, states.allSatisfy({ $0 == "ready" }) { return }
-        }
-        throw TestFailure("the index never became ready")
     }
 
     @Test func aSecondDaemonOnTheSameSchemaJoinsAsAFollower() throws {

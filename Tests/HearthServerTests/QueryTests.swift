@@ -98,13 +98,7 @@ import Testing
         #expect(missing.errorMessage?.contains(#"[["customerId","asc"],["callDate","desc"]]"#) == true, "\(missing)")
         let created = try c.request(#"{"op":"index","action":"create","collection":"calls","fields":[["customerId","asc"],["callDate","desc"]]}"#)
         #expect(created.isOK, "\(created)")
-        var ready = false
-        for _ in 0..<100 where !ready {
-            let list = try c.request(#"{"op":"index","action":"list"}"#)
-            ready = ((list["indexes"] as? [[String: Any]]) ?? []).contains { $0["state"] as? String == "ready" }
-            if !ready { Thread.sleep(forTimeInterval: 0.02) }
-        }
-        #expect(ready)
+        try c.waitUntilIndexesAreReady()
         let r = try c.request(#"{"op":"query",\#(query)}"#)
         #expect(ids(r).count == 3, "\(r)")
         let explain = try c.request(#"{"op":"explain",\#(query)}"#)
@@ -129,12 +123,8 @@ import Testing
         #expect(missing.errorMessage?.contains(named) == true, "\(missing)")
         let created = try c.request(#"{"op":"index","action":"create","collection":"tg","fields":\#(named)}"#)
         #expect(created.isOK, "\(created)")
-        var r: [String: Any] = [:]
-        for _ in 0..<200 {
-            r = try c.request(#"{"op":"query",\#(query)}"#)
-            if r.isOK { break }
-            Thread.sleep(forTimeInterval: 0.02)   // the index builds in the background
-        }
+        try c.waitUntilIndexesAreReady()
+        let r = try c.request(#"{"op":"query",\#(query)}"#)
         // Arrays order element by element, a prefix first: ["x","b"] > ["x"] > ["a","x"].
         #expect(ids(r) == ["a", "d", "b"], "\(r)")
         let twice = try c.request(#"{"op":"index","action":"create","collection":"tg","fields":[["tags","asc"],["tags","desc"]]}"#)
