@@ -95,9 +95,21 @@ package enum PostgresSchema {
         \(fenceFunction)
         """
 
+    /// What a node knows of the store it served in a schema before (`PostgresStoreRecords`): its history ID,
+    /// the database's name and the file that recorded them, for the refusal's words.
+    struct Expected {
+        let history: UInt64
+        let database: String
+        let recordedIn: String
+    }
+
     /// Creates the schema and its tables when missing, or checks (and migrates) them, under an advisory lock so
-    /// that nodes starting together create it once.
-    static func prepare(_ c: PGConnection, schema: String) throws(HearthError) {
+    /// that nodes starting together create it once; returns the store's history ID.
+    ///
+    /// With `expected` (this node served a store here before) nothing is created: a schema that is missing,
+    /// holds no Hearth tables or holds another history is refused with DATA_LOSS, as the store was lost.
+    @discardableResult
+    static func prepare(_ c: PGConnection, schema: String, expected: Expected? = nil) throws(HearthError) -> UInt64 {
         let quoted = PGConnection.quoteIdentifier(schema)
         try c.exec("BEGIN", "starting the schema check")
         c.pin()   // every statement below in this transaction, or none
@@ -108,17 +120,27 @@ package enum PostgresSchema {
             // CREATE SCHEMA IF NOT EXISTS needs the database's CREATE privilege even when the schema exists:
             // an operator may have created it and granted it to a role that has no such privilege.
             let exists = try c.query("SELECT count(*) FROM pg_namespace WHERE nspname = $1", [.string(schema)], "looking for schema \(schema)")
-            if exists.int64(0, 0) == 0 { try c.exec("CREATE SCHEMA \(quoted)", "creating schema \(schema)") }
+            if exists.int64(0, 0) == 0 {
+                if let expected { throw lost(schema, expected, found: "is missing: it was dropped or renamed") }
+                try c.exec("CREATE SCHEMA \(quoted)", "creating schema \(schema)")
+            }
             let tables = try c.query("SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename = 'hearth_meta'",
                                      [.string(schema)], "looking for hearth_meta")
+            let history: UInt64
             if tables.int64(0, 0) == 0 {
+                if let expected { throw lost(schema, expected, found: "has no Hearth tables: they were dropped") }
                 try c.exec(create, "creating the tables")
-                let history = Int64.random(in: 1...Int64.max)
-                try c.query("INSERT INTO hearth_meta VALUES (1, $1, $2, 0, 0, 0, 0)", [.int8(version), .int8(history)], "creating the meta row")
+                let made = Int64.random(in: 1...Int64.max)
+                try c.query("INSERT INTO hearth_meta VALUES (1, $1, $2, 0, 0, 0, 0)", [.int8(version), .int8(made)], "creating the meta row")
+                history = UInt64(made)
             } else {
-                let found = try c.query("SELECT schema_version FROM hearth_meta WHERE id = 1", [], "reading the schema version")
+                let found = try c.query("SELECT schema_version, history_id FROM hearth_meta WHERE id = 1", [], "reading the schema version")
                 guard found.count == 1 else {
                     throw HearthError(.internal, "storage: schema \(schema) has a hearth_meta table without its row; it is not a Hearth store")
+                }
+                history = UInt64(bitPattern: found.int64(0, 1))
+                if let expected, expected.history != history {
+                    throw lost(schema, expected, found: "holds another store (history \(history)): it was dropped and made again")
                 }
                 let v = found.int64(0, 0)
                 if v > version {
@@ -148,9 +170,15 @@ package enum PostgresSchema {
                 try c.exec(fenceFunction, "defining hearth_fence")
             }
             try c.exec("COMMIT", "committing the schema")
+            return history
         } catch {
             c.rollBack()
             throw error
         }
+    }
+
+    /// The refusal to open a schema whose store this node served and which is no longer there.
+    static func lost(_ schema: String, _ expected: Expected, found: String) -> HearthError {
+        HearthError(.dataLoss, "storage: schema \(schema) of database \(expected.database) \(found); this node served the store there before (history \(expected.history), recorded in \(expected.recordedIn)), whose documents are not there. Nothing was created. Restore the schema (pg_restore of a pg_dump --schema=\(schema)) or name where it went (--postgres-schema); to start a new, empty store in its place, remove its line from \(expected.recordedIn)")
     }
 }

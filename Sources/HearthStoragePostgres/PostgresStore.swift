@@ -36,16 +36,20 @@ public final class PostgresStore: ClusterStore, StoreAdministration, @unchecked 
     ///
     /// With `clustered` the store is one node's of several (`ClusterStore`): it writes only while it is the
     /// elected committer (`campaign`), and never takes the lock on its own.
+    ///
+    /// With `records` (the node's data directory, `PostgresStoreRecords`), a schema where this node served a
+    /// store before must still hold that store: missing, emptied or made again, it is refused with DATA_LOSS
+    /// and nothing is created. A store opened for the first time is recorded there.
     public convenience init(dsn: String, schema: String = PostgresStore.defaultSchema, retention: RetentionPolicy = .default,
-                            lockingSchema: Bool = true, clustered: Bool = false) throws(HearthError) {
+                            lockingSchema: Bool = true, clustered: Bool = false, records: PostgresStoreRecords? = nil) throws(HearthError) {
         try self.init(dsn: dsn, schema: schema, retention: retention, lockingSchema: lockingSchema && !clustered,
-                      retentionPageSize: PostgresWriter.defaultPageSize, clustered: clustered)
+                      retentionPageSize: PostgresWriter.defaultPageSize, clustered: clustered, records: records)
     }
 
     /// Tests: `retentionPageSize` is how many of the oldest commits the writer reads at a time to prune from
     /// (`PostgresWriter`); a small one makes pruning cross pages.
     package init(dsn: String, schema: String, retention: RetentionPolicy, lockingSchema: Bool,
-                 retentionPageSize: Int, clustered: Bool = false) throws(HearthError) {
+                 retentionPageSize: Int, clustered: Bool = false, records: PostgresStoreRecords? = nil) throws(HearthError) {
         guard !schema.isEmpty, schema.utf8.count <= 63, !schema.utf8.contains(0) else {
             throw HearthError(.invalidArgument, "storage: \"\(schema)\" is not a PostgreSQL schema name (1 to 63 bytes)")
         }
@@ -57,7 +61,16 @@ public final class PostgresStore: ClusterStore, StoreAdministration, @unchecked 
         // A commit must be flushed before it is acknowledged: `synchronous_commit` is raised to `on` when the
         // role or database lowered it (`off`, `local`), and a stronger setting (`remote_apply`…) is kept.
         let w = try PGConnection(dsn: dsn, role: "writer", setup: setup + "; SELECT set_config('synchronous_commit', 'on', false) WHERE current_setting('synchronous_commit') IN ('off', 'local')")
-        try PostgresSchema.prepare(w, schema: schema)
+        if var records {
+            let database = try w.query("SELECT current_database()", [], "reading the database's name").text(0, 0)
+            let expected = records.history(database: database, schema: schema).map {
+                PostgresSchema.Expected(history: $0, database: database, recordedIn: records.path)
+            }
+            let history = try PostgresSchema.prepare(w, schema: schema, expected: expected)
+            try records.record(history: history, database: database, schema: schema)
+        } else {
+            try PostgresSchema.prepare(w, schema: schema)
+        }
         writer = Locked(try PostgresWriter(connection: w, schema: schema, retention: retention, lockingNow: lockingSchema,
                                            clustered: clustered, pageSize: retentionPageSize))
         reader = Locked(try PGConnection(dsn: dsn, role: "reader", setup: setup + "; SET default_transaction_read_only TO on"))

@@ -276,7 +276,10 @@ do {
     if let postgresDSN {
         // The node's own directory is locked as the embedded store's is: one daemon per data directory.
         nodeLock = try DataDirectoryLock.creating(config.dataDir)
-        let postgres = try PostgresStore(dsn: postgresDSN, schema: postgresSchema, retention: retention, clustered: true)
+        // The stores this node served are recorded in its directory: one that is gone is refused, not recreated.
+        let records = try PostgresStoreRecords(directory: config.dataDir)
+        let postgres = try PostgresStore(dsn: postgresDSN, schema: postgresSchema, retention: retention, clustered: true,
+                                         records: records)
         let seq = try postgres.lastSeq()
         let node = config.cluster!.node
         logger.info("store: PostgreSQL at \(postgres.serverDescription), schema \(postgresSchema), seq \(seq); node \(node.name)\(node.address.map { " advertised at \($0)" } ?? " (not advertised)")")

@@ -119,6 +119,37 @@ import Testing
         #expect(beyond.errorCode == "FAILED_PRECONDITION" && beyond.errorMessage?.contains("beyond the database's last seq") == true, "\(beyond)")
     }
 
+    /// A node records the store it serves in its data directory; when the schema is later dropped, the daemon
+    /// refuses to start with DATA_LOSS instead of serving a new, empty store under the old name, and creates
+    /// nothing. Removing the record is how an operator starts a new store there.
+    @Test func aDroppedSchemaIsRefusedNotReplacedByAnEmptyStore() throws {
+        defer { try? PostgresTestCluster.dropSchema(schema) }
+        let dataDir = NSTemporaryDirectory() + "hearth-test-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: dataDir) }
+        let d = try daemon(dataDir: dataDir)
+        #expect(try d.connect().request(#"{"op":"set","path":"c/kept","data":{"x":1}}"#).isOK)
+        d.stop()
+        let records = dataDir + "/postgres-stores"
+        #expect((try? String(contentsOfFile: records, encoding: .utf8))?.contains(" \(schema)\n") == true)
+
+        try PostgresTestCluster.dropSchema(schema)
+        let args = ["--port", "0", "--data-dir", dataDir, "--postgres", try PostgresTestCluster.dsn(), "--postgres-schema", schema]
+        let refused = try DaemonProcess.runToExit(args)
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("cannot start: storage: schema \(schema) of database postgres is missing: it was dropped or renamed"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("remove its line from \(records)"), "\(refused.stderr)")
+        // Nothing was created: the schema is still missing.
+        try PostgresTestCluster.exec(schema: "public", "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = '\(schema)') THEN RAISE EXCEPTION 'schema created'; END IF; END $$")
+
+        // The operator means to start anew: without the record, a new store starts, and is recorded in turn.
+        try FileManager.default.removeItem(atPath: records)
+        let fresh = try daemon(dataDir: dataDir)
+        let c = try fresh.connect()
+        #expect(try c.request(#"{"op":"get","path":"c/kept"}"#)["doc"] is NSNull)
+        fresh.stop()
+        #expect((try? String(contentsOfFile: records, encoding: .utf8))?.contains(" \(schema)\n") == true)
+    }
+
     @Test func whatCannotWorkIsRefusedAtStart() throws {
         let dataDir = NSTemporaryDirectory() + "hearth-test-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: dataDir) }

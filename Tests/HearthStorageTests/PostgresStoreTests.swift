@@ -55,6 +55,84 @@ import Testing
         }
     }
 
+    /// With a node's records, a schema whose store the node served must still hold it: renamed away, emptied of
+    /// its tables, or dropped and made again by a node that never served it, it is refused with DATA_LOSS and
+    /// nothing is created; renamed back, it is served again.
+    @Test func aLostSchemaIsRefusedWithTheNodesRecords() throws {
+        let dsn = try PostgresTestCluster.dsn()
+        let schema = PostgresTestCluster.freshSchema(), renamed = PostgresTestCluster.freshSchema()
+        let dir = NSTemporaryDirectory() + "hearth-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
+        defer {
+            try? PostgresTestCluster.dropSchema(schema)
+            try? PostgresTestCluster.dropSchema(renamed)
+            try? FileManager.default.removeItem(atPath: dir)
+        }
+        func open() throws(HearthError) -> PostgresStore {
+            try PostgresStore(dsn: dsn, schema: schema, records: try PostgresStoreRecords(directory: dir))
+        }
+        func refusal(_ expected: String) throws {
+            let refused = thrownError { () throws(HearthError) in _ = try open() }
+            #expect(refused?.code == .dataLoss, "\(String(describing: refused))")
+            #expect(refused?.message.contains("schema \(schema) of database postgres \(expected)") == true, "\(String(describing: refused))")
+            #expect(refused?.message.contains("recorded in \(dir)/postgres-stores") == true, "\(String(describing: refused))")
+        }
+        func absent(_ name: String) throws {
+            try PostgresTestCluster.exec(schema: "public", "DO $$ BEGIN IF EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = '\(name)') THEN RAISE EXCEPTION 'schema \(name) exists'; END IF; END $$")
+        }
+        var h = History()
+        let first = try open()
+        try first.apply([h.put("c/a", bytes("1"))])
+        let history = try first.historyID()
+        first.close()
+        #expect(try PostgresStoreRecords(directory: dir).history(database: "postgres", schema: schema) == history)
+
+        try PostgresTestCluster.exec(schema: "public", "ALTER SCHEMA \"\(schema)\" RENAME TO \"\(renamed)\"")
+        try refusal("is missing: it was dropped or renamed")
+        try absent(schema)
+        try PostgresTestCluster.exec(schema: "public", "ALTER SCHEMA \"\(renamed)\" RENAME TO \"\(schema)\"")
+        let back = try open()
+        #expect(try back.get(path("c/a"))?.data == bytes("1"))
+        back.close()
+
+        // Dropped and made again by a store that never served it (another node, or a node with new records).
+        try PostgresTestCluster.dropSchema(schema)
+        let other = try PostgresStore(dsn: dsn, schema: schema)
+        let otherHistory = try other.historyID()
+        other.close()
+        try refusal("holds another store (history \(otherHistory)): it was dropped and made again")
+
+        try PostgresTestCluster.exec(schema: schema, "DROP TABLE hearth_meta CASCADE")
+        try refusal("has no Hearth tables: they were dropped")
+    }
+
+    /// The records' file keeps any database and schema name, and says which line it cannot read.
+    @Test func storeRecordsKeepAnyNameAndRefuseAMalformedFile() throws {
+        let dir = NSTemporaryDirectory() + "hearth-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let names = ["hearth", "a b", "x%41", "é\ny", "%", "-_.", "\t"]
+        var records = try PostgresStoreRecords(directory: dir)
+        for (i, name) in names.enumerated() {
+            try records.record(history: UInt64(i + 1), database: "db " + name, schema: name)
+        }
+        try records.record(history: 99, database: "db hearth", schema: "hearth")   // replaces the first
+        let read = try PostgresStoreRecords(directory: dir)
+        for (i, name) in names.enumerated() {
+            #expect(read.history(database: "db " + name, schema: name) == (i == 0 ? 99 : UInt64(i + 1)), "\(name.debugDescription)")
+        }
+        #expect(read.history(database: "db hearth", schema: "a b") == nil)
+        let text = try String(contentsOfFile: dir + "/postgres-stores", encoding: .utf8)
+        #expect(text.contains("\n99 db%20hearth hearth\n"), "\(text)")
+        #expect(!FileManager.default.fileExists(atPath: dir + "/postgres-stores.partial"))
+
+        for bad in ["7 only-two", "x db schema", "7 db sch%4", "7 db sch%zz", "7 db a b", "-1 db s"] {
+            try (text + bad + "\n").write(toFile: dir + "/postgres-stores", atomically: false, encoding: .utf8)
+            let refused = thrownError { () throws(HearthError) in _ = try PostgresStoreRecords(directory: dir) }
+            #expect(refused?.message.contains("postgres-stores line \(text.split(separator: "\n", omittingEmptySubsequences: false).count) is not") == true, "\(bad): \(String(describing: refused))")
+        }
+    }
+
     @Test func aSchemaWrittenByANewerVersionIsRefused() throws {
         let f = try StoreFixture(.postgres)
         defer { f.finish() }
