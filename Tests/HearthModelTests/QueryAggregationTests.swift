@@ -19,13 +19,36 @@ import Testing
         #expect(Self.sum([.int(.max), 1]) == .double(Double(Int64.max) + 1))
         #expect(Self.sum([.int(.max), .int(.max)]) == .double(2 * Double(Int64.max)))
         #expect(Self.sum([.int(.min), -1]) == .double(Double(Int64.min) - 1))
-        // Once a double, it stays a double even if later values would fit an integer again.
-        #expect(Self.sum([.int(.max), 1, .int(.min)]) == .double(Double(Int64.max) + 1 + Double(Int64.min)))
+        // Integers are summed exactly: the result is an integer when the sum fits, whatever the order and the
+        // partial sums on the way (Firestore: "a 64-bit integer if all aggregated numbers are integers and the sum
+        // result does not overflow").
+        #expect(Self.sum([.int(.max), 1, .int(.min)]) == .int(0))
+        #expect(Self.sum([1, .int(.min), .int(.max)]) == .int(0))
+        #expect(Self.sum([.int(.max), .int(.max), .int(.min), .int(.min)]) == .int(-2))
         #expect(Self.sum([.int(.max), .int(.min)]) == .int(-1))
+        // Past Int64, the exact sum rounded once: not a running double that lost the small terms.
+        #expect(Self.sum([.int(.max), .int(.max), 2, -1]) == .double(Double(Int128(Int64.max) * 2 + 1)))
+        // A double makes the result a double: the integers' exact sum plus the doubles.
+        #expect(Self.sum([.int(.max), 1, .int(.min), 0.5]) == .double(0.5))
+        #expect(Self.sum([0.5, .int(.max), 1, .int(.min)]) == .double(0.5))
         // Non-numeric values are skipped.
         #expect(Self.sum(["1", true, .null, [1], ["a": 1], 4]) == .int(4))
         #expect(Self.sum(["x"]) == .int(0))
         #expect(AggregateEvaluator.sum(["x", 1, 2.0]).count == 2)
+    }
+
+    /// The same values in any order give the same sum when they are integers (exact), and the same type always.
+    @Test func sumOfIntegersDoesNotDependOnTheirOrder() {
+        var rng = SystemRandomNumberGenerator()
+        let big: [Int64] = [.max, .min, .max - 1, .min + 1, 1 << 62, -(1 << 62), 1, -1, 0]
+        for _ in 0..<500 {
+            let values: [Value] = (0..<Int.random(in: 1...8, using: &rng)).map { _ in .int(big.randomElement(using: &rng)!) }
+            let exact = values.reduce(Int128(0)) { if case .int(let i) = $1 { return $0 + Int128(i) } else { return $0 } }
+            let expected: Value = Int64(exactly: exact).map(Value.int) ?? .double(Double(exact))
+            for _ in 0..<4 {
+                #expect(Self.sum(values.shuffled(using: &rng)) == expected, "\(values)")
+            }
+        }
     }
 
     @Test func sumPropagatesNaNAndInfinities() {

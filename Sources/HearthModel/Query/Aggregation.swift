@@ -7,9 +7,10 @@ public enum Aggregation: Sendable, Hashable {
 
 /// Firestore's aggregation rules, over the documents a query returns (after cursors, offset and limit):
 /// - `count`: the number of documents, as an integer;
-/// - `sum`: numeric values only (others and missing fields are skipped); an integer while every input is an
-///   integer and the running sum does not overflow Int64, else a double (from the first double input or the
-///   overflowing step on); the sum of nothing is integer 0; NaN propagates; +inf + -inf is NaN;
+/// - `sum`: numeric values only (others and missing fields are skipped); an integer when every input is an
+///   integer and the sum fits Int64 (whatever the partial sums on the way: the integers are summed exactly), else
+///   a double: the exact integer sum as a double plus the doubles' sum, so the integers' order never changes the
+///   result; the sum of nothing is integer 0; NaN propagates; +inf + -inf is NaN;
 /// - `avg`: a double (the sum as a double over the number of numeric values); null when there are none.
 public enum AggregateEvaluator {
     /// Runs the query (without projection) and computes each aggregation over its results, in order.
@@ -39,9 +40,10 @@ public enum AggregateEvaluator {
         return (acc.value, acc.count)
     }
 
-    /// Integer while possible, double after the first double input or integer overflow.
+    /// The integers summed exactly (128 bits cannot overflow with fewer than 2^64 of them) and the doubles
+    /// apart: an integer when there were no doubles and the sum fits Int64, else the two as one double.
     struct Accumulator {
-        var int: Int64 = 0
+        var int: Int128 = 0
         var double: Double? = nil
         var count = 0
 
@@ -49,18 +51,20 @@ public enum AggregateEvaluator {
             switch v {
             case .int(let i):
                 count += 1
-                if let d = double { double = d + Double(i); return }
-                let (r, overflow) = int.addingReportingOverflow(i)
-                if overflow { double = Double(int) + Double(i) } else { int = r }
+                int += Int128(i)
             case .double(let x):
                 count += 1
-                double = (double ?? Double(int)) + x
+                double = (double ?? 0) + x
             default:
                 break
             }
         }
 
-        var value: Value { double.map(Value.double) ?? .int(int) }
-        var asDouble: Double { double ?? Double(int) }
+        var value: Value {
+            if double == nil, let exact = Int64(exactly: int) { return .int(exact) }
+            return .double(asDouble)
+        }
+
+        var asDouble: Double { Double(int) + (double ?? 0) }
     }
 }
