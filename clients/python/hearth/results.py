@@ -44,13 +44,60 @@ class Document:
                    create_time=_time(wire, "createTime"), update_time=_time(wire, "updateTime"))
 
     def get(self, field_path: str, default: Any = None) -> Any:
-        """The value at a dotted field path (``"address.city"``), or ``default`` when absent."""
+        """The value at a dotted field path (``"address.city"``), or ``default`` when absent.
+
+        Backticks quote a segment holding dots or other characters (``"`first.name`"``, ``"`a.b`.c"``; a
+        backslash escapes a backtick or a backslash inside), as in the protocol's field paths. A malformed
+        path raises ``ValueError``.
+        """
         node: Any = self.data
-        for part in field_path.split("."):
+        for part in split_field_path(field_path):
             if not isinstance(node, dict) or part not in node:
                 return default
             node = node[part]
         return node
+
+
+def split_field_path(text: str) -> list[str]:
+    """The segments of a dotted field path, with backtick-quoted segments unquoted (the server's rule:
+    ``a.b`` is two segments, ``"`a.b`"`` one, ``"`a\\`b`"`` is ``a`b``). Raises ``ValueError`` naming what is
+    wrong: an empty segment, an unclosed backtick, text around a quoted segment."""
+    segments: list[str] = []
+    current: list[str] = []
+    quoted = was_quoted = False
+    chars = iter(text)
+    for c in chars:
+        if quoted:
+            if c == "\\":
+                nxt = next(chars, None)
+                if nxt is None:
+                    raise ValueError(f"field path {text!r} ends inside an escape")
+                current.append(nxt)
+            elif c == "`":
+                quoted = False
+            else:
+                current.append(c)
+        elif c == "`":
+            if current or was_quoted:
+                raise ValueError(f"field path {text!r} has a backtick inside a segment")
+            quoted = was_quoted = True
+        elif c == ".":
+            if not current and not was_quoted:
+                raise ValueError(f"field path {text!r} has an empty segment")
+            segments.append("".join(current))
+            current, was_quoted = [], False
+        else:
+            if was_quoted:
+                raise ValueError(f"field path {text!r} has text after a closing backtick")
+            current.append(c)
+    if quoted:
+        raise ValueError(f"field path {text!r} has an unclosed backtick")
+    if not current and not was_quoted:
+        raise ValueError(f"field path {text!r} has an empty segment")
+    segments.append("".join(current))
+    if any(not seg for seg in segments):
+        raise ValueError(f"field path {text!r} has an empty segment")
+    return segments
 
 
 @dataclass

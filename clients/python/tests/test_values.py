@@ -87,6 +87,25 @@ class EncodingTest(unittest.TestCase):
             decode({"$mystery": 1})
 
 
+class FieldPathTest(unittest.TestCase):
+    """Document.get reads field paths as the server does: dots split, backticks quote, backslash escapes."""
+
+    def test_quoted_segments(self) -> None:
+        from hearth.results import split_field_path
+        doc = hearth.Document(path="c/d", id="d", data={"a.b": 1, "a": {"b": 2, "c.d": {"e": 3}}, "x`y": 4, "w\\z": 5})
+        self.assertEqual(doc.get("a.b"), 2)
+        self.assertEqual(doc.get("`a.b`"), 1)
+        self.assertEqual(doc.get("a.`c.d`.e"), 3)
+        self.assertEqual(doc.get("`x\\`y`"), 4)
+        self.assertEqual(doc.get("`w\\\\z`"), 5)
+        self.assertIsNone(doc.get("`a.b`.c"))
+        self.assertEqual(doc.get("missing", "dflt"), "dflt")
+        self.assertEqual(split_field_path("`~*/[]`.b_1"), ["~*/[]", "b_1"])
+        for bad in ["", "a.", ".a", "a..b", "`a", "`a`b", "a`b`", "``", "`a\\", "a.``"]:
+            with self.assertRaises(ValueError, msg=bad):
+                doc.get(bad)
+
+
 class RoundTripTest(HearthTestCase):
     async def roundtrip(self, value):
         path = f"{self.coll}/d"
