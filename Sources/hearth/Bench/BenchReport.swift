@@ -39,7 +39,7 @@ struct BenchReport {
             if let cpu = serverCPU, let end = main.serverEnd {
                 lines.append("  server      pid \(pid): \(NumberText.fixed(cpu.percent, 1))% CPU (\(NumberText.fixed(cpu.seconds, 2)) s in \(NumberText.fixed(main.sampledWall, 2)) s, \(perRequest(cpu.seconds)) µs per request), RSS \(NumberText.mebibytes(end.rssBytes)) (peak \(NumberText.mebibytes(end.peakRSSBytes)))")
             } else {
-                lines.append("  server      pid \(pid): /proc not readable")
+                lines.append("  server      pid \(pid): gone by the end of the run (exited), or /proc not readable")
             }
         } else {
             lines.append("  server      not found on this machine (pass --server-pid for CPU and RSS)")

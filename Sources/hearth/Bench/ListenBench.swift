@@ -121,7 +121,7 @@ final class ListenBench {
           writes      \(NumberText.grouped(writes)) in \(o.duration) s = \(NumberText.grouped(Int(Double(writes) / o.duration))) /s
           deliveries  \(NumberText.grouped(deliveries)) = \(NumberText.grouped(Int(Double(deliveries) / o.duration))) /s
           delivery    p50 \(us(50))  p90 \(us(90))  p99 \(us(99))  max \(us(100)) ms (\(redis ? "publish sent" : "commit") -> received)
-          server      \(serverPID.map { "pid \($0): \(NumberText.fixed(cpu / o.duration * 100, 1))% CPU, RSS \(mib(after?.rssBytes)) MiB" } ?? "not found")
+          server      \(serverPID.map { pid in after == nil ? "pid \(pid): gone by the end of the run (exited), or /proc not readable" : "pid \(pid): \(NumberText.fixed(cpu / o.duration * 100, 1))% CPU, RSS \(mib(after?.rssBytes)) MiB" } ?? "not found")
         """
         if o.json {
             var r = WorkloadReport(o, port: port, connections: o.connections, requests: writes, errors: [:])

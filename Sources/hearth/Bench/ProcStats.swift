@@ -14,12 +14,14 @@ enum ProcStats {
         var peakRSSBytes: Int
     }
 
-    /// Reads `/proc/<pid>/stat` and `/proc/<pid>/status`; nil if the process is gone or unreadable.
+    /// Reads `/proc/<pid>/stat` and `/proc/<pid>/status`; nil if the process is gone or unreadable, or has
+    /// exited and not yet been reaped (a zombie has no memory to report, and would read as RSS 0).
     static func sample(pid: Int32) -> Sample? {
         guard let stat = readText("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
         // Fields after "(comm)" start at field 3 (state); utime and stime are fields 14 and 15.
         let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let utime = Double(fields[11]), let stime = Double(fields[12]) else { return nil }
+        guard fields.count > 12, fields[0] != "Z", fields[0] != "X",
+              let utime = Double(fields[11]), let stime = Double(fields[12]) else { return nil }
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
         let status = readText("/proc/\(pid)/status") ?? ""
         return Sample(cpuSeconds: (utime + stime) / ticks, rssBytes: statusKiB(status, "VmRSS:") * 1024,

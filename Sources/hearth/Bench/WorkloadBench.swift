@@ -111,7 +111,8 @@ enum Workload {
     }
 
     static func serverLine(_ pid: Int32?, cpuStart: Double, seconds: Double) -> String {
-        guard let pid, let s = ProcStats.sample(pid: pid) else { return "not found" }
+        guard let pid else { return "not found" }
+        guard let s = ProcStats.sample(pid: pid) else { return "pid \(pid): gone by the end of the run (exited), or /proc not readable" }
         return "pid \(pid): \(NumberText.fixed((s.cpuSeconds - cpuStart) / seconds * 100, 1))% CPU, RSS \(NumberText.fixed(Double(s.rssBytes) / 1_048_576, 1)) MiB"
     }
 
