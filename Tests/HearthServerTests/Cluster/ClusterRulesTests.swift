@@ -46,6 +46,50 @@ extension ClusterSuites {
             #expect(try c[k].connect().request(#"{"op":"get","path":"notes/bob/items/x"}"#).errorCode == "PERMISSION_DENIED")
         }
 
+        /// A `requestId` is scoped to its sender's identity on every node: a follower forwards it with the
+        /// client's identity, so a retry through another node is the same write (a duplicate), while another
+        /// identity naming the same ID, through any node, gets its own write judged, never the first one's answer.
+        @Test func requestIDsStayWithinTheirSendersIdentityThroughFollowers() throws {
+            let mint = try TokenMint()
+            defer { mint.cleanUp() }
+            let rules = mint.dir + "/rules", key = mint.dir + "/admin.key"
+            try Self.rules.write(toFile: rules, atomically: true, encoding: .utf8)
+            try String(repeating: "k", count: 40).write(toFile: key, atomically: true, encoding: .utf8)
+            let c = try ClusterNodes(extraArgs: ["--rules", rules, "--auth-secret-file", mint.secretFile, "--admin-key-file", key])
+            let k = try c.committer()
+            func client(_ node: Int, _ uid: String) throws -> WireClient {
+                let w = try c[node].connect()
+                #expect(try w.call(["op": "hello", "token": try mint.hs256(TokenMint.claims(uid))]).isOK)
+                return w
+            }
+            let aliceViaFollower = try client((k + 1) % 3, "alice"), aliceViaOther = try client((k + 2) % 3, "alice")
+            let bobViaFollower = try client((k + 1) % 3, "bob"), bobViaCommitter = try client(k, "bob")
+            let rid = "r-\(UUID().uuidString)"
+            let increment = #"{"op":"update","requestId":"\#(rid)","path":"notes/alice/items/n","data":{"n":{"$increment":5}}}"#
+            #expect(try aliceViaFollower.request(#"{"op":"set","path":"notes/alice/items/n","data":{"n":0}}"#).isOK)
+            let first = try aliceViaFollower.request(increment)
+            #expect(first.isOK && first["duplicate"] == nil, "\(first)")
+            // Alice's retry through another follower is the same write.
+            let retry = try aliceViaOther.request(increment)
+            #expect(retry["duplicate"] as? Bool == true && retry["seq"] as? Int == first["seq"] as? Int, "\(retry)")
+            // Bob naming alice's ID, through a follower or on the committer, is judged as bob: denied.
+            for bob in [bobViaFollower, bobViaCommitter] {
+                let denied = try bob.request(increment)
+                #expect(denied.errorCode == "PERMISSION_DENIED" && denied["duplicate"] == nil, "\(denied)")
+            }
+            // Bob's own write with that ID is his, applied once.
+            let his = try bobViaFollower.request(#"{"op":"set","requestId":"\#(rid)","path":"notes/bob/items/n","data":{"n":1}}"#)
+            #expect(his.isOK && his["duplicate"] == nil && (his["seq"] as? Int ?? 0) > (first["seq"] as? Int ?? 0), "\(his)")
+            let hisRetry = try bobViaCommitter.request(#"{"op":"set","requestId":"\#(rid)","path":"notes/bob/items/n","data":{"n":1}}"#)
+            #expect(hisRetry["duplicate"] as? Bool == true && hisRetry["seq"] as? Int == his["seq"] as? Int, "\(hisRetry)")
+            // The increment ran once.
+            let n = try aliceViaOther.request(#"{"op":"get","path":"notes/alice/items/n"}"#)
+            #expect(((n["doc"] as? [String: Any])?["data"] as? [String: Any])?["n"] as? Int == 5, "\(n)")
+            // Anonymous clients cannot name writes while rules are enforced, on a follower either.
+            let anonymous = try c[(k + 1) % 3].connect().request(#"{"op":"set","requestId":"\#(rid)","path":"notes/x/items/y","data":{}}"#)
+            #expect(anonymous.errorCode == "UNAUTHENTICATED" && anonymous.errorMessage?.contains("requestId") == true, "\(anonymous)")
+        }
+
         @Test func withoutTheAdminKeyAFollowerRefusesWritesUnderRules() throws {
             let mint = try TokenMint()
             defer { mint.cleanUp() }
