@@ -116,7 +116,7 @@ public final class DataDirectoryLock: Sendable {
             }
             throw HearthError(.unavailable, "storage: \(what)")
         }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        guard Self.lock(fd) else {
             let failure = errno
             let holder = Self.holder(fd)
             close(fd)
@@ -151,6 +151,29 @@ public final class DataDirectoryLock: Sendable {
             fd = -1
         }
     }
+
+    /// Takes the lock without waiting for another holder, except this process itself: a lock this process has
+    /// just released is still held by a copy of its descriptor in a child that another thread is spawning, from
+    /// the fork until the exec closes it (the descriptor is close-on-exec; microseconds, longer on a loaded
+    /// machine), and nothing marks the end of that window. So while the file names this process, the lock is
+    /// tried again for up to `ownLockWaitMicros` (a second open in this process fails after that wait).
+    /// False with errno set when it is not taken.
+    private static func lock(_ fd: Int32) -> Bool {
+        var waited: UInt32 = 0
+        while true {
+            if flock(fd, LOCK_EX | LOCK_NB) == 0 { return true }
+            let failure = errno
+            guard failure == EWOULDBLOCK, waited < ownLockWaitMicros, holder(fd) == getpid() else {
+                errno = failure
+                return false
+            }
+            usleep(10_000)
+            waited += 10_000
+        }
+    }
+
+    /// How long a lock held by this process itself is waited for (see `lock`).
+    static let ownLockWaitMicros: UInt32 = 2_000_000
 
     /// The pid written in the lock file, if it reads as one.
     private static func holder(_ fd: Int32) -> Int32? {

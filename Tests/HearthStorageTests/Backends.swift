@@ -42,20 +42,7 @@ final class StoreFixture {
     func reopen() throws {
         precondition(backend != .memory, "the in-memory store has nothing to reopen")
         store.close()
-        // The lock (flock on LOCK) is released by the close, unless a child process that another test is
-        // spawning at this instant still holds a copy of the descriptor between its fork and its exec (the
-        // descriptor is close-on-exec, so that copy lives microseconds, longer on a loaded machine). Nothing
-        // observable marks the end of that window, so a refusal naming this process is tried again, briefly.
-        var attempts = 0
-        while true {
-            do {
-                store = try StoreFixture.open(backend, directory: directory, schema: schema, retention: retention)
-                return
-            } catch let e as HearthError where e.message.contains("(this process)") && attempts < 500 {
-                attempts += 1
-                usleep(10_000)
-            }
-        }
+        store = try StoreFixture.open(backend, directory: directory, schema: schema, retention: retention)
     }
 
     /// Closes the store, makes SQLite itself refuse to insert a document with ID `boom` (a trigger raising
@@ -118,20 +105,9 @@ final class StoreFixture {
     /// The groups the lagging backend keeps out of SQLite.
     static let lagGroups = 3
 
-    /// `SQLiteStore(directory:)`, tried again while the directory's lock is still held by this process (see
-    /// `reopen`: a child being spawned by another test may hold the descriptor of a store just closed).
+    /// `SQLiteStore(directory:)` with the directory's lock.
     static func openSQLite(_ directory: String, logResetBytes: Int = SQLiteStore.defaultLogResetBytes) throws -> SQLiteStore {
-        for _ in 0..<500 {
-            let opened = Result { () throws(HearthError) in
-                try SQLiteStore(directory: directory, lockingDirectory: true, logResetBytes: logResetBytes)
-            }
-            if case .failure(let e) = opened, e.message.contains("(this process)") {
-                usleep(10_000)
-                continue
-            }
-            return try opened.get()
-        }
-        return try SQLiteStore(directory: directory, lockingDirectory: true, logResetBytes: logResetBytes)
+        try SQLiteStore(directory: directory, lockingDirectory: true, logResetBytes: logResetBytes)
     }
 
     /// A path under the temp dir that does not exist yet (the store must create it): `hearth-storage-<UUID>/data`.

@@ -24,6 +24,7 @@ import Testing
         defer { f.finish() }
         var h = History()
         try f.store.apply([h.put("c/a", bytes("a"))])
+        try (f.store as! SQLiteStore).drainApplier()   // nothing left for the first store to write meanwhile
         let before = try Self.listing(f.directory)
         let error = thrownError { () throws(HearthError) in _ = try SQLiteStore(directory: f.directory) }
         #expect(error?.code == .unavailable)
@@ -37,6 +38,33 @@ import Testing
         #expect(try f.store.lastSeq() == 2)
         let lock = try String(contentsOfFile: f.directory + "/LOCK", encoding: .utf8)
         #expect(lock == "\(getpid())\n")
+    }
+
+    /// A lock this process has released can still be held for a moment by a child another thread is spawning
+    /// (its copy of the descriptor lives until its exec). The open waits for it instead of refusing the directory
+    /// as "in use by this process". The hold here stands for that window; the open is tried during it.
+    @Test func aLockThisProcessHoldsForAMomentIsWaitedFor() throws {
+        let f = try StoreFixture(.sqlite)
+        defer { f.finish() }
+        var h = History()
+        try f.store.apply([h.put("c/a", bytes("a"))])
+        f.store.close()
+        let copy = open(f.directory + "/LOCK", O_RDWR | O_CLOEXEC)
+        #expect(flock(copy, LOCK_EX | LOCK_NB) == 0)
+        let opened = Locked<Result<SQLiteStore, HearthError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let directory = f.directory
+        Thread.detachNewThread {
+            let result = Result { () throws(HearthError) in try SQLiteStore(directory: directory) }
+            opened.withLock { $0 = result }
+            done.signal()
+        }
+        usleep(300_000)   // the child's window, before its exec closes the copy
+        close(copy)
+        done.wait()
+        let store = try #require(try opened.withLock { $0 }?.get())
+        defer { store.close() }
+        #expect(try store.lastSeq() == 1)
     }
 
     @Test func theStoreCreatesOwnerOnlyFiles() throws {
