@@ -99,7 +99,7 @@ final class Session: SnapshotWaiter {
         conn.onRead = { [unowned self] bytes in self.received(bytes) }
         conn.onDrain = { [unowned self] in
             self.drainedListeners()
-            self.updateReading()
+            self.outputDrained()
         }
         conn.onEndOfInput = { [unowned self] in
             self.inputEnded = true
@@ -119,6 +119,12 @@ final class Session: SnapshotWaiter {
 
     private var isParked: Bool { parkedHead < parked.count }
 
+    /// True while the responses not yet taken by the client are above `--output-high-water`: no line runs then
+    /// (it parks, as do the lines after it), so a client that pipelines requests without reading their
+    /// answers holds at most about one answer past the mark, not the answers of every line it sent (reading
+    /// stops at the mark, but one read can carry thousands of lines). The lines run once the output drains.
+    private var outputBacklogged: Bool { conn.pendingOutputBytes > server.config.outputHighWater }
+
     private func received(_ bytes: UnsafeRawBufferPointer) {
         server.engine.thread.check("Session.received")
         if !sawInput {
@@ -133,7 +139,7 @@ final class Session: SnapshotWaiter {
             sawLine = true
             switch event {
             case .line(let line):
-                if isParked || readInFlight || server.dispatcher.dispatch(line, session: self) == .mustWait {
+                if isParked || readInFlight || outputBacklogged || server.dispatcher.dispatch(line, session: self) == .mustWait {
                     parked.append(.line(Array(line)))
                 }
             case .tooLong(let size):
@@ -175,9 +181,9 @@ final class Session: SnapshotWaiter {
         close()
     }
 
-    /// Runs parked lines, until one must wait again.
+    /// Runs parked lines, until one must wait again or the output is backlogged.
     private func runParked() {
-        drain: while parkedHead < parked.count && !readInFlight {
+        drain: while parkedHead < parked.count && !readInFlight && !outputBacklogged {
             switch parked[parkedHead] {
             case .line(let line):
                 let r = line.withUnsafeBytes { server.dispatcher.dispatch($0, session: self) }
@@ -325,6 +331,14 @@ final class Session: SnapshotWaiter {
     private func closeIfAnswered() {
         guard inputEnded, !closed, !responses.hasOutstanding, !isParked, !readInFlight, heldRead == nil, pendingWrites == 0 else { return }
         conn.close()
+    }
+
+    /// The output was all taken by the client: lines parked behind the backlog run (those waiting for
+    /// something else wait on: re-dispatched, they park again), then reading resumes.
+    private func outputDrained() {
+        guard !closed, isParked, !readInFlight, heldRead == nil else { return updateReading() }
+        // As when a write is answered: during a publication the lines run once it has finished.
+        if server.engine.gate.phase == .quiet { runParked() } else { server.engine.gate.wait(self) }
     }
 
     /// Pauses reading while lines are parked or output is above the high-water mark; resumes otherwise.

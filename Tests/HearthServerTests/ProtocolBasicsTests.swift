@@ -166,6 +166,26 @@ import Testing
         #expect(ok["seq"] as? Int != nil)
     }
 
+    /// Requests pipelined without reading, each answer larger than `--output-high-water`: the lines wait behind
+    /// the unread output instead of buffering every answer, and each answer arrives, in order, as the client
+    /// reads (the drain of the real socket runs the waiting lines).
+    @Test func pipelinedReadsBehindUnreadOutputAllArriveInOrder() throws {
+        let d = try DaemonProcess(extraArgs: ["--output-high-water", "65536"])
+        let c = try d.connect()
+        let big = String(repeating: "y", count: 50_000)
+        #expect(try c.request(#"{"op":"set","path":"big/a","data":{"s":"\#(big)"}}"#).isOK)
+        let n = 150
+        try c.sendRaw(Array(((1...n).map { #"{"op":"get","path":"big/a","id":\#($0)}"# + "\n" }.joined()
+                             + #"{"op":"query","collection":"big","id":"q"}"# + "\n").utf8))
+        for i in 1...n {
+            let r = try c.readObject()
+            #expect(r["id"] as? Int == i && r.isOK, "\(r["id"] ?? "?")")
+        }
+        let q = try c.readObject()
+        #expect(q["id"] as? String == "q" && (q["docs"] as? [Any])?.count == 1)
+        #expect(try c.request(#"{"op":"ping"}"#).isOK)
+    }
+
     /// A ping or hello pipelined behind a write reports a seq no older than the write's: what a meta op
     /// reports is never older than an answer before it (a ping is the barrier clients and tests use).
     @Test func pipelinedPingAndHelloReportTheirConnectionsWrites() throws {

@@ -24,8 +24,18 @@ final class FakeConnection: ClientConnection {
     func startReading() { reading = true }
     func pauseReading() { reading = false }
     func resumeReading() { reading = true }
-    func send(_ bytes: UnsafeRawBufferPointer) { if !closed { output.append(contentsOf: bytes) } }
-    func send(_ bytes: [UInt8]) { if !closed { output.append(contentsOf: bytes) } }
+    func send(_ bytes: UnsafeRawBufferPointer) { if !closed { output.append(contentsOf: bytes); held(bytes.count) } }
+    func send(_ bytes: [UInt8]) { if !closed { output.append(contentsOf: bytes); held(bytes.count) } }
+
+    /// While true, what is sent counts as unsent (`pendingOutputBytes` grows): a client that does not read.
+    var holdsOutput = false
+    private func held(_ n: Int) { if holdsOutput { pendingOutputBytes += n } }
+
+    /// The client reads everything held: nothing is unsent any more, and the session hears of the drain.
+    func drainHeld() {
+        pendingOutputBytes = 0
+        onDrain?()
+    }
     func close() { finish() }
     func close(deadlineMs: UInt64?) { finish() }
     func dropUnsentOutput() -> Int { 0 }   // output is taken at once: nothing is ever unsent

@@ -51,6 +51,39 @@ import Testing
         }
     }
 
+    /// A client that pipelines requests without reading their answers holds about one answer past
+    /// `--output-high-water`, not one per line it sent: the lines after it park until the output drains, then
+    /// run in order. (One read can carry thousands of lines; before, each ran and its answer was buffered.)
+    @Test func pipelinedLinesWaitWhileTheOutputIsBacklogged() throws {
+        let s = try InProcessServer { $0.outputHighWater = 4096 }
+        let c = s.connect()
+        let big = String(repeating: "x", count: 10_000)
+        c.write([#"{"op":"set","path":"c/a","data":{"s":"\#(big)"},"id":0}"#])
+        s.flush()
+        #expect(responses(c.take()).map { $0["id"] as? Int } == [0])
+        c.holdsOutput = true
+        c.write((1...20).map { #"{"op":"get","path":"c/a","id":\#($0)}"# } + [#"{"op":"ping","id":21}"#])
+        s.flush()
+        #expect(responses(c.take()).map { $0["id"] as? Int } == [1], "one answer past the mark, the rest waits")
+        #expect(!c.reading)
+        for next in 2...21 {
+            c.drainHeld()
+            s.flush()
+            let answered = responses(c.take())
+            #expect(answered.map { $0["id"] as? Int } == [next])
+            #expect(answered.first?["ok"] as? Bool == true)
+        }
+        c.drainHeld()
+        #expect(c.reading, "reading resumes once nothing is parked and the output drained")
+        // Lines that arrive while the output is backlogged wait the same way.
+        c.write([#"{"op":"get","path":"c/a","id":22}"#, #"{"op":"get","path":"c/a","id":23}"#])
+        s.flush()
+        #expect(responses(c.take()).map { $0["id"] as? Int } == [22])
+        c.drainHeld()
+        s.flush()
+        #expect(responses(c.take()).map { $0["id"] as? Int } == [23])
+    }
+
     /// A write's answer is expedited (written ahead of connections holding only the publication's pushed
     /// lines), once it and the writer's own listener lines are in its buffer; subscribers are not.
     @Test func aWritesAnswerIsExpeditedAfterItsOwnListenerLines() throws {
