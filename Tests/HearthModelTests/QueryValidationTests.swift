@@ -247,6 +247,15 @@ let invalidQueryCases: [InvalidQueryCase] = [
         #expect(QT.valid(QT.query()).disjunctionCount == 1)
         #expect(QT.valid(QT.query(filter: QT.and(QT.f("a", .in, [1, 2]), QT.f("b", .in, QT.ints(1...15))))).disjunctionCount == 30)
         #expect(QT.valid(QT.query(filter: QT.and(a, d))).inequalityFields == [QT.field("d")])
+        // ANDs with ORs between one-term children: the one-term children are appended to every term in place.
+        let mixed = QT.valid(QT.query(filter: QT.and(a, QT.or(b, d), QT.and(QT.f("e", .equal, 5), QT.f("f", .equal, 6)))))
+        #expect(show(mixed.disjuncts) == ["a==&b==&e==&f==", "a==&d>&e==&f=="], "\(show(mixed.disjuncts))")
+        // A long AND is one term with every atom, in order (it was quadratic to build: 20,000 atoms held the
+        // loop for 3 s).
+        let atoms = (0..<20_000).map { QT.f("a\($0 % 7)", .equal, .int(Int64($0))) }
+        let long = QT.valid(QT.query(filter: .composite(.and, atoms)))
+        #expect(long.disjuncts.count == 1)
+        #expect(long.disjuncts.first?.map(\.value) == atoms.map { if case .field(_, _, let v) = $0 { return v } else { return .null } })
     }
 
     @Test func limitToLastExecutesReversed() {
