@@ -61,14 +61,14 @@ extension Evaluator {
         case (.size, .set(let set)): return .int(Int64(set.items.count))
         case (.size, .map(let map)): return .int(Int64(map.count))
         case (.hasAll, .list), (.hasAll, .set):
-            let mine = try elements(r)
-            return .bool(try elements(args[0]).allSatisfy { x in mine.contains { RuleValue.equal($0, x) } })
+            let mine = RuleMembership(try elements(r))
+            return .bool(try elements(args[0]).allSatisfy { mine.contains($0) })
         case (.hasAny, .list), (.hasAny, .set):
-            let mine = try elements(r)
-            return .bool(try elements(args[0]).contains { x in mine.contains { RuleValue.equal($0, x) } })
+            let mine = RuleMembership(try elements(r))
+            return .bool(try elements(args[0]).contains { mine.contains($0) })
         case (.hasOnly, .list), (.hasOnly, .set):
-            let allowed = try elements(args[0])
-            return .bool(try elements(r).allSatisfy { x in allowed.contains { RuleValue.equal($0, x) } })
+            let allowed = RuleMembership(try elements(args[0]))
+            return .bool(try elements(r).allSatisfy { allowed.contains($0) })
         case (.join, .list(let items)):
             let sep = args.isEmpty ? "" : try stringArg(0)
             var parts: [String] = []
@@ -81,8 +81,8 @@ extension Evaluator {
             guard case .list(let more) = args[0] else { throw Evaluator.fail(pos, "concat() needs a list") }
             return .list(items + more)
         case (.removeAll, .list(let items)):
-            let drop = try elements(args[0])
-            return .list(items.filter { x in !drop.contains { RuleValue.equal($0, x) } })
+            let drop = RuleMembership(try elements(args[0]))
+            return .list(items.filter { !drop.contains($0) })
         case (.toSet, .list(let items)): return .set(RuleSet(items))
         case (.difference, .set(let s)):
             guard case .set(let o) = args[0] else { throw Evaluator.fail(pos, "difference() needs a set") }
