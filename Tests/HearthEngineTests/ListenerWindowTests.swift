@@ -31,6 +31,10 @@ import Testing
             ("byName", try q { $0.limit = 6 }),
             ("one", try q { $0.orderBy = [.init(fp("v"))]; $0.limit = 1 }),
             ("big", try q { $0.orderBy = [.init(fp("v"), .descending)]; $0.limit = 50 }),   // never full
+            // Unbounded (`IncrementalView`): by value, filtered, and by name (where a set moves nothing).
+            ("allByV", try q { $0.orderBy = [.init(fp("v"), .descending)] }),
+            ("from30", try q { $0.filter = .field(fp("v"), .greaterThanOrEqual, 30); $0.orderBy = [.init(fp("v"))] }),
+            ("all", try q { _ = $0 }),
         ]
     }
 
@@ -64,10 +68,10 @@ import Testing
         }
     }
 
-    func randomCommit(_ r: inout QueryOracleTests.RNG) -> [Write] {
+    func randomCommit(_ r: inout QueryOracleTests.RNG, maxWrites: Int = 4) -> [Write] {
         var writes: [Write] = []
         var used = Set<Int>()
-        for _ in 0..<(1 + Int(r.next() % 4)) {
+        for _ in 0..<(1 + Int(r.next() % UInt64(maxWrites))) {
             let i = Int(r.next() % 30)
             guard used.insert(i).inserted else { continue }
             switch r.next() % 10 {
@@ -95,7 +99,14 @@ import Testing
     }
 
     @Test(arguments: 0..<12)
-    func windowsMatchRecomputedChanges(seed: Int) throws {
+    func windowsMatchRecomputedChanges(seed: Int) throws { try checkChanges(seed: seed, maxWrites: 4) }
+
+    /// Commits that touch most of the result at once: several removals, additions and modifications (moving
+    /// or keeping their place) in one snapshot, whose indices are counted rather than replayed one by one.
+    @Test(arguments: 0..<8)
+    func largeCommitsMatchRecomputedChanges(seed: Int) throws { try checkChanges(seed: seed + 100, maxWrites: 30) }
+
+    func checkChanges(seed: Int, maxWrites: Int) throws {
         var r = QueryOracleTests.RNG(state: UInt64(seed) &* 104_729 &+ 7)
         let h = try EngineHarness()
         _ = h.commit((0..<30).map { set("w/d\($0)", m(["v": .int(Int64(r.next() % 100)), "k": 0])) })
@@ -109,7 +120,7 @@ import Testing
         sink.events.removeAll()
         var snapshots = 0
         for _ in 0..<300 {
-            guard case .success = h.commit(randomCommit(&r)) else { continue }
+            guard case .success = h.commit(randomCommit(&r, maxWrites: maxWrites)) else { continue }
             for (tag, q) in qs {
                 let fresh = try h.engine.runQuery(q).documents
                 let expected = QueryView.changes(from: previous[tag]!, to: fresh, query: q)

@@ -1,9 +1,15 @@
 import HearthModel
 import HearthStorage
 
-/// Applies one commit to an unbounded query result in place and returns Firestore's docChanges, with work
-/// proportional to the documents the commit touched (binary searches in the sorted result), not to the size
-/// of the result.
+/// Applies one commit to an unbounded query result in place and returns Firestore's docChanges: removed (in
+/// their old order), added (in query order), then modified (in their new order), each index as a client
+/// applying the changes one by one sees it.
+///
+/// Cost: binary searches per touched document, one sweep of the result for all the removals and one for all
+/// the additions (the indices each would have had one at a time are counted, not replayed), and a modification
+/// that keeps its place replaces its row. Only a modification that moves shifts the rows between its two
+/// places. (Removing and inserting row by row made a commit of 5,000 writes cost 5,000 sweeps of a 100,000-row
+/// result per listener: 38 s on the loop with 40 listeners.)
 enum IncrementalView {
     static func apply(_ mutations: [DecodedMutation], to rows: inout [ResultDocument], query q: ValidQuery) -> [ViewChange] {
         func find(_ path: DocumentPath, _ fields: MapValue) -> Int? {
@@ -27,29 +33,88 @@ enum IncrementalView {
         }
         if removed.isEmpty && added.isEmpty && modified.isEmpty { return [] }
         var out: [ViewChange] = []
-        // Removed, in their old order.
-        removed.sort { q.compare($0.1.stored.path, $0.2, $1.1.stored.path, $1.2) < 0 }
-        for (_, doc, fields) in removed {
-            guard let i = find(doc.stored.path, fields) else { continue }
-            rows.remove(at: i)
-            out.append(ViewChange(kind: .removed, document: doc, oldIndex: i, newIndex: -1))
+        out.reserveCapacity(removed.count + added.count + modified.count)
+        // Removed, in their old order: the r-th removal's index, one at a time, is its place now less r.
+        if !removed.isEmpty {
+            removed.sort { q.compare($0.1.stored.path, $0.2, $1.1.stored.path, $1.2) < 0 }
+            var places: [Int] = []
+            places.reserveCapacity(removed.count)
+            for (_, doc, fields) in removed {
+                guard let i = find(doc.stored.path, fields), i != places.last else { continue }
+                out.append(ViewChange(kind: .removed, document: doc, oldIndex: i - places.count, newIndex: -1))
+                places.append(i)
+            }
+            rows.removeSorted(places)
         }
-        // Added, in query order.
-        added.sort { q.compare($0.stored.path, $0.fields, $1.stored.path, $1.fields) < 0 }
-        for doc in added {
-            let j = lowerBound(doc.stored.path, doc.fields)
-            rows.insert(doc, at: j)
-            out.append(ViewChange(kind: .added, document: doc, oldIndex: -1, newIndex: j))
+        // Added, in query order: the r-th addition's index, one at a time, is its place among the rows less
+        // the additions, plus r.
+        if !added.isEmpty {
+            added.sort { q.compare($0.stored.path, $0.fields, $1.stored.path, $1.fields) < 0 }
+            var places: [Int] = []
+            places.reserveCapacity(added.count)
+            for (r, doc) in added.enumerated() {
+                let j = lowerBound(doc.stored.path, doc.fields)
+                places.append(j)
+                out.append(ViewChange(kind: .added, document: doc, oldIndex: -1, newIndex: j + r))
+            }
+            rows.insertSorted(added, at: places)
         }
         // Modified, in the new documents' query order.
         modified.sort { q.compare($0.new.stored.path, $0.new.fields, $1.new.stored.path, $1.new.fields) < 0 }
         for (oldFields, doc) in modified {
             guard let i = find(doc.stored.path, oldFields) else { continue }
+            // It keeps its place when it still sorts after the row before it and before the row after it.
+            let afterPrevious = i == 0 || q.compare(rows[i - 1].stored.path, rows[i - 1].fields, doc.stored.path, doc.fields) < 0
+            let beforeNext = i + 1 == rows.count || q.compare(doc.stored.path, doc.fields, rows[i + 1].stored.path, rows[i + 1].fields) < 0
+            if afterPrevious && beforeNext {
+                rows[i] = doc
+                out.append(ViewChange(kind: .modified, document: doc, oldIndex: i, newIndex: i))
+                continue
+            }
             rows.remove(at: i)
             let j = lowerBound(doc.stored.path, doc.fields)
             rows.insert(doc, at: j)
             out.append(ViewChange(kind: .modified, document: doc, oldIndex: i, newIndex: j))
         }
         return out
+    }
+}
+
+extension Array {
+    /// Removes the elements at `places` (ascending, distinct) in one sweep.
+    mutating func removeSorted(_ places: [Int]) {
+        guard !places.isEmpty else { return }
+        var write = places[0]
+        var next = 0
+        for read in places[0]..<count {
+            if next < places.count && places[next] == read {
+                next += 1
+                continue
+            }
+            swapAt(write, read)
+            write += 1
+        }
+        removeLast(count - write)
+    }
+
+    /// Inserts `elements[r]` before the element now at `places[r]` (ascending; equal places keep the
+    /// elements' order) in one sweep.
+    mutating func insertSorted(_ elements: [Element], at places: [Int]) {
+        guard !elements.isEmpty else { return }
+        var merged: [Element] = []
+        merged.reserveCapacity(count + elements.count)
+        var r = 0
+        for (i, row) in enumerated() {
+            while r < elements.count && places[r] == i {
+                merged.append(elements[r])
+                r += 1
+            }
+            merged.append(row)
+        }
+        while r < elements.count {
+            merged.append(elements[r])
+            r += 1
+        }
+        self = merged
     }
 }
