@@ -62,9 +62,19 @@ public enum WriteApplier {
             var fields: MapValue
             if let mask {
                 fields = current?.fields ?? MapValue()
+                // Top-level fields in one merge (an update may name thousands); nested ones one by one (each
+                // changes one top-level map, and masks never overlap).
+                var topLevel: [(key: String, value: Value?)] = []
                 for path in mask {
-                    if let v = data.value(at: path) { fields.set(v, at: path) } else { fields.remove(at: path) }
+                    if path.segments.count == 1 {
+                        topLevel.append((path.segments[0], data[path.segments[0]]))
+                    } else if let v = data.value(at: path) {
+                        fields.set(v, at: path)
+                    } else {
+                        fields.remove(at: path)
+                    }
                 }
+                fields.apply(topLevel: topLevel)
             } else {
                 fields = data
             }

@@ -59,6 +59,34 @@ public struct MapValue: Sendable, Hashable, Sequence {
         }
     }
 
+    /// Sets (a value) or removes (nil) many top-level fields at once: `changes` in any order, one per key.
+    /// Many are merged into the sorted fields in one pass; one by one, each insertion or removal shifts the
+    /// fields after it (an update deleting 150,000 fields took 10 s).
+    public mutating func apply(topLevel changes: [(key: String, value: Value?)]) {
+        guard changes.count > 16 else {
+            for c in changes { self[c.key] = c.value }
+            return
+        }
+        let sorted = changes.sorted { UTF8Order.less($0.key, $1.key) }
+        var out: [Field] = []
+        out.reserveCapacity(fields.count + sorted.count)
+        var i = 0
+        var previous: String?
+        for c in sorted {
+            // Masks name each field once; a repeated key would break the order, so only its first is taken.
+            if let previous, UTF8Order.equal(previous, c.key) { assertionFailure("key \(c.key) changed twice"); continue }
+            previous = c.key
+            while i < fields.count && UTF8Order.less(fields[i].key, c.key) {
+                out.append(fields[i])
+                i += 1
+            }
+            if i < fields.count && UTF8Order.equal(fields[i].key, c.key) { i += 1 }   // replaced or removed
+            if let v = c.value { out.append(Field(key: c.key, value: v)) }
+        }
+        out.append(contentsOf: fields[i...])
+        fields = out
+    }
+
     /// The value at a nested field path, or nil if any segment is missing or crosses a non-map.
     public func value(at path: FieldPath) -> Value? {
         let segs = path.segments

@@ -5,6 +5,16 @@ private func fp(_ s: String) -> FieldPath { try! FieldPath.parse(s) }
 private func keys(_ m: MapValue) -> [String] { m.fields.map(\.key) }
 private func m(_ v: Value) -> MapValue { v.mapValue! }
 
+/// A small deterministic generator for the randomized cases.
+private struct LCG {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+        return state >> 33
+    }
+}
+
 @Suite("MapValue")
 struct MapValueTests {
     @Test("fields are kept sorted by UTF-8 bytes of their keys", arguments: [
@@ -21,6 +31,30 @@ struct MapValueTests {
         for k in input { #expect(map[k] == .string(k), "lookup of \(showScalars(k))") }
         // Iteration follows the sorted order too.
         #expect(Array(map).map(\.key).map(showScalars) == expected.map(showScalars))
+    }
+
+    /// Many top-level changes merged at once give exactly what setting and removing them one by one gives
+    /// (sorted by UTF-8 bytes, new keys inserted, absent keys removed or ignored).
+    @Test("applying many top-level changes at once equals applying them one by one", arguments: 0..<40)
+    func applyTopLevelEqualsOneByOne(seed: Int) {
+        var rng = LCG(seed: UInt64(seed) &* 2_654_435_761 &+ 1)
+        let alphabet = ["a", "b", "Z", "é", "e\u{301}", "_", "1", "\u{1F600}", "aa", "ab"]
+        func key() -> String { (0..<(1 + Int(rng.next() % 3))).map { _ in alphabet[Int(rng.next() % UInt64(alphabet.count))] }.joined() }
+        var start = MapValue()
+        for _ in 0..<Int(rng.next() % 60) { start[key()] = .int(Int64(rng.next() % 100)) }
+        var changes: [(key: String, value: Value?)] = []
+        var seen = Set<[UInt8]>()
+        for _ in 0..<Int(rng.next() % 80) {
+            let k = key()
+            guard seen.insert(Array(k.utf8)).inserted else { continue }
+            changes.append((k, rng.next() % 3 == 0 ? nil : .string("v\(rng.next() % 10)")))
+        }
+        var oneByOne = start
+        for c in changes { oneByOne[c.key] = c.value }
+        var merged = start
+        merged.apply(topLevel: changes)
+        #expect(merged.fields == oneByOne.fields, "seed \(seed): \(changes.count) changes")
+        #expect(zip(merged.fields, merged.fields.dropFirst()).allSatisfy { UTF8Order.less($0.key, $1.key) })
     }
 
     @Test("a later duplicate key replaces the earlier one")
