@@ -61,6 +61,10 @@ enum IncrementalView {
         }
         // Modified, in the new documents' query order.
         modified.sort { q.compare($0.new.stored.path, $0.new.fields, $1.new.stored.path, $1.new.fields) < 0 }
+        if modified.count > batchedModifications {
+            applyModified(modified, to: &rows, query: q, into: &out)
+            return out
+        }
         for (oldFields, doc) in modified {
             guard let i = find(doc.stored.path, oldFields) else { continue }
             // It keeps its place when it still sorts after the row before it and before the row after it.
@@ -77,6 +81,75 @@ enum IncrementalView {
             out.append(ViewChange(kind: .modified, document: doc, oldIndex: i, newIndex: j))
         }
         return out
+    }
+
+    /// More modifications than this in one commit are placed by counting (`applyModified`), fewer one by one.
+    static let batchedModifications = 8
+
+    /// Applies `modified` (sorted by their new place) as one by one, each removed from where it is then and
+    /// inserted where it goes, but in one sweep: the index each would have had is counted. When the t-th is
+    /// placed, the rows are the unmodified ones and those still to be placed, at their old places (counted by
+    /// a Fenwick tree over the rows as they were), and the t - 1 already placed, at their new places (which
+    /// all sort before the t-th's new place, and are found among themselves by binary search).
+    private static func applyModified(_ modified: [(old: MapValue, new: ResultDocument)], to rows: inout [ResultDocument],
+                                      query q: ValidQuery, into out: inout [ViewChange]) {
+        var present = PresenceCounts(count: rows.count)
+        var placedNew: [ResultDocument] = []   // the modified documents placed so far, in query order
+        var oldPlaces: [Int] = []
+        placedNew.reserveCapacity(modified.count)
+        oldPlaces.reserveCapacity(modified.count)
+        for (oldFields, doc) in modified {
+            let p = rows.lowerBound(doc.stored.path, oldFields, query: q)
+            guard p < rows.count && rows[p].stored.path == doc.stored.path else { continue }
+            // Its place now: the rows still at their old places before it, and the placed ones sorting before
+            // its old version.
+            let placedBefore = placedNew.lowerBound(doc.stored.path, oldFields, query: q)
+            let oldIndex = present.before(p) + placedBefore
+            present.remove(p)
+            // Where it goes: the rows still at their old places sorting before its new version, and every
+            // placed one.
+            let q0 = rows.lowerBound(doc.stored.path, doc.fields, query: q)
+            let newIndex = present.before(q0) + placedNew.count
+            out.append(ViewChange(kind: .modified, document: doc, oldIndex: oldIndex, newIndex: newIndex))
+            placedNew.append(doc)
+            oldPlaces.append(p)
+        }
+        oldPlaces.sort()
+        rows.removeSorted(oldPlaces)
+        rows.insertSorted(placedNew, at: placedNew.map { rows.lowerBound($0.stored.path, $0.fields, query: q) })
+    }
+}
+
+/// Which of `count` places are still occupied, and how many before a place: a Fenwick tree of ones.
+struct PresenceCounts {
+    private var tree: [Int]
+
+    init(count: Int) {
+        tree = [Int](repeating: 0, count: count + 1)
+        for i in 1...max(1, count) where i <= count {
+            tree[i] += 1
+            let parent = i + (i & -i)
+            if parent <= count { tree[parent] += tree[i] }
+        }
+    }
+
+    /// Occupied places below `place`.
+    func before(_ place: Int) -> Int {
+        var i = place, total = 0
+        while i > 0 {
+            total += tree[i]
+            i -= i & -i
+        }
+        return total
+    }
+
+    /// Frees `place` (occupied).
+    mutating func remove(_ place: Int) {
+        var i = place + 1
+        while i < tree.count {
+            tree[i] -= 1
+            i += i & -i
+        }
     }
 }
 
