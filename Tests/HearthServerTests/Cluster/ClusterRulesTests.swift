@@ -20,13 +20,18 @@ extension ClusterSuites {
         }
         """
 
-        @Test func aFollowerForwardsWritesAsItsClientAndTheCommitterJudgesThem() throws {
-            let mint = try TokenMint()
-            defer { mint.cleanUp() }
+        /// Three nodes enforcing `rules`, with tokens from `mint` and the cluster's admin key (for `forward`).
+        static func nodesWithRules(_ mint: TokenMint) throws -> ClusterNodes {
             let rules = mint.dir + "/rules", key = mint.dir + "/admin.key"
             try Self.rules.write(toFile: rules, atomically: true, encoding: .utf8)
             try String(repeating: "k", count: 40).write(toFile: key, atomically: true, encoding: .utf8)
-            let c = try ClusterNodes(extraArgs: ["--rules", rules, "--auth-secret-file", mint.secretFile, "--admin-key-file", key])
+            return try ClusterNodes(extraArgs: ["--rules", rules, "--auth-secret-file", mint.secretFile, "--admin-key-file", key])
+        }
+
+        @Test func aFollowerForwardsWritesAsItsClientAndTheCommitterJudgesThem() throws {
+            let mint = try TokenMint()
+            defer { mint.cleanUp() }
+            let c = try Self.nodesWithRules(mint)
             let k = try c.committer()
             let follower = try c[(k + 1) % 3].connect()
             #expect(try follower.call(["op": "hello", "token": try mint.hs256(TokenMint.claims("alice"))]).isOK)
@@ -52,10 +57,7 @@ extension ClusterSuites {
         @Test func requestIDsStayWithinTheirSendersIdentityThroughFollowers() throws {
             let mint = try TokenMint()
             defer { mint.cleanUp() }
-            let rules = mint.dir + "/rules", key = mint.dir + "/admin.key"
-            try Self.rules.write(toFile: rules, atomically: true, encoding: .utf8)
-            try String(repeating: "k", count: 40).write(toFile: key, atomically: true, encoding: .utf8)
-            let c = try ClusterNodes(extraArgs: ["--rules", rules, "--auth-secret-file", mint.secretFile, "--admin-key-file", key])
+            let c = try Self.nodesWithRules(mint)
             let k = try c.committer()
             func client(_ node: Int, _ uid: String) throws -> WireClient {
                 let w = try c[node].connect()
