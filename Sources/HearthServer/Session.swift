@@ -10,10 +10,12 @@ import HearthStorage
 /// once), but a read that follows a write on the same connection waits until that write is durable and
 /// published, so a connection always reads its own writes and never sees anything not yet durable.
 ///
-/// Parking: a line that cannot run yet (a read behind the connection's own pending writes, or a read the
-/// snapshot gate holds back) is parked, with every line after it, and reading pauses. The session is woken by
-/// the gate only (`snapshotGateOpened`), after a publication has finished: when its last pending write
-/// completes during a publication it asks the gate to wake it, and a read the gate held back parked it there.
+/// Parking: a line that cannot run yet (a read behind the connection's own pending writes, a read the
+/// snapshot gate holds back, or any line while the connection's unsent output is above the high-water mark)
+/// is parked, with every line after it, and reading pauses. The session is woken by the gate
+/// (`snapshotGateOpened`), after a publication has finished: when its last pending write completes during a
+/// publication it asks the gate to wake it, and a read the gate held back parked it there; and by the drain
+/// of its output (`outputDrained`), for lines parked behind the output.
 final class Session: SnapshotWaiter {
     let conn: ClientConnection
     /// The server outlives every session (it closes them before it goes away); unowned(unsafe) skips the
@@ -98,8 +100,9 @@ final class Session: SnapshotWaiter {
     func start() {
         conn.onRead = { [unowned self] bytes in self.received(bytes) }
         conn.onDrain = { [unowned self] in
-            self.drainedListeners()
+            // The lines that waited for the drain first, so requests are not held behind listener catch-up.
             self.outputDrained()
+            self.drainedListeners()
         }
         conn.onEndOfInput = { [unowned self] in
             self.inputEnded = true
@@ -337,8 +340,11 @@ final class Session: SnapshotWaiter {
     /// something else wait on: re-dispatched, they park again), then reading resumes.
     private func outputDrained() {
         guard !closed, isParked, !readInFlight, heldRead == nil else { return updateReading() }
-        // As when a write is answered: during a publication the lines run once it has finished.
-        if server.engine.gate.phase == .quiet { runParked() } else { server.engine.gate.wait(self) }
+        // A drain never comes during a publication; a read that must wait for one parks again (the dispatcher
+        // asks the gate). The drain may come from the loop's last pass before it polls, after the group commit
+        // was started: a write run here queues a commit, which one more pass starts.
+        runParked()
+        server.loop.requestTurn()
     }
 
     /// Pauses reading while lines are parked or output is above the high-water mark; resumes otherwise.

@@ -23,9 +23,15 @@ public struct PostgresStoreRecords: Sendable {
     private let directory: String
     private var stores: [Key: UInt64]
 
+    /// The names as bytes: PostgreSQL compares identifiers byte for byte, where Swift's `String` equality
+    /// would take two canonically equivalent names (precomposed é and e + accent) for one.
     struct Key: Hashable, Sendable {
-        let database: String
-        let schema: String
+        let database: [UInt8]
+        let schema: [UInt8]
+        init(database: String, schema: String) {
+            self.database = Array(database.utf8)
+            self.schema = Array(schema.utf8)
+        }
     }
 
     /// Reads the records in `directory` (none when the file does not exist). A line that is not a record is
@@ -35,7 +41,11 @@ public struct PostgresStoreRecords: Sendable {
         path = directory.hasSuffix("/") ? directory + Self.fileName : directory + "/" + Self.fileName
         stores = [:]
         guard let text = try Self.readFile(path) else { return }
-        for (n, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // Lines split at each newline byte (a "\r\n" is one Character, so splitting Characters would not).
+        for (n, raw) in text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+            var bytes = Array(raw)
+            if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+            let line = Substring(String(decoding: bytes, as: UTF8.self))
             if line.isEmpty || line.hasPrefix("#") { continue }
             let parts = line.split(separator: " ", omittingEmptySubsequences: false)
             guard parts.count == 3, let history = UInt64(parts[0]),
@@ -61,7 +71,8 @@ public struct PostgresStoreRecords: Sendable {
             # renamed). Remove a store's line to let a new, empty store start in its place.
 
             """
-        for (k, h) in stores.sorted(by: { ($0.key.database, $0.key.schema) < ($1.key.database, $1.key.schema) }) {
+        for (k, h) in stores.sorted(by: { $0.key.database.lexicographicallyPrecedes($1.key.database)
+                                             || ($0.key.database == $1.key.database && $0.key.schema.lexicographicallyPrecedes($1.key.schema)) }) {
             text += "\(h) \(Self.encode(k.database)) \(Self.encode(k.schema))\n"
         }
         try Self.replace(path, with: Array(text.utf8), directory: directory)
@@ -138,9 +149,9 @@ public struct PostgresStoreRecords: Sendable {
         (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x5F || b == 0x2D || b == 0x2E
     }
 
-    static func encode(_ name: String) -> String {
+    static func encode(_ name: [UInt8]) -> String {
         var out = ""
-        for b in name.utf8 {
+        for b in name {
             if plain(b) {
                 out.unicodeScalars.append(Unicode.Scalar(b))
             } else {
@@ -178,6 +189,7 @@ public struct PostgresStoreRecords: Sendable {
         switch c {
         case 0x30...0x39: return c - 0x30
         case 0x41...0x46: return c - 0x41 + 10
+        case 0x61...0x66: return c - 0x61 + 10
         default: return nil
         }
     }

@@ -167,8 +167,9 @@ import Testing
     }
 
     /// Requests pipelined without reading, each answer larger than `--output-high-water`: the lines wait behind
-    /// the unread output instead of buffering every answer, and each answer arrives, in order, as the client
-    /// reads (the drain of the real socket runs the waiting lines).
+    /// the unread output, and every answer still arrives, in order, as the client reads. This checks that the
+    /// real socket's drains run the waiting lines to the last one (that the output stays bounded meanwhile is
+    /// `PipelinedOrderingTests.pipelinedLinesWaitWhileTheOutputIsBacklogged`).
     @Test func pipelinedReadsBehindUnreadOutputAllArriveInOrder() throws {
         let d = try DaemonProcess(extraArgs: ["--output-high-water", "65536"])
         let c = try d.connect()

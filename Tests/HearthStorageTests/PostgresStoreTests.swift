@@ -111,7 +111,8 @@ import Testing
         let dir = NSTemporaryDirectory() + "hearth-test-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: false)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let names = ["hearth", "a b", "x%41", "é\ny", "%", "-_.", "\t"]
+        // Names are kept byte for byte, as PostgreSQL compares them: a precomposed é and e + accent are two.
+        let names = ["hearth", "a b", "x%41", "é\ny", "%", "-_.", "\t", "caf\u{e9}", "cafe\u{301}"]
         var records = try PostgresStoreRecords(directory: dir)
         for (i, name) in names.enumerated() {
             try records.record(history: UInt64(i + 1), database: "db " + name, schema: name)
@@ -125,6 +126,10 @@ import Testing
         let text = try String(contentsOfFile: dir + "/postgres-stores", encoding: .utf8)
         #expect(text.contains("\n99 db%20hearth hearth\n"), "\(text)")
         #expect(!FileManager.default.fileExists(atPath: dir + "/postgres-stores.partial"))
+        // Written by hand: lower-case escapes and CRLF line ends read as well.
+        try "# by hand\r\n5 db%c3%a9 s%20t\r\n".write(toFile: dir + "/postgres-stores", atomically: false, encoding: .utf8)
+        #expect(try PostgresStoreRecords(directory: dir).history(database: "dbé", schema: "s t") == 5)
+        try (text).write(toFile: dir + "/postgres-stores", atomically: false, encoding: .utf8)
 
         for bad in ["7 only-two", "x db schema", "7 db sch%4", "7 db sch%zz", "7 db a b", "-1 db s"] {
             try (text + bad + "\n").write(toFile: dir + "/postgres-stores", atomically: false, encoding: .utf8)

@@ -40,10 +40,12 @@ public enum AggregateEvaluator {
         return (acc.value, acc.count)
     }
 
-    /// The integers summed exactly (128 bits cannot overflow with fewer than 2^64 of them) and the doubles
-    /// apart: an integer when there were no doubles and the sum fits Int64, else the two as one double.
+    /// The integers summed exactly, as `wraps` × 2^64 + `int` (`int` wrapping around; fewer than 2^63 values
+    /// cannot overflow `wraps`), and the doubles apart: an integer when there were no doubles and the sum fits
+    /// Int64 (no wrap left over), else the two as one double.
     struct Accumulator {
-        var int: Int128 = 0
+        var int: Int64 = 0
+        var wraps: Int64 = 0
         var double: Double? = nil
         var count = 0
 
@@ -51,7 +53,9 @@ public enum AggregateEvaluator {
             switch v {
             case .int(let i):
                 count += 1
-                int += Int128(i)
+                let (r, overflow) = int.addingReportingOverflow(i)
+                if overflow { wraps += i < 0 ? -1 : 1 }
+                int = r
             case .double(let x):
                 count += 1
                 double = (double ?? 0) + x
@@ -61,10 +65,11 @@ public enum AggregateEvaluator {
         }
 
         var value: Value {
-            if double == nil, let exact = Int64(exactly: int) { return .int(exact) }
+            if double == nil, wraps == 0 { return .int(int) }
             return .double(asDouble)
         }
 
-        var asDouble: Double { Double(int) + (double ?? 0) }
+        /// The integers' sum as a double (2^64 × `wraps` is exact), plus the doubles.
+        var asDouble: Double { Double(wraps) * 18_446_744_073_709_551_616.0 + Double(int) + (double ?? 0) }
     }
 }

@@ -47,8 +47,8 @@ class Document:
         """The value at a dotted field path (``"address.city"``), or ``default`` when absent.
 
         Backticks quote a segment holding dots or other characters (``"`first.name`"``, ``"`a.b`.c"``; a
-        backslash escapes a backtick or a backslash inside), as in the protocol's field paths. A malformed
-        path raises ``ValueError``.
+        backslash escapes a backtick or a backslash inside; ``~ * / [ ]`` only inside them), as in the protocol's
+        field paths. A malformed path raises ``ValueError``.
         """
         node: Any = self.data
         for part in split_field_path(field_path):
@@ -89,6 +89,8 @@ def split_field_path(text: str) -> list[str]:
         else:
             if was_quoted:
                 raise ValueError(f"field path {text!r} has text after a closing backtick")
+            if c in "~*/[]":
+                raise ValueError(f"field path {text!r} has {c!r} outside backticks: the characters ~ * / [ ] must be quoted")
             current.append(c)
     if quoted:
         raise ValueError(f"field path {text!r} has an unclosed backtick")

@@ -101,7 +101,7 @@ class FieldPathTest(unittest.TestCase):
         self.assertIsNone(doc.get("`a.b`.c"))
         self.assertEqual(doc.get("missing", "dflt"), "dflt")
         self.assertEqual(split_field_path("`~*/[]`.b_1"), ["~*/[]", "b_1"])
-        for bad in ["", "a.", ".a", "a..b", "`a", "`a`b", "a`b`", "``", "`a\\", "a.``"]:
+        for bad in ["", "a.", ".a", "a..b", "`a", "`a`b", "a`b`", "``", "`a\\", "a.``", "a/b", "x.[0]", "a~"]:
             with self.assertRaises(ValueError, msg=bad):
                 doc.get(bad)
 

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""How long one request holds every other client (docs/benchmarks.md, "One request against every client").
+
+Starts hearthd (HEARTHD, default .build/release/hearthd) on a fresh data directory for each case, runs a
+"victim" connection that pings back to back in another process, sends one request, and prints the victim's
+worst ping (the event loop's longest hold) and the daemon's RSS before and after:
+
+    python3 clients/python/bench/loop_stalls.py [case ...]     (cases: and, deletes, commit, rules, pipelined)
+
+Standard library only; binds 127.0.0.1 (PORT, default 7491).
+"""
+
+import json
+import multiprocessing
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+PORT = int(os.environ.get("PORT", "7491"))
+HEARTHD = os.environ.get("HEARTHD", ".build/release/hearthd")
+
+
+def connect():
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=300)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s, s.makefile("rb")
+
+
+def call(c, obj):
+    c[0].sendall(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
+    line = c[1].readline()
+    return json.loads(line) if line else None
+
+
+def rss_mib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
+    return 0
+
+
+def _victim(started, stop, out):
+    c = connect()
+    worst = 0.0
+    started.set()
+    while not stop.is_set():
+        t = time.perf_counter()
+        call(c, {"op": "ping"})
+        worst = max(worst, time.perf_counter() - t)
+    out.send(worst)
+
+
+class Daemon:
+    def __init__(self, *extra):
+        self.dir = tempfile.mkdtemp(prefix="hearth-stalls-")
+        self.p = subprocess.Popen([HEARTHD, "--host", "127.0.0.1", "--port", str(PORT), "--data-dir", self.dir + "/data",
+                                   "--quiet", *extra])
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", PORT)).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise SystemExit("hearthd did not start")
+
+    def close(self):
+        self.p.terminate()
+        self.p.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def measure(d, label, request):
+    """Runs `request()` while the victim pings; prints the worst ping and the RSS."""
+    before = rss_mib(d.p.pid)
+    started, stop = multiprocessing.Event(), multiprocessing.Event()
+    receive, send = multiprocessing.Pipe(duplex=False)
+    v = multiprocessing.Process(target=_victim, args=(started, stop, send))
+    v.start()
+    started.wait()
+    time.sleep(0.2)
+    t = time.perf_counter()
+    answer = request()
+    took = time.perf_counter() - t
+    time.sleep(0.1)
+    stop.set()
+    worst = receive.recv()
+    v.join()
+    ok = answer if isinstance(answer, str) else ("ok" if answer and answer.get("ok") else f"error {answer}")
+    print(f"{label:<58} request {took * 1000:8.1f} ms   worst ping {worst * 1000:8.1f} ms   "
+          f"RSS {before} -> {rss_mib(d.p.pid)} MiB   {ok[:60]}", flush=True)
+
+
+def load(c, collection, n, make, batch=5000):
+    for s in range(0, n, batch):
+        r = call(c, {"op": "commit", "writes": [{"op": "set", "path": f"{collection}/d{i:07d}", "data": make(i)}
+                                                for i in range(s, min(n, s + batch))]})
+        assert r["ok"], r
+
+
+def case_and():
+    d = Daemon()
+    try:
+        c = connect()
+        load(c, "c", 100, lambda i: {"a": 1})
+        for n in (20000, 200000):
+            q = {"collection": "c", "where": [["a", "==", 1]] * n}
+            measure(d, f"listen with an AND of {n:,} filters", lambda: call(connect(), {"op": "listen", "query": q}))
+    finally:
+        d.close()
+
+
+def case_deletes():
+    d = Daemon()
+    try:
+        c = connect()
+        n = 150000
+
+        def key(i):   # the shortest distinct names, so 150,000 fields fit a document's 1 MiB
+            s, i = "", i + 1
+            while i:
+                i, r = divmod(i - 1, 52)
+                s += "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"[r]
+            return s
+        keys = [key(i) for i in range(n)]
+        assert call(c, {"op": "set", "path": "w/a", "data": {k: None for k in keys}})["ok"]
+        measure(d, f"update deleting {n:,} fields", lambda: call(c, {"op": "update", "path": "w/a",
+                                                                       "data": {k: {"$delete": True} for k in keys}}))
+    finally:
+        d.close()
+
+
+def case_commit():
+    d = Daemon()
+    try:
+        c = connect()
+        load(c, "big", 100000, lambda i: {"n": i, "m": 0})
+        listener = connect()
+        assert call(listener, {"op": "listen", "query": {"collection": "big", "where": [["n", ">=", 0]]}})["ok"]
+        listener[1].readline()
+        import threading
+        threading.Thread(target=lambda: [None for _ in iter(listener[1].readline, b"")], daemon=True).start()
+        w = 5000
+        measure(d, f"commit of {w:,} updates moving documents, 1 listener of 100,000",
+                lambda: call(c, {"op": "commit", "writes": [{"op": "update", "path": f"big/d{i:07d}", "data": {"n": 200000 - i}}
+                                                            for i in range(w)]}))
+        measure(d, f"commit of {w:,} updates in place, 1 listener of 100,000",
+                lambda: call(c, {"op": "commit", "writes": [{"op": "update", "path": f"big/d{i:07d}", "data": {"m": 1}}
+                                                            for i in range(50000, 50000 + w)]}))
+        measure(d, f"commit of {w:,} deletes, 1 listener of 100,000",
+                lambda: call(c, {"op": "commit", "writes": [{"op": "delete", "path": f"big/d{i:07d}"}
+                                                            for i in range(20000, 20000 + w)]}))
+    finally:
+        d.close()
+
+
+def case_rules():
+    rules = tempfile.NamedTemporaryFile("w", suffix=".rules", delete=False)
+    rules.write("""rules_version = '2';
+service cloud.firestore {
+  match /databases/{database}/documents {
+    match /profiles/{id} {
+      allow read, create: if true;
+      allow update: if request.resource.data.diff(resource.data).affectedKeys().hasOnly(['name', 'bio']);
+    }
+  }
+}
+""")
+    rules.close()
+    d = Daemon("--rules", rules.name)
+    try:
+        c = connect()
+        assert call(c, {"op": "set", "path": "profiles/p", "data": {"name": "a"}})["ok"]
+        n = 20000
+        measure(d, f"update of {n:,} fields judged by affectedKeys().hasOnly",
+                lambda: call(c, {"op": "update", "path": "profiles/p", "data": {f"k{i}": 1 for i in range(n)}}).get("error", {}).get("code", "ok"))
+    finally:
+        d.close()
+        os.unlink(rules.name)
+
+
+def case_pipelined():
+    d = Daemon()
+    try:
+        c = connect()
+        load(c, "big", 100000, lambda i: {"a": i % 10, "n": i, "name": f"user {i}"})
+        a = connect()
+        a[0].setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+
+        def pipeline():
+            a[0].sendall(b"".join(json.dumps({"op": "query", "collection": "big", "id": i}).encode() + b"\n" for i in range(120)))
+            time.sleep(10)   # the client does not read: what does the daemon hold meanwhile?
+            return "120 queries of 17 MB answers sent, none read for 10 s"
+        measure(d, "120 pipelined queries, answers unread", pipeline)
+    finally:
+        d.close()
+
+
+CASES = {"and": case_and, "deletes": case_deletes, "commit": case_commit, "rules": case_rules, "pipelined": case_pipelined}
+
+if __name__ == "__main__":
+    for name in sys.argv[1:] or list(CASES):
+        CASES[name]()
