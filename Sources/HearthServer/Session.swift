@@ -103,6 +103,7 @@ final class Session: SnapshotWaiter {
             // The lines that waited for the drain first, so requests are not held behind listener catch-up.
             self.outputDrained()
             self.drainedListeners()
+            self.updateReading()   // the listeners' catch-up may have filled the output again
         }
         conn.onEndOfInput = { [unowned self] in
             self.inputEnded = true
