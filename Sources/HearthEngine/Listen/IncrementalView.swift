@@ -6,10 +6,11 @@ import HearthStorage
 /// applying the changes one by one sees it.
 ///
 /// Cost: binary searches per touched document, one sweep of the result for all the removals and one for all
-/// the additions (the indices each would have had one at a time are counted, not replayed), and a modification
-/// that keeps its place replaces its row. Only a modification that moves shifts the rows between its two
-/// places. (Removing and inserting row by row made a commit of 5,000 writes cost 5,000 sweeps of a 100,000-row
-/// result per listener: 38 s on the loop with 40 listeners.)
+/// the additions (the indices each would have had one at a time are counted, not replayed). Up to
+/// `batchedModifications` modifications are placed one by one (one that keeps its place replaces its row, one
+/// that moves shifts the rows between its two places); more are placed by counting, in one sweep
+/// (`applyModified`). (Removing and inserting row by row made a commit of 5,000 writes cost 5,000 sweeps of a
+/// 100,000-row result per listener: 38 s on the loop with 40 listeners.)
 enum IncrementalView {
     static func apply(_ mutations: [DecodedMutation], to rows: inout [ResultDocument], query q: ValidQuery) -> [ViewChange] {
         func find(_ path: DocumentPath, _ fields: MapValue) -> Int? {
