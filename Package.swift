@@ -10,7 +10,7 @@ import PackageDescription
 //   hearthd ─► HearthStoragePostgres ─► HearthStorage, CLibPQ (only this imports libpq)
 //   hearth ─► HearthRules (`rules check`)
 //   hearthd, hearth ─► HearthCheck ─► HearthStorageSQLite, HearthEngine, HearthProtocol (`check`)
-//   HearthRules ─► HearthModel (the Firestore Security Rules language: compile and evaluate)
+//   HearthRules ─► HearthModel, CRE2 (the Firestore Security Rules language: compile and evaluate; only it imports RE2)
 //   HearthCrypto ─► COpenSSL (only HearthCrypto imports OpenSSL: TLS and token signatures)
 //   HearthAuth ─► HearthCrypto, HearthProtocol, HearthModel (token verification, the admin key)
 //   HearthLoop, HearthStorageSQLite ─► CThreadName (libc's pthread_setname_np: names for their threads)
@@ -43,7 +43,9 @@ let package = Package(
         .target(name: "HearthAuth", dependencies: ["HearthCrypto", "HearthProtocol", "HearthModel"]),
 
         .target(name: "HearthModel"),
-        .target(name: "HearthRules", dependencies: ["HearthModel"]),
+        // RE2 (Debian: libre2-dev) for the rules' regular expressions: linear time, Firestore's syntax.
+        .target(name: "CRE2", linkerSettings: [.linkedLibrary("re2"), .linkedLibrary("stdc++")]),
+        .target(name: "HearthRules", dependencies: ["HearthModel", "CRE2"]),
         .target(name: "HearthProtocol", dependencies: ["HearthModel", "CSimdJSON"]),
         .target(name: "HearthStorage", dependencies: ["HearthModel"]),
         .target(name: "HearthStorageSQLite", dependencies: ["HearthStorage", "HearthModel", "CSQLite", "CXXHash", "CThreadName"]),

@@ -38,23 +38,16 @@ extension Evaluator {
             return .bool(re.fullMatch(s))
         case (.split, .string(let s)):
             let pattern = try stringArg(0)
-            guard let re = try? NSRegularExpression(pattern: pattern) else { throw Evaluator.fail(pos, "invalid regular expression '\(pattern)'") }
-            let ns = s as NSString
-            var parts: [RuleValue] = []
-            var start = 0
-            for match in re.matches(in: s, range: NSRange(location: 0, length: ns.length)) where match.range.length > 0 {
-                parts.append(.string(ns.substring(with: NSRange(location: start, length: match.range.location - start))))
-                start = match.range.location + match.range.length
-            }
-            parts.append(.string(ns.substring(from: start)))
-            return .list(parts)
+            guard let re = try? CompiledRegex(pattern) else { throw Evaluator.fail(pos, "invalid regular expression '\(pattern)'") }
+            return .list(re.split(s).map(RuleValue.string))
         case (.replace, .string(let s)):
             let pattern = try stringArg(0), replacement = try stringArg(1)
-            guard let re = try? NSRegularExpression(pattern: pattern) else { throw Evaluator.fail(pos, "invalid regular expression '\(pattern)'") }
-            // RE2 writes groups as \1; NSRegularExpression templates use $1.
-            var template = NSRegularExpression.escapedTemplate(for: replacement)
-            template = template.replacingOccurrences(of: "\\\\\\\\(\\d)", with: "\\$$1", options: .regularExpression)
-            return .string(re.stringByReplacingMatches(in: s, range: NSRange(location: 0, length: (s as NSString).length), withTemplate: template))
+            guard let re = try? CompiledRegex(pattern) else { throw Evaluator.fail(pos, "invalid regular expression '\(pattern)'") }
+            do throws(RegexError) {
+                return .string(try re.replaceAll(s, with: replacement))
+            } catch {
+                throw Evaluator.fail(pos, "invalid replacement '\(replacement)': \(error.reason)")
+            }
 
         // lists and sets
         case (.size, .list(let items)): return .int(Int64(items.count))

@@ -1,16 +1,80 @@
 import Foundation
+import CRE2
 import HearthModel
 
-/// A regular expression compiled once (NSRegularExpression is immutable and safe to share between threads).
+/// A regular expression compiled once, in RE2's syntax (Firestore's rules use RE2), matched in time linear in
+/// the text: a backtracking engine let an e-mail pattern take 0.5 s on an 8 KB crafted string, on the loop.
+/// RE2 objects are immutable once compiled and safe to share between threads.
 final class CompiledRegex: @unchecked Sendable {
-    let regex: NSRegularExpression
-    init(_ pattern: String) throws {
-        regex = try NSRegularExpression(pattern: "\\A(?:" + pattern + ")\\z", options: [])
+    private let re: OpaquePointer
+
+    /// Throws `RegexError` with RE2's reason when `pattern` is not valid RE2 syntax.
+    init(_ pattern: String) throws(RegexError) {
+        var error = [CChar](repeating: 0, count: 256)
+        let compiled = pattern.utf8CString.withUnsafeBufferPointer { p in
+            hearth_re2_new(p.baseAddress, p.count - 1, &error, error.count)
+        }
+        guard let compiled else { throw RegexError(error) }
+        re = compiled
     }
 
-    /// Full match, as the rules' `string.matches` (RE2 syntax mostly coincides with ICU's).
+    deinit { hearth_re2_free(re) }
+
+    /// The whole of `s` matches (the rules' `string.matches`).
     func fullMatch(_ s: String) -> Bool {
-        regex.firstMatch(in: s, options: [], range: NSRange(s.startIndex..., in: s)) != nil
+        var s = s
+        return s.withUTF8 { hearth_re2_full_match(re, $0.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) }, $0.count) == 1 }
+    }
+
+    /// `s` cut at every non-empty match (the rules' `string.split`).
+    func split(_ s: String) -> [String] {
+        var s = s
+        return s.withUTF8 { bytes -> [String] in
+            let base = bytes.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) }
+            var parts: [String] = []
+            var pieceStart = 0, from = 0
+            var start = 0, end = 0
+            while from <= bytes.count, hearth_re2_find(re, base, bytes.count, from, &start, &end) == 1 {
+                if end == start {
+                    // An empty match cuts nothing: go on after the character there.
+                    guard start < bytes.count else { break }
+                    from = start + 1
+                    while from < bytes.count && bytes[from] & 0xC0 == 0x80 { from += 1 }
+                    continue
+                }
+                parts.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[pieceStart..<start]), as: UTF8.self))
+                pieceStart = end
+                from = end
+            }
+            parts.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[pieceStart...]), as: UTF8.self))
+            return parts
+        }
+    }
+
+    /// `s` with every match replaced by `rewrite` (`\1` names a group; the rules' `string.replace`).
+    func replaceAll(_ s: String, with rewrite: String) throws(RegexError) -> String {
+        var s = s, rewrite = rewrite
+        var error = [CChar](repeating: 0, count: 256)
+        var length = 0
+        let out: UnsafeMutablePointer<CChar>? = s.withUTF8 { text in
+            rewrite.withUTF8 { rw in
+                hearth_re2_replace_all(re, text.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) }, text.count,
+                                       rw.baseAddress.map { UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self) }, rw.count,
+                                       &length, &error, error.count)
+            }
+        }
+        guard let out else { throw RegexError(error) }
+        defer { free(out) }
+        return String(decoding: UnsafeRawBufferPointer(start: out, count: length), as: UTF8.self)
+    }
+}
+
+/// Why RE2 refused a pattern or a rewrite.
+struct RegexError: Error {
+    let reason: String
+    /// From RE2's NUL-terminated message.
+    init(_ message: [CChar]) {
+        reason = String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 
