@@ -24,7 +24,7 @@ let package = Package(
         .library(name: "HearthClient", targets: ["HearthClient"]),
     ],
     targets: [
-        // System libraries (Debian: libuv1-dev, libsqlite3-dev, libxxhash-dev, libsimdjson-dev, libssl-dev, libpq-dev).
+        // System libraries (Debian: libuv1-dev, libsqlite3-dev, libxxhash-dev, libsimdjson-dev, libssl-dev, libpq-dev, libre2-dev).
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),

@@ -382,10 +382,10 @@ struct Compiler {
             }
             let compiledArgs = try compileArgs(args, scope, locals)
             if method == .matches, case .constant(.string(let pattern)) = compiledArgs[0] {
-                do {
+                do throws(RegexError) {
                     return .regexMatch(receiver, try CompiledRegex(pattern), pos)
                 } catch {
-                    throw CompileError(args[0].pos, "invalid regular expression '\(pattern)'")
+                    throw CompileError(args[0].pos, "invalid regular expression '\(pattern)' (RE2: \(error.reason))")
                 }
             }
             return .method(receiver, method, compiledArgs, pos)

@@ -2,6 +2,16 @@ import Foundation
 import HearthModel
 
 extension Evaluator {
+    /// A pattern built at run time (or given to `split`/`replace`), compiled for this evaluation; an invalid
+    /// one is an evaluation error naming RE2's reason.
+    static func regex(_ pattern: String, _ pos: SourcePos) throws(EvalError) -> CompiledRegex {
+        do throws(RegexError) {
+            return try CompiledRegex(pattern)
+        } catch {
+            throw Evaluator.fail(pos, "invalid regular expression '\(pattern)': \(error.reason)")
+        }
+    }
+
     func method(_ r: RuleValue, _ m: Method, _ args: [RuleValue], _ pos: SourcePos) throws(EvalError) -> RuleValue {
         if case .symbolic(let s) = r {
             if m == .get, case .data(let segs) = s, args.count == 2 {
@@ -34,15 +44,15 @@ extension Evaluator {
         case (.toUtf8, .string(let s)): return .bytes(Array(s.utf8))
         case (.matches, .string(let s)):
             let pattern = try stringArg(0)
-            guard let re = try? CompiledRegex(pattern) else { throw Evaluator.fail(pos, "invalid regular expression '\(pattern)'") }
+            let re = try Self.regex(pattern, pos)
             return .bool(re.fullMatch(s))
         case (.split, .string(let s)):
             let pattern = try stringArg(0)
-            guard let re = try? CompiledRegex(pattern) else { throw Evaluator.fail(pos, "invalid regular expression '\(pattern)'") }
+            let re = try Self.regex(pattern, pos)
             return .list(re.split(s).map(RuleValue.string))
         case (.replace, .string(let s)):
             let pattern = try stringArg(0), replacement = try stringArg(1)
-            guard let re = try? CompiledRegex(pattern) else { throw Evaluator.fail(pos, "invalid regular expression '\(pattern)'") }
+            let re = try Self.regex(pattern, pos)
             do throws(RegexError) {
                 return .string(try re.replaceAll(s, with: replacement))
             } catch {

@@ -35,6 +35,10 @@ struct RulesCompileErrorTests {
         ("function f(x) { return f(x); } match /a/{b} { allow read: if f(1); }", 1, "function 'f' is recursive"),
         ("function f(x) { return x; } match /a/{b} { allow read: if f(1, 2); }", 59, "function 'f' takes 1 argument, not 2"),
         ("match /a/{b} { allow read: if 'x'.matches('['); }", 43, "invalid regular expression '['"),
+        // RE2's syntax, as Firestore's: lookaround, counts over 1,000 and \C are refused, with RE2's reason.
+        ("match /a/{b} { allow read: if 'x'.matches('(?=x)x'); }", 43, "invalid regular expression '(?=x)x' (RE2: invalid perl operator: (?="),
+        ("match /a/{b} { allow read: if 'x'.matches('x{1,1001}'); }", 43, "(RE2: invalid repetition size: {1,1001})"),
+        ("match /a/{b} { allow read: if 'x'.matches('\\\\C'); }", 43, "(RE2: \\C (any byte) is not supported"),
         ("match /a/{b} { allow read: if request.writeFields.size() > 0; }", 39, "request.writeFields is not supported"),
         ("match /a/{b} { allow read: if request.auth.name == 1; }", 44, "request.auth.name is not supported"),
         ("match /a/{b} { function f() { return 1; } function f() { return 2; } }", 43, "function 'f' is already declared"),

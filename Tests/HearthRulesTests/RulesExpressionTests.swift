@@ -100,6 +100,8 @@ struct RulesExpressionTests {
         ("'ab'.replace('(a)', '\\\\2') == 'x'", nil),                     // no group 2: an evaluation error
         ("'aa'.matches('(a)' + '\\\\1')", nil),                             // backreferences are not RE2
         ("'éé'.matches('.{2}')", true), ("'x'.matches('(?i)X')", true),
+        ("'José'.matches('\\\\w+')", false), ("'Jose'.matches('\\\\w+')", true),     // \w is ASCII in RE2
+        ("'a'.split('(?=a)') == ['a']", nil), ("'a'.replace('\\\\C', 'b') == 'b'", nil),   // refused at run time
     ] as [(String, Bool?)])
     func strings(_ expr: String, _ expected: Bool?) { Self.check(expr, expected) }
 
