@@ -60,11 +60,18 @@ struct SQLiteStatement {
     /// Binds a small blob (an index key), copied by SQLite (SQLITE_TRANSIENT), so `bytes` need not outlive the
     /// call. An empty array binds a zero-length blob, never NULL.
     func bind(_ index: Int32, blob bytes: [UInt8]) throws(HearthError) {
-        let rc = bytes.withUnsafeBytes { raw -> Int32 in
-            guard let base = raw.baseAddress, raw.count > 0 else { return sqlite3_bind_zeroblob(handle, index, 0) }
-            return sqlite3_bind_blob(handle, index, base, Int32(raw.count), hearth_sqlite_transient())
-        }
+        let rc = bytes.withUnsafeBytes { raw in bindCopying(index, raw) }
         try SQLiteFailure.check(rc, db, "binding \(name)")
+    }
+
+    /// `bind(_:blob:)` for bytes in someone else's buffer: SQLite copies them.
+    func bind(_ index: Int32, blobCopying raw: UnsafeRawBufferPointer) throws(HearthError) {
+        try SQLiteFailure.check(bindCopying(index, raw), db, "binding \(name)")
+    }
+
+    private func bindCopying(_ index: Int32, _ raw: UnsafeRawBufferPointer) -> Int32 {
+        guard let base = raw.baseAddress, raw.count > 0 else { return sqlite3_bind_zeroblob(handle, index, 0) }
+        return sqlite3_bind_blob(handle, index, base, Int32(raw.count), hearth_sqlite_transient())
     }
 
     // MARK: Running

@@ -177,10 +177,11 @@ final class SQLiteWriter {
         return recovery
     }
 
-    /// One BEGIN IMMEDIATE … COMMIT for the whole group, not synced (the log made it durable). With
-    /// `readingBefore`, each mutation's before image is the document as the transaction holds it when the
-    /// mutation is written (a group from the log, whose frames leave before images out). On any failure the
-    /// transaction is rolled back and the connection stays usable.
+    /// One BEGIN IMMEDIATE … COMMIT for the whole group, not synced (the log made it durable). Change and
+    /// commit rows are appended commit by commit; document rows and index entries are gathered and written at
+    /// the end, in key order, each once (`TransactionWrites`). With `readingBefore`, each mutation's before
+    /// image is the document as the commits before it in the group leave it (a group from the log, whose frames
+    /// leave before images out). On any failure the transaction is rolled back and the connection stays usable.
     private func commitToSQLite(_ commits: [CommitRecord], readingBefore: Bool = false) throws(HearthError) {
         guard let newest = commits.last else { return }
         try begin.run()
@@ -188,7 +189,12 @@ final class SQLiteWriter {
             var meta = try loadMeta()
             try CommitValidation.check(commits, after: meta.lastSeq)
             try SQLiteSchema.checkKeyable(commits)
-            for c in commits { meta.logBytes += try insert(c, readingBefore: readingBefore) }
+            var writes = TransactionWrites(tracksVersions: readingBefore)
+            for c in commits { meta.logBytes += try insert(c, readingBefore: readingBefore, into: &writes) }
+            try writes.forEachDocumentInKeyOrder { (d) throws(HearthError) in
+                if let doc = d.version { try put(doc, collection: d.collection) } else { try delete(d.path, collection: d.collection) }
+            }
+            try index.apply(writes)
             meta.lastSeq = newest.seq
             let prunedBefore = meta.prunedThrough
             try prune(&meta, cutoff: retention.ageCutoff(newest: newest.commitTime))
@@ -204,9 +210,10 @@ final class SQLiteWriter {
 
     // MARK: - Steps of apply
 
-    /// The document at `path` as this transaction holds it (an earlier mutation of it in the same group or
-    /// commit included), checked against its row checksum: the before image of a commit from the log.
-    private func storedVersion(_ path: DocumentPath) throws(HearthError) -> StoredDocument? {
+    /// The document at `path` as the commits gathered so far in `writes` leave it, or else as SQLite holds it
+    /// (checked against its row checksum): the before image of a commit from the log.
+    private func storedVersion(_ path: DocumentPath, _ writes: TransactionWrites) throws(HearthError) -> StoredDocument? {
+        if let gathered = writes.version(of: path) { return gathered }
         let s = currentDocument
         defer { s.reset() }
         let collection = path.collectionDescription
@@ -238,18 +245,18 @@ final class SQLiteWriter {
         try writeMeta.run()
     }
 
-    /// Writes one commit (log rows, documents, index entries, the index catalog when it carries one); returns
-    /// its image bytes. Index changes and the catalog are not logged: `changes(after:)` rebuilds records
-    /// without them. Every document and change row is written with its checksum (`RowChecksum`).
-    /// With `readingBefore`, each mutation's before image is read from the documents table right before the
-    /// mutation is written (a commit from the log).
-    private func insert(_ c: CommitRecord, readingBefore: Bool) throws(HearthError) -> Int64 {
+    /// Writes one commit's log rows and the index catalog when it carries one, and gathers its documents and
+    /// index entries into `writes`; returns its image bytes. Index changes and the catalog are not logged:
+    /// `changes(after:)` rebuilds records without them. Every document and change row is written with its
+    /// checksum (`RowChecksum`). With `readingBefore`, each mutation's before image is the document as the
+    /// transaction leaves it so far (a commit from the log).
+    private func insert(_ c: CommitRecord, readingBefore: Bool, into writes: inout TransactionWrites) throws(HearthError) -> Int64 {
         var bytes: Int64 = 0
         for (order, var m) in c.mutations.enumerated() {
-            if readingBefore { m.before = try storedVersion(m.path) }
+            if readingBefore { m.before = try storedVersion(m.path, writes) }
             bytes += Int64(m.before?.data.count ?? 0) + Int64(m.after?.data.count ?? 0)
             try log(m, seq: c.seq, order: order)
-            if let doc = m.after { try put(doc) } else { try delete(m.path) }
+            writes.write(m.path, m.after)
         }
         // `bytes` is `c.imageBytes` with the before images as written.
         try insertCommit.bind(1, c.seq)
@@ -263,7 +270,7 @@ final class SQLiteWriter {
             try insertCommit.bindNull(5)
         }
         try insertCommit.run()
-        try index.apply(c.indexChanges)
+        writes.index(c.indexChanges)
         if let catalog = c.indexCatalog {
             let s = putCatalog
             defer { s.reset() }
@@ -308,10 +315,9 @@ final class SQLiteWriter {
         try insertChange.bind(c + 3, doc.seq)
     }
 
-    private func put(_ doc: StoredDocument) throws(HearthError) {
+    private func put(_ doc: StoredDocument, collection: String) throws(HearthError) {
         let s = upsertDocument
         defer { s.reset() }
-        let collection = doc.path.collectionDescription
         try s.bind(1, collection)
         try s.bind(2, doc.path.id)
         try s.bind(4, doc.createTime.micros)
@@ -324,8 +330,8 @@ final class SQLiteWriter {
         }
     }
 
-    private func delete(_ path: DocumentPath) throws(HearthError) {
-        try deleteDocument.bind(1, path.collectionDescription)
+    private func delete(_ path: DocumentPath, collection: String) throws(HearthError) {
+        try deleteDocument.bind(1, collection)
         try deleteDocument.bind(2, path.id)
         try deleteDocument.run()
     }

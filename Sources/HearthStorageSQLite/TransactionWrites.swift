@@ -1,0 +1,166 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import HearthModel
+import HearthStorage
+
+/// The document rows and index entries one `SQLiteWriter.apply` transaction writes, gathered over all of its
+/// commits and written at its end in key order, each key once (its last write in the transaction).
+///
+/// Why: an applier transaction holds many groups (`CommitPipeline`), whose documents and index entries land at
+/// scattered places of the `documents_by_key` and `index_entries` b-trees (a timeline post writes one feed entry
+/// per follower, each with five index entries, in a thousand places). Written in key order, consecutive writes
+/// descend the same pages, which stay in the CPU's caches, and a key written by several commits of the
+/// transaction is written once. docs/benchmarks.md, "The write path", has the figures.
+///
+/// Why the result is the same as writing each commit in turn: a write to one key never depends on a write to
+/// another (a document row is replaced or deleted whole; an index entry is added, replacing its document, or
+/// removed by key alone, a no-op when absent), so writes to different keys commute, and for each key the last
+/// write decides what the table holds. Within a commit, index removals come before additions, as
+/// `SQLiteIndexWriter` documents. Change rows and commit rows are not gathered: they are appended in seq order.
+///
+/// The keys are kept in flat byte buffers and sorted through their offsets, so that sorting tens of thousands
+/// of them touches no reference counts.
+struct TransactionWrites {
+    /// A document row to write: `version` nil deletes it.
+    struct DocumentWrite {
+        let path: DocumentPath
+        /// `path.collectionDescription`, the row's `collection` column.
+        let collection: String
+        let version: StoredDocument?
+    }
+
+    /// An index entry to write: `path` nil removes it.
+    struct EntryWrite {
+        let path: DocumentPath?
+        /// `path.collectionDescription` (empty for a removal), the entry's `collection` column.
+        let collection: String
+    }
+
+    /// Bytes `start ..< start + count` of a buffer.
+    private struct Span {
+        var start: Int
+        var count: Int
+    }
+
+    private var documents: [DocumentWrite] = []
+    /// Each document's collection, then its id (UTF-8), at `documentSpans[i]`.
+    private var documentBytes: [UInt8] = []
+    private var documentSpans: [(collection: Span, id: Span)] = []
+    private var entries: [EntryWrite] = []
+    /// Each entry's key at `entrySpans[i]`.
+    private var entryBytes: [UInt8] = []
+    private var entrySpans: [Span] = []
+    /// The last write of each document so far, by its place in `documents`; kept only when `tracksVersions`
+    /// (the before images of a commit from the log, `version(of:)`).
+    private var latest: [DocumentPath: Int] = [:]
+    private let tracksVersions: Bool
+
+    init(tracksVersions: Bool = false) {
+        self.tracksVersions = tracksVersions
+    }
+
+    var isEmpty: Bool { documents.isEmpty && entries.isEmpty }
+
+    /// The document as the writes gathered so far leave it: `.some(nil)` when they delete it, nil when they do
+    /// not touch it (the table holds what it held). Only with `tracksVersions`.
+    func version(of path: DocumentPath) -> StoredDocument?? {
+        precondition(tracksVersions, "TransactionWrites: versions are tracked only when asked for")
+        guard let i = latest[path] else { return nil }
+        return .some(documents[i].version)
+    }
+
+    mutating func write(_ path: DocumentPath, _ version: StoredDocument?) {
+        if tracksVersions { latest[path] = documents.count }
+        let collection = path.collectionDescription
+        documentSpans.append((Self.append(collection, to: &documentBytes), Self.append(path.id, to: &documentBytes)))
+        documents.append(DocumentWrite(path: path, collection: collection, version: version))
+    }
+
+    /// One commit's index changes: its removals, then its additions.
+    mutating func index(_ changes: IndexChanges) {
+        for e in changes.removed { add(e.key, EntryWrite(path: nil, collection: "")) }
+        // A document's entries come together: its collection is described once for all of them.
+        var described: (path: DocumentPath, collection: String)?
+        for e in changes.added {
+            if described?.path != e.path { described = (e.path, e.path.collectionDescription) }
+            add(e.key, EntryWrite(path: e.path, collection: described!.collection))
+        }
+    }
+
+    private mutating func add(_ key: [UInt8], _ entry: EntryWrite) {
+        entrySpans.append(Span(start: entryBytes.count, count: key.count))
+        entryBytes.append(contentsOf: key)
+        entries.append(entry)
+    }
+
+    private static func append(_ s: String, to bytes: inout [UInt8]) -> Span {
+        let start = bytes.count
+        bytes.append(contentsOf: s.utf8)
+        return Span(start: start, count: bytes.count - start)
+    }
+
+    /// Calls `body` with each document written, once, with its last version, in the order of
+    /// `documents_by_key` (collection, then id, by UTF-8 bytes: SQLite's BINARY collation).
+    func forEachDocumentInKeyOrder(_ body: (DocumentWrite) throws(HearthError) -> Void) throws(HearthError) {
+        let order = documentBytes.withUnsafeBytes { bytes in
+            documentSpans.withUnsafeBufferPointer { spans in
+                Self.lastOfEachKey(count: spans.count) { i, j in
+                    let c = Self.compare(bytes, spans[i].collection, spans[j].collection)
+                    return c != 0 ? c : Self.compare(bytes, spans[i].id, spans[j].id)
+                }
+            }
+        }
+        for i in order { try body(documents[i]) }
+    }
+
+    /// Calls `body` with each index entry written, once, with its last write, in key order (memcmp, as
+    /// `index_entries` orders its keys); the key's bytes are valid during the call only.
+    func forEachEntryInKeyOrder(_ body: (UnsafeRawBufferPointer, EntryWrite) throws(HearthError) -> Void) throws(HearthError) {
+        // withUnsafeBytes rethrows untyped errors: the typed one is carried out as a value.
+        let failure = entryBytes.withUnsafeBytes { bytes -> HearthError? in
+            let order = entrySpans.withUnsafeBufferPointer { spans in
+                Self.lastOfEachKey(count: spans.count) { i, j in Self.compare(bytes, spans[i], spans[j]) }
+            }
+            do throws(HearthError) {
+                for i in order {
+                    let s = entrySpans[i]
+                    try body(UnsafeRawBufferPointer(rebasing: bytes[s.start ..< s.start + s.count]), entries[i])
+                }
+            } catch { return error }
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    /// -1, 0 or 1 as the bytes at `a` sort before, equal to or after those at `b` (memcmp: keys share long
+    /// prefixes, which libc compares many bytes at a time).
+    private static func compare(_ bytes: UnsafeRawBufferPointer, _ a: Span, _ b: Span) -> Int {
+        let n = min(a.count, b.count)
+        if n > 0, let base = bytes.baseAddress {
+            let c = memcmp(base + a.start, base + b.start, n)
+            if c != 0 { return c < 0 ? -1 : 1 }
+        }
+        return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
+    }
+
+    /// The places `0 ..< count` sorted by `compare`, keeping of each run of equal keys only the place written
+    /// last (ties go by place, so it ends its run).
+    private static func lastOfEachKey(count: Int, _ compare: (Int, Int) -> Int) -> [Int] {
+        var order = Array(0 ..< count)
+        order.sort { i, j in
+            let c = compare(i, j)
+            return c != 0 ? c < 0 : i < j
+        }
+        var kept: [Int] = []
+        kept.reserveCapacity(count)
+        for n in order.indices where n + 1 == order.count || compare(order[n], order[n + 1]) != 0 {
+            kept.append(order[n])
+        }
+        return kept
+    }
+}
