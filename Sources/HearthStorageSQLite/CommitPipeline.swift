@@ -60,8 +60,11 @@ final class CommitPipeline: @unchecked Sendable {
     /// `append` waits while the backlog's log frames exceed this many times `resetBytes`: the active log then
     /// stays below its hard limit (`hardLimitFactor`), where the writer would wait for the whole backlog.
     static let pendingLogFactor = 6
-    /// One applier transaction takes groups of at most this many times `resetBytes` of log frames.
-    static let transactionLogFactor = 2
+    /// One applier transaction takes groups of at most this many times `resetBytes` of log frames. An applier
+    /// that is behind writes each scattered page it dirties once per transaction: four times (32 MiB) rather
+    /// than twice lets it catch up faster, which kept a sustained fan-out's commit → last follower p99 under
+    /// 150 ms where twice did not (docs/benchmarks.md, "Documents and index entries in key order").
+    static let transactionLogFactor = 4
 
     /// The active log: the writer thread's (under `appending`).
     private var log: CommitLog
