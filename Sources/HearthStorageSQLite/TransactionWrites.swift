@@ -17,7 +17,9 @@ import HearthStorage
 /// descend the same pages, which stay in the CPU's caches, and a key written by several commits of the
 /// transaction is written once. docs/benchmarks.md, "The write path", has the figures.
 ///
-/// Why the result is the same as writing each commit in turn: a write to one key never depends on a write to
+/// Why the tables end with the same rows and entries as writing each commit in turn (the `documents` table's
+/// rowids aside: a new row is numbered in key order, and a document deleted and created again within the
+/// transaction keeps its row): a write to one key never depends on a write to
 /// another (a document row is replaced or deleted whole; an index entry is added, replacing its document, or
 /// removed by key alone, a no-op when absent), so writes to different keys commute, and for each key the last
 /// write decides what the table holds. Within a commit, index removals come before additions, as

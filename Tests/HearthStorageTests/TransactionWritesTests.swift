@@ -110,12 +110,24 @@ import Testing
             }
             return h.commit(writes, index: changes)
         }
-        store.holdApplier(1_000)
-        for _ in 0..<40 {
-            let group = (0..<(1 + Int(rng.next() % 4))).map { _ in commit() }
+        // Rows and entries to replace and delete: the first groups are in SQLite before the held ones.
+        for _ in 0..<5 {
+            let group = [commit(), commit()]
             try store.apply(group)
             try model.apply(group)
         }
+        try store.drainApplier()
+        store.holdApplier(1_000)
+        var rewrittenInAGroup = 0
+        for _ in 0..<40 {
+            let group = (0..<(1 + Int(rng.next() % 4))).map { _ in commit() }
+            let written = group.flatMap { $0.mutations.map { Array($0.path.description.utf8) } }
+            if Set(written).count < written.count { rewrittenInAGroup += 1 }
+            try store.apply(group)
+            try model.apply(group)
+        }
+        // Recovery's before images come from earlier commits of the same frame in some groups.
+        #expect(rewrittenInAGroup >= 5, "\(rewrittenInAGroup)")
         // The files a kill leaves now: every group only in the log.
         let copy = StoreFixture.makeTemporaryDirectory()
         defer { StoreFixture.removeTemporaryDirectory(copy) }
@@ -123,11 +135,14 @@ import Testing
         for name in ["hearth.db", "hearth.db-wal", CommitLog.fileName] {
             try FileManager.default.copyItem(atPath: f.directory + "/" + name, toPath: copy + "/" + name)
         }
+        let transactionsBefore = try #require(store.applier).transactions
         store.holdApplier(0)
         try store.drainApplier()
+        // The 40 held groups went to SQLite in one transaction.
+        #expect(try #require(store.applier).transactions == transactionsBefore + 1)
         let recovered = try StoreFixture.openSQLite(copy)
         defer { recovered.close() }
-        #expect(recovered.recovery?.groups == 40)
+        #expect(recovered.recovery?.groups == 40)   // one transaction per frame
 
         for s in [store, recovered] as [SQLiteStore] {
             #expect(try s.lastSeq() == h.seq)
