@@ -51,14 +51,7 @@ public final class Engine {
     public internal(set) var loopStoreReads: UInt64 = 0
 
     /// Declared composite indexes (building or ready), maintained by every commit.
-    public internal(set) var indexes: [IndexDefinition] = [] {
-        didSet {
-            catalogView.publish(indexes)
-            indexesGeneration &+= 1
-        }
-    }
-    /// Changes with every change of `indexes`: what was decided from a plan is decided again after it.
-    private(set) var indexesGeneration = 0
+    public internal(set) var indexes: [IndexDefinition] = [] { didSet { catalogView.publish(indexes) } }
     /// `indexes` for reader threads: the catalog a query running on one plans with.
     public let catalogView: IndexCatalogView
     /// The id the next declared index gets (ids are never reused).

@@ -43,10 +43,12 @@ extension Server {
         }
     }
 
-    /// True when `records` can be published now without a listener's limit window read on the loop (beyond
-    /// an exact window's rows, `ListenerHub.refillsOffLoop`). Else those reads are under way on reader threads,
-    /// and `whenRead` runs once they are all back: ask again then (a refill can lead to another).
+    /// True when `records` can be published now without a listener's limit window read on the loop. Else
+    /// (the store is across the network and some window would be refilled) those reads are under way on
+    /// reader threads, and `whenRead` runs once they are all back: ask again then (a refill can lead to
+    /// another).
     func windowsReady(for records: [CommitRecord], whenRead: @escaping () -> Void) -> Bool {
+        guard engine.storeIsRemote else { return true }
         let reads = engine.listeners.windowReads(for: records)
         guard !reads.isEmpty else { return true }
         let left = Counter(reads.count)

@@ -317,8 +317,6 @@ import Testing
     func windowsRefilledBeforehandGiveTheSameSnapshots(seed: Int) throws {
         var r = QueryOracleTests.RNG(state: UInt64(seed) &* 69_621 &+ 17)
         let ahead = try EngineHarness(), reference = try EngineHarness()
-        // Exact windows too (a local store refills those on the loop): every kind of window is compared.
-        ahead.engine.listeners.refillsEveryWindowFirst = true
         let window = ListenerWindowTests()
         let fill = (0..<30).map { set("w/d\($0)", m(["v": .int(Int64(r.next() % 100)), "k": 0])) }
         _ = ahead.commit(fill)

@@ -114,9 +114,6 @@ final class SharedView {
     /// when only one member gets them), for the members after the first during a publication.
     @exclusivity(unchecked) var lastChanges: [ViewChange] = []
     @exclusivity(unchecked) var shareKey: UInt64?
-    /// Whether a refill of this limit window is read before its publication, off the loop
-    /// (`ListenerHub.refillsOffLoop`), and the `Engine.indexesGeneration` it was decided under.
-    var offLoopRefill: (generation: Int, value: Bool)?
 
     init(query: ValidQuery, rows: [ResultDocument], seq: UInt64) {
         self.query = query

@@ -2,11 +2,9 @@ import HearthModel
 import HearthStorage
 
 /// When a row leaves a full limit window and the commit brings none to take its place, publication refills
-/// the window from the store, exact at that commit. Where the store is across the network, and where the
-/// window's plan is not exact (its scan may examine any number of documents to find the rows:
-/// `refillsOffLoop`), that read is made before the publication, on a reader thread, so the loop never waits
-/// for it and the listeners' snapshots stay exactly what they would have been (one per commit, in seq order
-/// on every connection):
+/// the window from the store, exact at that commit. Where the store is across the network, that read is made
+/// before the publication, on a reader thread, so the loop never waits for it and the listeners' snapshots
+/// stay exactly what they would have been (one per commit, in seq order on every connection):
 ///
 /// 1. `windowReads(for:)` runs the publication of `records` dry, on copies of the windows' rows, and returns
 ///    the refills it would make that are not known yet (the first of each window: the later ones depend on it);
@@ -17,16 +15,12 @@ import HearthStorage
 ///
 /// A refill is a fact about the database (a query's result at a seq), so it is kept by query and seq, whatever
 /// view needs it. One that could not be read (the change log no longer reaches the seq, a failed read) ends
-/// the view's listeners with that error over a store across the network (the loop does not read instead);
-/// over a local store the publication refills it on the loop, as it refills an exact window.
+/// the view's listeners with that error: the loop does not read instead.
 extension ListenerHub {
     /// The refills publishing `records` would make that are not known yet (empty: it reads nothing).
     public func windowReads(for records: [CommitRecord]) -> [WindowRead] {
         engine.thread.check("ListenerHub.windowReads")
         guard !listeners.isEmpty else { return [] }
-        // Over a local store, exact windows are refilled on the loop (a read of at most the window's rows): no
-        // dry run unless some window would be read first.
-        if !engine.storeIsRemote && !refillsEveryWindowFirst && !views.values.contains(where: { isWindow($0) && refillsOffLoop($0) }) { return [] }
         var rowsOf: [ObjectIdentifier: [ResultDocument]] = [:]
         var appliedAt: [ObjectIdentifier: UInt64] = [:]
         var blocked = Set<ObjectIdentifier>()
@@ -35,7 +29,7 @@ extension ListenerHub {
         for record in records where !record.mutations.isEmpty && record.seq > publishedSeq {
             var decoded: DecodedCommit?
             for l in affected(by: record) where l.backlog == nil && l.isRegistered && l.seq < record.seq {
-                guard let v = l.view, isWindow(v), refillsOffLoop(v) else { continue }
+                guard let v = l.view, v.query.limit != nil || v.query.limitToLast != nil else { continue }
                 let id = ObjectIdentifier(v)
                 guard !blocked.contains(id), appliedAt[id] != record.seq else { continue }
                 if decoded == nil {
@@ -63,22 +57,6 @@ extension ListenerHub {
             }
         }
         return needed
-    }
-
-    private func isWindow(_ v: SharedView) -> Bool { v.query.limit != nil || v.query.limitToLast != nil }
-
-    /// Whether a refill of `v`'s window is read before its publication on a reader rather than on the loop:
-    /// always over a store across the network; over a local one when its plan is not exact, since the scan may
-    /// then examine any number of documents to find the window's rows (a refill of a 20-row window over 200,000
-    /// documents took the loop 0.6 s). An exact plan reads at most the window's rows, in less time than a hop
-    /// to a reader and back. Decided again when the index catalog changes.
-    func refillsOffLoop(_ v: SharedView) -> Bool {
-        if engine.storeIsRemote || refillsEveryWindowFirst { return true }
-        if let decided = v.offLoopRefill, decided.generation == engine.indexesGeneration { return decided.value }
-        // A query that cannot be planned fails its refill wherever it runs: read first, it fails on a reader.
-        let exact = (try? engine.prepare(v.query))?.plan.branches.allSatisfy(\.exact) ?? false
-        v.offLoopRefill = (engine.indexesGeneration, !exact)
-        return !exact
     }
 
     /// The result of one of `windowReads`' reads (its rows at the commit's seq), for the publication.

@@ -29,9 +29,6 @@ public final class ListenerHub {
     /// Window refills read before the publication they are for (`ListenerHub+WindowReads.swift`), or why
     /// they could not be. Forgotten at the end of each publication.
     var refillRows: [WindowKey: WindowRefill] = [:]
-    /// Tests: every limit window's refill is read before its publication, exact or not, as over a store across
-    /// the network (`refillsOffLoop`), so that one test compares the two ways on every kind of window.
-    var refillsEveryWindowFirst = false
 
     /// The most commits a resume replays before falling back to a reset.
     public var maxResumeCommits = 100_000
