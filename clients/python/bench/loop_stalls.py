@@ -5,7 +5,7 @@ Starts hearthd (HEARTHD, default .build/release/hearthd) on a fresh data directo
 "victim" connection that pings back to back in another process, sends one request, and prints the victim's
 worst ping (the event loop's longest hold) and the daemon's RSS before and after:
 
-    python3 clients/python/bench/loop_stalls.py [case ...]     (cases: and, deletes, commit, rules, pipelined)
+    python3 clients/python/bench/loop_stalls.py [case ...]     (cases: and, deletes, commit, rules, pipelined, refill)
 
 Standard library only; binds 127.0.0.1 (PORT, default 7491).
 """
@@ -183,6 +183,27 @@ service cloud.firestore {
         os.unlink(rules.name)
 
 
+def case_refill():
+    d = Daemon()
+    try:
+        c = connect()
+        n = 200000
+        # 200,000 documents with a == 1; the last 21 also have b == 1. The window `a == 1 && b == 1, limit 20` has
+        # no exact plan (one single-field index scanned, the other filter checked per document): when one of its
+        # rows is deleted, its refill scans a's 200,000 entries to find the 21st.
+        load(c, "big", n, lambda i: {"a": 1, "b": 1 if i >= n - 21 else 0})
+        listener = connect()
+        assert call(listener, {"op": "listen", "query": {"collection": "big", "where": [["a", "==", 1], ["b", "==", 1]],
+                                                         "limit": 20}})["ok"]
+        listener[1].readline()
+        import threading
+        threading.Thread(target=lambda: [None for _ in iter(listener[1].readline, b"")], daemon=True).start()
+        measure(d, f"delete of a row of a non-exact limit-20 window over {n:,}",
+                lambda: call(c, {"op": "delete", "path": f"big/d{n - 21:07d}"}))
+    finally:
+        d.close()
+
+
 def case_pipelined():
     d = Daemon()
     try:
@@ -200,7 +221,8 @@ def case_pipelined():
         d.close()
 
 
-CASES = {"and": case_and, "deletes": case_deletes, "commit": case_commit, "rules": case_rules, "pipelined": case_pipelined}
+CASES = {"and": case_and, "deletes": case_deletes, "commit": case_commit, "rules": case_rules, "pipelined": case_pipelined,
+         "refill": case_refill}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(CASES):
