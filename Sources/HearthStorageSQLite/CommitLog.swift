@@ -18,9 +18,10 @@ import HearthStorage
 /// A frame: a 56-byte header (magic `HCL1`, payload length u32, the store's history ID u64, the store's last
 /// seq when it was appended u64, first and last seq u64, the payload's checksum u64, the header's own checksum
 /// u64), then the payload (`CommitRecordCodec`, without before images: recovery takes each from the frame's
-/// earlier commits when one wrote the document, else from SQLite, as it applies the commits in order). Both checksums are XXH3-64 (`RowChecksum`), so a frame
-/// torn by a crash in the middle of its write, or zeros where it should be, never reads as a group, and a
-/// header that holds gives the length to skip when its payload does not.
+/// earlier commits when one wrote the document, else from SQLite, as it applies the commits in order). Both
+/// checksums are XXH3-64 (`RowChecksum`), so a frame torn by a crash in the middle of its write, or zeros
+/// where it should be, never reads as a group, and a header that holds gives the length to skip when its
+/// payload does not.
 ///
 /// The file is preallocated in `chunkBytes` steps and zero beyond its last frame (as etcd preallocates its WAL
 /// segments): an append overwrites zeros in allocated blocks, so its `fdatasync` need not update the file's

@@ -15,7 +15,7 @@ import HearthStorage
 /// scattered places of the `documents_by_key` and `index_entries` b-trees (a timeline post writes one feed entry
 /// per follower, each with five index entries, in a thousand places). Written in key order, consecutive writes
 /// descend the same pages, which stay in the CPU's caches, and a key written by several commits of the
-/// transaction is written once. docs/benchmarks.md, "The write path", has the figures.
+/// transaction is written once. docs/benchmarks.md, "Documents and index entries in key order", has the figures.
 ///
 /// Why the tables end with the same rows and entries as writing each commit in turn (the `documents` table's
 /// rowids aside: a new row is numbered in key order, and a document deleted and created again within the
@@ -65,8 +65,6 @@ struct TransactionWrites {
     init(tracksVersions: Bool = false) {
         self.tracksVersions = tracksVersions
     }
-
-    var isEmpty: Bool { documents.isEmpty && entries.isEmpty }
 
     /// The document as the writes gathered so far leave it: `.some(nil)` when they delete it, nil when they do
     /// not touch it (the table holds what it held). Only with `tracksVersions`.
