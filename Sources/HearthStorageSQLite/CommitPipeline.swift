@@ -62,8 +62,8 @@ final class CommitPipeline: @unchecked Sendable {
     static let pendingLogFactor = 6
     /// One applier transaction takes groups of at most this many times `resetBytes` of log frames. An applier
     /// that is behind writes each scattered page it dirties once per transaction: four times (32 MiB) rather
-    /// than twice lets it catch up faster, which kept a sustained fan-out's commit → last follower p99 under
-    /// 150 ms where twice did not (docs/benchmarks.md, "Documents and index entries in key order").
+    /// than twice lets it catch up faster (a sustained fan-out's commit → last follower p99 fell from 199-231 ms
+    /// to 89-137 ms in 30 s runs: docs/benchmarks.md, "Documents and index entries in key order").
     static let transactionLogFactor = 4
 
     /// The active log: the writer thread's (under `appending`).
