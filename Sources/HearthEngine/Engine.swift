@@ -311,8 +311,11 @@ public final class Engine {
             let firstWrite: Int
             var written = false                    // by a write other than `verify`
         }
+        // A commit of a few writes finds a document's entry by comparing paths (a single `set` builds no
+        // dictionary at all); a larger one through `slot`.
+        let hashed = writes.count > 8
         var slot: [DocumentPath: Int] = [:]
-        slot.reserveCapacity(writes.count)
+        if hashed { slot.reserveCapacity(writes.count) }
         var touched: [Touched] = []
         touched.reserveCapacity(writes.count)
         var results: [WriteResult] = []
@@ -322,7 +325,7 @@ public final class Engine {
 
         for (i, write) in writes.enumerated() {
             let k: Int
-            if let existing = slot[write.path] {
+            if let existing = hashed ? slot[write.path] : touched.firstIndex(where: { $0.path == write.path }) {
                 k = existing
             } else {
                 let stored = try latest(write.path)
@@ -334,7 +337,7 @@ public final class Engine {
                 }
                 k = touched.count
                 touched.append(Touched(path: write.path, before: stored.doc, original: original, state: original, firstWrite: i))
-                slot[write.path] = k
+                if hashed { slot[write.path] = k }
             }
             let outcome: WriteApplier.Outcome
             do {

@@ -94,6 +94,32 @@ import Testing
         #expect(h.published.last?.mutations[0].before == nil)
     }
 
+    /// A commit of up to 8 writes finds a document's earlier writes by comparing paths, a larger one through a
+    /// dictionary: both give each document one mutation, in first-touch order, with every write seen. (`writes`
+    /// increments, then one delete: 4 and 8 writes compare paths, 9 and 41 hash them.)
+    @Test(arguments: [3, 7, 8, 40])
+    func aDocumentWrittenSeveralTimesInACommitIsOneMutationAtAnySize(writes: Int) throws {
+        let h = try EngineHarness()
+        _ = try h.commit([set("c/x", m(["n": 0]))]).get()
+        let inc = FieldTransform(field: fp("n"), transform: .increment(1))
+        // Round robin over c/x (existing), c/y (new) and c/z (new, deleted at the end).
+        let paths = ["c/x", "c/y", "c/z"]
+        var ws = (0..<writes).map { i in
+            i < 3 ? merge(paths[i], m([:]), mask: [], transforms: [inc]) : update(paths[i % 3], m([:]), mask: [], transforms: [inc])
+        }
+        ws.append(delete("c/z"))
+        let r = try h.commit(ws).get()
+        let per = (0..<3).map { k in (0..<writes).filter { $0 % 3 == k }.count }
+        #expect(try h.fields("c/x") == m(["n": .int(Int64(per[0]))]))
+        #expect(try h.fields("c/y") == m(["n": .int(Int64(per[1]))]))
+        #expect(try h.fields("c/z") == nil)
+        #expect(r.results.count == writes + 1)
+        #expect(r.results[writes - 1].transformResults == [.int(Int64(per[(writes - 1) % 3]))])
+        let mutations = try #require(h.published.last?.mutations)
+        #expect(mutations.map(\.path.description) == ["c/x", "c/y"], "c/z was created and deleted: no mutation")
+        #expect(mutations[0].before != nil && mutations[1].before == nil)
+    }
+
     @Test func deleteOfMissingSucceedsWithNoMutation() throws {
         let h = try EngineHarness()
         let r = try h.commit([delete("c/none")]).get()
