@@ -238,13 +238,18 @@ public struct JSONWriter {
         s.append(34)
     }
 
-    /// Appends the escaped form of `v` without quotes, copying runs that need no escaping in one go.
+    /// Appends the escaped form of `v` without quotes, copying runs that need no escaping in one go. Runs are
+    /// found eight bytes at a time (`needsEscape`), then byte by byte within a word that holds one.
     static func appendEscaped(_ v: UnsafeRawBufferPointer, to s: ByteStorage) {
         guard let base = v.baseAddress else { return }
         var runStart = 0
         var i = 0
         let n = v.count
         while i < n {
+            if i + 8 <= n && !needsEscape(base.loadUnaligned(fromByteOffset: i, as: UInt64.self)) {
+                i += 8
+                continue
+            }
             let c = v[i]
             if c >= 0x20 && c != 34 && c != 92 {
                 i += 1
@@ -256,6 +261,20 @@ public struct JSONWriter {
             runStart = i
         }
         s.append(base + runStart, count: n - runStart)
+    }
+
+    /// True when one of the eight bytes of `w` is a control character (below 0x20), `"` or `\\`: the bit tricks
+    /// of "Bit Twiddling Hacks" (a zero byte of `x` sets its high bit in `(x - 0x01..) & ~x & 0x80..`; a byte
+    /// below 0x20 likewise in `(w - 0x20..) & ~w & 0x80..`). A false positive is impossible and a borrow only
+    /// flags bytes above a true one, so a word it clears holds none.
+    @inline(__always)
+    static func needsEscape(_ w: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let quote = w ^ (0x22 &* ones), backslash = w ^ (0x5C &* ones)
+        let below = (w &- 0x20 &* ones) & ~w
+        let zeroQuote = (quote &- ones) & ~quote
+        let zeroBackslash = (backslash &- ones) & ~backslash
+        return (below | zeroQuote | zeroBackslash) & highs != 0
     }
 
     private static func appendEscape(_ c: UInt8, to s: ByteStorage) {

@@ -80,6 +80,40 @@ import Testing
         #expect(written { $0.key("k\"") } == #""k\"":"#)
     }
 
+    /// Strings are scanned eight bytes at a time: random strings of every length up to 40 with the bytes that
+    /// need escaping at every place (and bytes just around them: 0x1F/0x20, 0x21/0x23, 0x5B/0x5D, multi-byte
+    /// UTF-8) are written as the byte-by-byte rule says.
+    @Test func escapingMatchesTheByteRuleAtEveryPlace() {
+        var rng = SplitMix(state: 11)
+        let alphabet: [UInt8] = [0x00, 0x01, 0x08, 0x09, 0x0A, 0x1F, 0x20, 0x21, 0x22, 0x23, 0x5B, 0x5C, 0x5D, 0x61, 0x7F,
+                                 0xC3, 0xA9, 0xE2, 0x80, 0xA8]
+        func expected(_ bytes: [UInt8]) -> [UInt8] {
+            var out: [UInt8] = [0x22]
+            for c in bytes {
+                switch c {
+                case 0x22: out += Array(#"\""#.utf8)
+                case 0x5C: out += Array(#"\\"#.utf8)
+                case 0x0A: out += Array(#"\n"#.utf8)
+                case 0x0D: out += Array(#"\r"#.utf8)
+                case 0x09: out += Array(#"\t"#.utf8)
+                case 0x08: out += Array(#"\b"#.utf8)
+                case 0x0C: out += Array(#"\f"#.utf8)
+                case ..<0x20: out += Array(#"\u00"#.utf8) + Array(String(c >> 4, radix: 16).utf8) + Array(String(c & 15, radix: 16).utf8)
+                default: out.append(c)
+                }
+            }
+            return out + [0x22]
+        }
+        for _ in 0..<20_000 {
+            let n = Int(rng.next() % 41)
+            // Mostly plain letters, so that whole clean words and words with one byte to escape both occur.
+            let bytes = (0..<n).map { _ in rng.next() % 4 == 0 ? alphabet[Int(rng.next() % UInt64(alphabet.count))] : 0x61 }
+            var w = JSONWriter(capacity: 16)
+            bytes.withUnsafeBytes { raw in w.string(bytes: raw) }
+            #expect(w.bytes == expected(bytes), "\(bytes)")
+        }
+    }
+
     @Test func everyControlCharacterRoundTrips() throws {
         let s = String(decoding: (0..<128).map { UInt8($0) }, as: UTF8.self) + "é😀"
         let p = JSONParser()
