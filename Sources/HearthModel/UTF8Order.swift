@@ -54,9 +54,17 @@ public enum UTF8Order {
         return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
     }
 
+    /// The first `n` bytes of each compared as `memcmp` does, eight at a time (index keys and paths share long
+    /// prefixes): the first word that differs decides, read big-endian so that its first differing byte does.
     @inlinable
     static func memcmpBytes(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, _ n: Int) -> Int {
+        guard n > 0, let pa = a.baseAddress, let pb = b.baseAddress else { return 0 }
         var i = 0
+        while i + 8 <= n {
+            let x = pa.loadUnaligned(fromByteOffset: i, as: UInt64.self), y = pb.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            if x != y { return x.bigEndian < y.bigEndian ? -1 : 1 }
+            i += 8
+        }
         while i < n {
             let x = a[i], y = b[i]
             if x != y { return x < y ? -1 : 1 }

@@ -1,10 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import HearthModel
 import HearthStorage
 
@@ -137,15 +130,11 @@ struct TransactionWrites {
         if let failure { throw failure }
     }
 
-    /// -1, 0 or 1 as the bytes at `a` sort before, equal to or after those at `b` (memcmp: keys share long
-    /// prefixes, which libc compares many bytes at a time).
+    /// -1, 0 or 1 as the bytes at `a` sort before, equal to or after those at `b`, as `index_entries` and
+    /// SQLite's BINARY collation order them.
     private static func compare(_ bytes: UnsafeRawBufferPointer, _ a: Span, _ b: Span) -> Int {
-        let n = min(a.count, b.count)
-        if n > 0, let base = bytes.baseAddress {
-            let c = memcmp(base + a.start, base + b.start, n)
-            if c != 0 { return c < 0 ? -1 : 1 }
-        }
-        return a.count == b.count ? 0 : (a.count < b.count ? -1 : 1)
+        UTF8Order.compareBytes(UnsafeRawBufferPointer(rebasing: bytes[a.start ..< a.start + a.count]),
+                               UnsafeRawBufferPointer(rebasing: bytes[b.start ..< b.start + b.count]))
     }
 
     /// The places `0 ..< count` sorted by `compare`, keeping of each run of equal keys only the place written

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 PORT = int(os.environ.get("PORT", "7491"))
@@ -102,6 +103,14 @@ def load(c, collection, n, make, batch=5000):
         assert r["ok"], r
 
 
+def listen_and_drain(query):
+    """A listener on `query` that takes its first snapshot, then reads every pushed line from a thread."""
+    listener = connect()
+    assert call(listener, {"op": "listen", "query": query})["ok"]
+    listener[1].readline()
+    threading.Thread(target=lambda: [None for _ in iter(listener[1].readline, b"")], daemon=True).start()
+
+
 def case_and():
     d = Daemon()
     try:
@@ -139,11 +148,7 @@ def case_commit():
     try:
         c = connect()
         load(c, "big", 100000, lambda i: {"n": i, "m": 0})
-        listener = connect()
-        assert call(listener, {"op": "listen", "query": {"collection": "big", "where": [["n", ">=", 0]]}})["ok"]
-        listener[1].readline()
-        import threading
-        threading.Thread(target=lambda: [None for _ in iter(listener[1].readline, b"")], daemon=True).start()
+        listen_and_drain({"collection": "big", "where": [["n", ">=", 0]]})
         w = 5000
         measure(d, f"commit of {w:,} updates moving documents, 1 listener of 100,000",
                 lambda: call(c, {"op": "commit", "writes": [{"op": "update", "path": f"big/d{i:07d}", "data": {"n": 200000 - i}}
@@ -192,12 +197,7 @@ def case_refill():
         # no exact plan (one single-field index scanned, the other filter checked per document): when one of its
         # rows is deleted, its refill scans a's 200,000 entries to find the 21st.
         load(c, "big", n, lambda i: {"a": 1, "b": 1 if i >= n - 21 else 0})
-        listener = connect()
-        assert call(listener, {"op": "listen", "query": {"collection": "big", "where": [["a", "==", 1], ["b", "==", 1]],
-                                                         "limit": 20}})["ok"]
-        listener[1].readline()
-        import threading
-        threading.Thread(target=lambda: [None for _ in iter(listener[1].readline, b"")], daemon=True).start()
+        listen_and_drain({"collection": "big", "where": [["a", "==", 1], ["b", "==", 1]], "limit": 20})
         measure(d, f"delete of a row of a non-exact limit-20 window over {n:,}",
                 lambda: call(c, {"op": "delete", "path": f"big/d{n - 21:07d}"}))
     finally:
