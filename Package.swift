@@ -14,6 +14,7 @@ import PackageDescription
 //   HearthCrypto ─► COpenSSL (only HearthCrypto imports OpenSSL: TLS and token signatures)
 //   HearthAuth ─► HearthCrypto, HearthProtocol, HearthModel (token verification, the admin key)
 //   HearthLoop, HearthStorageSQLite ─► CThreadName (libc's pthread_setname_np: names for their threads)
+//   hearthd ─► CMalloc (glibc's mallopt: AllocatorTuning's thresholds, set once at start)
 // See docs/architecture.md.
 let package = Package(
     name: "Hearth",
@@ -30,6 +31,7 @@ let package = Package(
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CThreadName"),
+        .systemLibrary(name: "CMalloc"),
         .target(
             name: "CSimdJSON",
             cxxSettings: [.define("SIMDJSON_THREADS_ENABLED", to: "1"), .unsafeFlags(["-O2"])],
@@ -54,7 +56,7 @@ let package = Package(
         .target(name: "HearthLoop", dependencies: ["CLibUV", "HearthCrypto", "CThreadName"]),
         .target(name: "HearthServer", dependencies: ["HearthRules", "HearthAuth", "HearthLoop", "HearthCrypto", "HearthProtocol", "HearthEngine", "HearthStorage", "HearthModel"]),
         .target(name: "HearthCheck", dependencies: ["HearthStorageSQLite", "HearthEngine", "HearthProtocol", "HearthStorage", "HearthModel"]),
-        .executableTarget(name: "hearthd", dependencies: ["HearthServer", "HearthCrypto", "HearthCheck", "HearthStorageSQLite", "HearthStoragePostgres", "HearthStorage", "HearthModel"]),
+        .executableTarget(name: "hearthd", dependencies: ["CMalloc", "HearthServer", "HearthCrypto", "HearthCheck", "HearthStorageSQLite", "HearthStoragePostgres", "HearthStorage", "HearthModel"]),
         .executableTarget(name: "hearth", dependencies: ["HearthCheck", "HearthProtocol", "HearthModel", "HearthLoop", "HearthRules", "HearthCrypto"]),
         .target(name: "HearthTesting", dependencies: ["HearthCrypto"]),
         // Fuzz targets (`make fuzz`): libFuzzer when built with -sanitize=fuzzer, else a replayer of inputs.

@@ -42,9 +42,24 @@ public struct JSONWriter {
         try body(UnsafeRawBufferPointer(start: storage.base, count: storage.count))
     }
 
-    /// Empties the buffer, keeping its capacity up to `retainedCapacity`.
+    /// Moves what was written out into the returned writer, leaving this one empty with a minimal buffer. Hand a
+    /// writer over with it (to a sink, and back): the returned writer holds the only reference to the buffer,
+    /// so writing on with it copies nothing, where a plain copy would share the buffer with the writer left
+    /// behind and copy all of it on its next write.
+    public mutating func take() -> JSONWriter {
+        var taken = JSONWriter(capacity: 0)
+        swap(&taken, &self)
+        return taken
+    }
+
+    /// Empties the buffer, keeping its capacity up to `retainedCapacity`. A buffer another writer shares is left
+    /// to it (nothing is copied): this writer starts a new one of its initial capacity.
     public mutating func reset() {
-        unique().removeAll(keep: Swift.max(initialCapacity, JSONWriter.retainedCapacity))
+        if isKnownUniquelyReferenced(&storage) {
+            storage.removeAll(keep: Swift.max(initialCapacity, JSONWriter.retainedCapacity))
+        } else {
+            storage = ByteStorage(capacity: initialCapacity)
+        }
         needsComma = false
     }
 

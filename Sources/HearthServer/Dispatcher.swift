@@ -307,13 +307,12 @@ struct Context {
                 outcome.failed = true
             }
             outcome.seq = scope.seq ?? 0
-            outcome.line = w.bytes
-            ReaderWriters.give(consume w)
+            outcome.written = consume w     // sent from this buffer, which then goes back to ReaderWriters
         }, done: {
             server.offLoopReadReturned()
             server.requestFinished(timing, failed: outcome.failed, id: id, session: session)
             if let damage = outcome.damage { server.engine.onDataLoss?(damage) }   // logged on the loop
-            session.offLoopReadDone(slot, line: outcome.line, seq: outcome.seq)
+            session.offLoopReadDone(slot, written: outcome.written.take()!, seq: outcome.seq)
             server.maybeFinishShutdown()   // a shutdown waits for the reads it had accepted
         })
     }

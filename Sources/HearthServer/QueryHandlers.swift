@@ -24,10 +24,11 @@ enum QueryHandlers {
             // response as the scan meets them.
             w.key("docs")
             w.beginArray()
-            var sink = ResponseSink(writer: w, scope: r)
-            w = JSONWriter(capacity: 0)   // the sink holds the only reference: growing it copies nothing
+            // The writer moves into the sink and back (`take`): shared, growing it or ending the array would
+            // copy the response.
+            var sink = ResponseSink(writer: w.take(), scope: r)
             _ = try prepared.stream(on: snapshot, cache: r.cache, codec: r.codec, render: DocumentJSON.rendering, into: &sink)
-            w = sink.writer
+            w = sink.writer.take()
             w.endArray()
             w.key("seq"); w.uint(snapshot.seq)
         }

@@ -109,22 +109,25 @@ enum ReaderParsers {
 }
 
 /// Response writers for reads on reader threads (one per running read, reused): a response is built in a
-/// buffer that has already grown to the size responses take, and only its finished line is copied out.
+/// buffer that has already grown to the size responses take, and the loop sends it from there
+/// (`ResponseQueue`), then gives the writer back.
 enum ReaderWriters {
     private static let idle = Locked<[JSONWriter]>([])
 
+    /// A writer, emptied (a kept one is emptied here rather than when given back, once no copy the giver made
+    /// in passing can still share its buffer: emptying a shared buffer would start a new one).
     static func take() -> JSONWriter {
-        idle.withLock { $0.popLast() } ?? JSONWriter(capacity: 16 * 1024)
+        guard var w = idle.withLock({ $0.popLast() }) else { return JSONWriter(capacity: 16 * 1024) }
+        w.reset()
+        return w
     }
 
     /// The largest buffer kept for the next read (a larger one, after a large result, is released).
     static let keptCapacity = 256 * 1024
 
-    /// Keeps `w`, emptied, for the next read, unless it grew past `keptCapacity`. The caller gives up its
-    /// writer (`give(consume w)`): emptying a writer that is referenced twice would copy its buffer.
+    /// Keeps `w` for the next read, unless it grew past `keptCapacity` or 64 are kept already.
     static func give(_ w: consuming JSONWriter) {
         guard w.capacity <= keptCapacity else { return }
-        w.reset()
         idle.withLock { [w] in if $0.count < 64 { $0.append(w) } }
     }
 }

@@ -236,6 +236,17 @@ final class Session: SnapshotWaiter {
         offLoopReadReturned(seq: seq) { [unowned self] in self.answerOffLoopRead(slot, line: line) }
     }
 
+    /// As `offLoopReadDone(_:line:seq:)`, with the response still in the writer a reader built it in
+    /// (`Context.readOnReader`): sent from its buffer, with no line of its own.
+    func offLoopReadDone(_ slot: ResponseQueue.Slot, written: consuming JSONWriter, seq: UInt64) {
+        server.engine.thread.check("Session.offLoopReadDone")
+        if !closed && seq <= server.engine.lastDurableSeq { return answerOffLoopRead(slot, written: written) }
+        var held: JSONWriter? = written
+        offLoopReadReturned(seq: seq) { [unowned self] in
+            if let w = held.take() { self.answerOffLoopRead(slot, written: w) }   // taken: the only reference
+        }
+    }
+
     /// Reads a write needs go to a reader thread (`Engine.readsNeeded`); the connection's next lines wait, and
     /// once they are back the write goes on (`PreparedWrite.run`) with what was read, in its place.
     /// What the write misses when it runs (`PreparedWrite.next`) is read the same way, and it runs again.
@@ -320,6 +331,19 @@ final class Session: SnapshotWaiter {
         readInFlight = false
         sentSinceTick = true
         responses.fill(slot, with: line) { conn.send($0) }
+        offLoopReadAnswered(then: then)
+    }
+
+    /// As `answerOffLoopRead(_:line:then:)`, with the response still in the writer a reader built it in: it is
+    /// sent from that writer's buffer, which then goes back to the readers.
+    func answerOffLoopRead(_ slot: ResponseQueue.Slot, written: consuming JSONWriter) {
+        readInFlight = false
+        sentSinceTick = true
+        responses.fill(slot, written: written) { conn.send($0) }
+        offLoopReadAnswered(then: nil)
+    }
+
+    private func offLoopReadAnswered(then: (() -> Void)?) {
         then?()
         if closed { return }
         if isParked { runParked() } else { updateReading() }

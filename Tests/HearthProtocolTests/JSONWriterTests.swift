@@ -1,8 +1,30 @@
 import HearthModel
-import HearthProtocol
+@testable import HearthProtocol
 import Testing
 
 @Suite struct JSONWriterTests {
+    /// A writer handed over with `take` keeps the only reference to its buffer: writing on copies nothing (the
+    /// buffer stays where it was), and the writer left behind is empty and writes on its own.
+    @Test func aTakenWriterOwnsItsBufferAlone() {
+        var w = JSONWriter(capacity: 64)
+        w.beginArray()
+        w.string("first")
+        let buffer = w.storage.base
+        var taken = w.take()
+        #expect(isKnownUniquelyReferenced(&taken.storage))
+        taken.endArray()
+        #expect(taken.storage.base == buffer)
+        #expect(String(decoding: taken.bytes, as: UTF8.self) == #"["first"]"#)
+        #expect(w.count == 0)
+        w.string("apart")
+        #expect(String(decoding: w.bytes, as: UTF8.self) == #""apart""#)
+        #expect(String(decoding: taken.bytes, as: UTF8.self) == #"["first"]"#)
+        // And back, as a sink gives its writer back.
+        var back = taken.take()
+        #expect(isKnownUniquelyReferenced(&back.storage))
+        #expect(back.storage.base == buffer)
+    }
+
     func written(_ body: (inout JSONWriter) -> Void) -> String {
         var w = JSONWriter(capacity: 16)
         body(&w)
