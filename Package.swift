@@ -83,6 +83,6 @@ let package = Package(
         .testTarget(name: "HearthCryptoTests", dependencies: ["HearthCrypto", "HearthTesting"]),
         .testTarget(name: "HearthAuthTests", dependencies: ["HearthAuth", "HearthCrypto", "HearthModel", "HearthTesting"]),
         .testTarget(name: "HearthServerTests",
-                    dependencies: ["HearthTesting", "HearthCrypto", "HearthServer", "HearthEngine", "HearthStorage", "HearthStorageSQLite", "HearthLoop", "HearthProtocol", "HearthModel"]),
+                    dependencies: ["HearthTesting", "HearthCrypto", "HearthServer", "HearthEngine", "HearthStorage", "HearthStorageSQLite", "HearthLoop", "HearthProtocol", "HearthModel", "CMalloc"]),
     ]
 )

@@ -1,14 +1,16 @@
 /// The malloc thresholds hearthd sets at start (glibc's `mallopt`, applied by hearthd's main before any thread
 /// starts), unless the operator chose them in the environment.
 ///
-/// Why: a response a reader thread builds is allocated in that thread's arena and freed on the loop thread
-/// once sent. With glibc's defaults, an arena hands the free memory at its top back to the kernel as soon as
-/// more than 128 KiB of it is free (the trim threshold), and the next responses fault the same pages in
-/// again, zeroed: with two readers answering queries on two cores, 0.7 page faults per call-records query
-/// and 3-5 µs of kernel time each (docs/benchmarks.md, "Reads on every core"). Kept free in the arena, the
+/// Why: memory one thread allocates is often freed on another (a line a reader made, sent and freed by the
+/// loop; a rendering a reader attached to a cached document, evicted later by the loop). With glibc's
+/// defaults, an arena hands the free memory at its top back to the kernel as soon as more than 128 KiB of it
+/// is free (the trim threshold), and the next allocations fault the same pages in again, zeroed: 0.5-1 page
+/// faults per call-records query with two readers on two cores, before query responses were sent from the
+/// reader's own writer (docs/benchmarks.md, "Reads on every core"). Kept free in the arena, the
 /// memory is reused as it is. Allocations of `mmapThreshold` bytes or more still get pages of their own,
-/// returned when freed, so a large result does not stay resident after it is sent; what stays is at most
-/// `trimThreshold` bytes free at the top of each arena that once held that much.
+/// returned when freed, so a large result does not stay resident after it is sent. What stays is up to
+/// `trimThreshold` bytes free at the top of each arena (glibc makes one per thread, up to 8 per core), on top
+/// of the free memory below live blocks, which no threshold returns.
 ///
 /// Setting either threshold turns off glibc's own adjustment of both (which raises them after a large block
 /// is freed), so both are set together. The operator's choice wins: `MALLOC_TRIM_THRESHOLD_`,
@@ -20,7 +22,7 @@ public struct AllocatorTuning: Equatable, Sendable {
     /// Allocations at least this large get pages of their own (nil: left to the environment).
     public var mmapThreshold: Int?
 
-    public static let defaultTrimThreshold = 32 << 20
+    public static let defaultTrimThreshold = 8 << 20
     public static let defaultMmapThreshold = 4 << 20
 
     public init(trimThreshold: Int?, mmapThreshold: Int?) {

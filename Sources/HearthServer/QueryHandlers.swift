@@ -25,10 +25,12 @@ enum QueryHandlers {
             w.key("docs")
             w.beginArray()
             // The writer moves into the sink and back (`take`): shared, growing it or ending the array would
-            // copy the response.
+            // copy the response. It comes back on an error too, which it then carries.
             var sink = ResponseSink(writer: w.take(), scope: r)
-            _ = try prepared.stream(on: snapshot, cache: r.cache, codec: r.codec, render: DocumentJSON.rendering, into: &sink)
-            w = sink.writer.take()
+            do {
+                defer { w = sink.writer.take() }
+                _ = try prepared.stream(on: snapshot, cache: r.cache, codec: r.codec, render: DocumentJSON.rendering, into: &sink)
+            }
             w.endArray()
             w.key("seq"); w.uint(snapshot.seq)
         }

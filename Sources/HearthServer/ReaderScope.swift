@@ -125,9 +125,15 @@ enum ReaderWriters {
     /// The largest buffer kept for the next read (a larger one, after a large result, is released).
     static let keptCapacity = 256 * 1024
 
-    /// Keeps `w` for the next read, unless it grew past `keptCapacity` or 64 are kept already.
+    /// Writers kept at most (so at most 64 × `keptCapacity`, 16 MiB, stays in the pool).
+    static let keptWriters = 64
+
+    /// Keeps `w` for the next read, unless it grew past `keptCapacity` or `keptWriters` are kept already. The
+    /// writer moves into the pool (no copy of it is left with the caller for a reader's `take` to find
+    /// shared).
     static func give(_ w: consuming JSONWriter) {
         guard w.capacity <= keptCapacity else { return }
-        idle.withLock { [w] in if $0.count < 64 { $0.append(w) } }
+        var pending: JSONWriter? = consume w
+        idle.withLock { if $0.count < keptWriters, let kept = pending.take() { $0.append(kept) } }
     }
 }

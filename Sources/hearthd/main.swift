@@ -266,10 +266,10 @@ let logger = Logger(minimum: logLevel, format: logFormat)
 // Freed memory stays in the threads' arenas instead of going back to the kernel after every burst (see
 // AllocatorTuning), set before any thread starts; thresholds the operator set in the environment are kept.
 let allocator = AllocatorTuning.forEnvironment { name in getenv(name).map { String(cString: $0) } }
-if let bytes = allocator.trimThreshold, hearth_set_trim_threshold(Int32(bytes)) != 1 {
+if let bytes = allocator.trimThreshold, hearth_set_trim_threshold(Int32(bytes)) == 0 {
     logger.warn("malloc: the trim threshold (\(bytes) bytes) was not taken; glibc's default stays")
 }
-if let bytes = allocator.mmapThreshold, hearth_set_mmap_threshold(Int32(bytes)) != 1 {
+if let bytes = allocator.mmapThreshold, hearth_set_mmap_threshold(Int32(bytes)) == 0 {
     logger.warn("malloc: the mmap threshold (\(bytes) bytes) was not taken; glibc's default stays")
 }
 let retention = RetentionPolicy(maxAgeMicros: config.retentionSeconds * 1_000_000, maxBytes: config.retentionBytes)
