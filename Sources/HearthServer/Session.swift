@@ -372,11 +372,15 @@ final class Session: SnapshotWaiter {
         server.loop.requestTurn()
     }
 
-    /// Pauses reading while lines are parked or output is above the high-water mark; resumes otherwise.
+    /// Pauses reading while lines are parked or output is above the high-water mark; resumes otherwise. A read
+    /// in flight alone does not pause it: a line that comes meanwhile parks behind the read (`received`), and
+    /// reading pauses then. So a client that waits for each answer before asking again (most do) costs no
+    /// pause and resume per read (two `epoll_ctl` calls on the loop thread), and one that pipelines parks at
+    /// most what one more read brings.
     func updateReading() {
         closeIfAnswered()
         guard !closed, !server.shuttingDown else { return }
-        let shouldPause = isParked || readInFlight || conn.pendingOutputBytes > server.config.outputHighWater
+        let shouldPause = isParked || conn.pendingOutputBytes > server.config.outputHighWater
         if shouldPause && !readingPaused {
             readingPaused = true
             conn.pauseReading()

@@ -39,6 +39,34 @@ import Testing
         #expect(r.reading)
     }
 
+    /// A read in flight alone leaves the connection reading (a client waiting for its answer costs no pause and
+    /// resume); the first line that comes meanwhile parks behind the read, and reading pauses until it has run.
+    @Test func aReadInFlightAloneKeepsReadingAndALineBehindItPausesIt() throws {
+        let s = try InProcessServer()
+        fill(s, 300)
+        let r = s.connect()
+        r.write([#"{"op":"query","collection":"c","id":1}"#])
+        #expect(s.server.readsInFlight == 1)
+        #expect(r.reading, "nothing waits behind the read")
+        r.write([#"{"op":"ping","id":2}"#, #"{"op":"get","path":"c/d0001","id":3}"#])
+        #expect(!r.reading, "lines behind the read park, and reading pauses")
+        #expect(r.take().isEmpty, "the ping waits for the query's answer")
+        s.settle()
+        let lines = r.take()
+        #expect(lines.map { $0["id"] as? Int } == [1, 2, 3])
+        #expect((lines[0]["docs"] as? [Any])?.count == 300)
+        #expect(r.reading)
+
+        // The client finishes sending while a read is in flight: the answer still comes, then the close.
+        r.write([#"{"op":"count","collection":"c","id":4}"#])
+        #expect(r.reading && s.server.readsInFlight == 1)
+        r.endInput()
+        #expect(!r.isClosed, "the count is still to be answered")
+        s.settle()
+        #expect(r.take().map { $0["count"] as? Int } == [300])
+        #expect(r.isClosed)
+    }
+
     /// A reader whose snapshot holds a batch that landed after the read was admitted (not yet published)
     /// keeps its response until that batch is published, so it never carries a seq ahead of the listeners.
     @Test func aReadOfAnUnpublishedBatchWaitsForItsPublication() throws {
