@@ -11,8 +11,9 @@ import HearthStorage
 /// published, so a connection always reads its own writes and never sees anything not yet durable.
 ///
 /// Parking: a line that cannot run yet (a read behind the connection's own pending writes, a read the
-/// snapshot gate holds back, or any line while the connection's unsent output is above the high-water mark)
-/// is parked, with every line after it, and reading pauses. The session is woken by the gate
+/// snapshot gate holds back, any line behind a read running on a reader thread, or any line while the
+/// connection's unsent output is above the high-water mark) is parked, with every line after it, and reading
+/// pauses. The session is woken by the gate
 /// (`snapshotGateOpened`), after a publication has finished: when its last pending write completes during a
 /// publication it asks the gate to wake it, and a read the gate held back parked it there; and by the drain
 /// of its output (`outputDrained`), for lines parked behind the output.
@@ -374,13 +375,15 @@ final class Session: SnapshotWaiter {
 
     /// Pauses reading while lines are parked or output is above the high-water mark; resumes otherwise. A read
     /// in flight alone does not pause it: a line that comes meanwhile parks behind the read (`received`), and
-    /// reading pauses then. So a client that waits for each answer before asking again (most do) costs no
-    /// pause and resume per read (two `epoll_ctl` calls on the loop thread), and one that pipelines parks at
-    /// most what one more read brings.
+    /// reading pauses then; so does the start of a line not yet finished, which stays in the framer, counted
+    /// in the input budget, rather than finish arriving and park outside it. So a client that waits for each
+    /// answer before asking again (most do) costs no pause and resume per read (two `epoll_ctl` calls on the
+    /// loop thread), and one that pipelines parks at most the whole lines of one more read.
     func updateReading() {
         closeIfAnswered()
         guard !closed, !server.shuttingDown else { return }
-        let shouldPause = isParked || conn.pendingOutputBytes > server.config.outputHighWater
+        let shouldPause = isParked || (readInFlight && framer.unfinishedLineBytes > 0)
+            || conn.pendingOutputBytes > server.config.outputHighWater
         if shouldPause && !readingPaused {
             readingPaused = true
             conn.pauseReading()

@@ -50,6 +50,25 @@ import Testing
         #expect(c.isClosedByPeer())
     }
 
+    /// A lone read on a reader thread leaves the connection reading, so the FIN may be read while the read
+    /// runs: its answer still comes, then the close.
+    @Test func aReadRunningAtTheFinIsAnswered() throws {
+        let daemon = try DaemonProcess()
+        let c = try daemon.connect()
+        let writes = (0..<300).map { #"{"op":"set","path":"notes/n\#($0)","data":{"n":\#($0)}}"# }
+        #expect(try c.request(#"{"op":"commit","writes":["# + writes.joined(separator: ",") + "]}").isOK)
+        for round in 0..<20 {
+            let r = try daemon.connect()
+            try r.sendRaw(Array((round % 2 == 0 ? #"{"op":"count","collection":"notes","id":7}"# : #"{"op":"query","collection":"notes","id":7}"#).utf8) + [10])
+            r.shutdownWrite()
+            let answer = try r.readObject()
+            #expect(answer.isOK && answer["id"] as? Int == 7, "\(answer)")
+            #expect(round % 2 == 1 || answer["count"] as? Int == 300, "\(answer)")
+            #expect(round % 2 == 0 || (answer["docs"] as? [Any])?.count == 300, "round \(round)")
+            #expect(r.isClosedByPeer())
+        }
+    }
+
     /// With nothing awaited, the FIN closes the connection at once (after what was already sent), as before.
     @Test func aClientThatFinishesWithNothingPendingIsClosed() throws {
         let daemon = try DaemonProcess()
