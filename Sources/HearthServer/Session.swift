@@ -13,10 +13,10 @@ import HearthStorage
 /// Parking: a line that cannot run yet (a read behind the connection's own pending writes, a read the
 /// snapshot gate holds back, any line behind a read running on a reader thread, or any line while the
 /// connection's unsent output is above the high-water mark) is parked, with every line after it, and reading
-/// pauses. The session is woken by the gate
-/// (`snapshotGateOpened`), after a publication has finished: when its last pending write completes during a
-/// publication it asks the gate to wake it, and a read the gate held back parked it there; and by the drain
-/// of its output (`outputDrained`), for lines parked behind the output.
+/// pauses. The session is woken by the gate (`snapshotGateOpened`), after a publication has finished: when
+/// its last pending write completes during a publication it asks the gate to wake it, and a read the gate
+/// held back parked it there; by the answer of its read (`answerOffLoopRead`); and by the drain of its output
+/// (`outputDrained`), for lines parked behind the output.
 final class Session: SnapshotWaiter {
     let conn: ClientConnection
     /// The server outlives every session (it closes them before it goes away); unowned(unsafe) skips the
