@@ -15,6 +15,37 @@ public struct FieldPath: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// Parses the dotted form (as `update` keys, `mergeFields`, filters and orders are written).
     public static func parse(_ text: String) throws(HearthError) -> FieldPath {
+        if let segments = plainSegments(text) { return FieldPath(segments) }
+        return try parseGeneral(text)
+    }
+
+    /// The segments of a path written the usual way, identifier characters (`A-Z a-z 0-9 _`) and dots with no
+    /// empty segment, which `parseGeneral` would split at its dots as they are; else nil. A single segment is
+    /// `text` itself (no new string).
+    static func plainSegments(_ text: String) -> [String]? {
+        func plain(_ bytes: UnsafeBufferPointer<UInt8>) -> [String]? {
+            guard !bytes.isEmpty else { return nil }
+            var dots = 0
+            var previous: UInt8 = 46
+            for b in bytes {
+                if b == 46 {
+                    if previous == 46 { return nil }   // an empty segment: the general parse names it
+                    dots += 1
+                } else if !(b == 95 || (b | 0x20 >= 97 && b | 0x20 <= 122) || (b >= 48 && b <= 57)) {
+                    return nil
+                }
+                previous = b
+            }
+            if previous == 46 { return nil }
+            if dots == 0 { return [text] }
+            return bytes.split(separator: 46).map { String(decoding: UnsafeBufferPointer(rebasing: $0), as: UTF8.self) }
+        }
+        var text = text
+        return text.withUTF8 { plain($0) }
+    }
+
+    /// Parses any dotted form: backtick-quoted segments, escapes, and the errors that name what is wrong.
+    static func parseGeneral(_ text: String) throws(HearthError) -> FieldPath {
         var segments: [String] = []
         var current: [UInt8] = []
         var quoted = false

@@ -1,8 +1,32 @@
-import HearthModel
+@testable import HearthModel
 import Testing
 
 @Suite("FieldPath")
 struct FieldPathTests {
+    /// The usual form (identifier characters and dots) takes a short path; every string parses to the same
+    /// segments, or the same error, as through the general parse. Random strings over the characters that
+    /// matter (dots, backticks, escapes, reserved characters, non-ASCII), up to 9 bytes.
+    @Test func thePlainFormParsesAsTheGeneralForm() {
+        let alphabet: [String] = ["a", "Z", "0", "_", ".", "`", "\\", "~", "*", " ", "é", "-", "b"]
+        var rng = SystemRandomNumberGenerator()
+        var plain = 0
+        for _ in 0..<40_000 {
+            let text = (0..<Int.random(in: 0...9, using: &rng)).map { _ in alphabet.randomElement(using: &rng)! }.joined()
+            if FieldPath.plainSegments(text) != nil { plain += 1 }
+            let fast = Result { () throws(HearthError) in try FieldPath.parse(text) }
+            let general = Result { () throws(HearthError) in try FieldPath.parseGeneral(text) }
+            switch (fast, general) {
+            case (.success(let a), .success(let b)): #expect(a.segments == b.segments, "\(text)")
+            case (.failure(let a), .failure(let b)): #expect(a.message == b.message, "\(text)")
+            default: Issue.record("\(text): \(fast) against \(general)")
+            }
+        }
+        #expect(plain > 1_000, "the plain form was drawn often enough")
+        #expect(FieldPath.plainSegments("customerId") == ["customerId"])
+        #expect(FieldPath.plainSegments("a1_B.Z9.c") == ["a1_B", "Z9", "c"])
+        for text in ["", ".", "a.", ".a", "a..b", "a b", "`a`", "é", "a-b"] { #expect(FieldPath.plainSegments(text) == nil, "\(text)") }
+    }
+
     @Test("parses dotted and backtick-quoted forms", arguments: [
         ("a", ["a"]),
         ("a.b.c", ["a", "b", "c"]),
