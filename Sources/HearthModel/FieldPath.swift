@@ -31,7 +31,7 @@ public struct FieldPath: Sendable, Hashable, Comparable, CustomStringConvertible
                 if b == 46 {
                     if previous == 46 { return nil }   // an empty segment: the general parse names it
                     dots += 1
-                } else if !(b == 95 || (b | 0x20 >= 97 && b | 0x20 <= 122) || (b >= 48 && b <= 57)) {
+                } else if !isIdentifierByte(b) {
                     return nil
                 }
                 previous = b
@@ -118,11 +118,17 @@ public struct FieldPath: Sendable, Hashable, Comparable, CustomStringConvertible
         c == 126 || c == 42 || c == 47 || c == 91 || c == 93
     }
 
+    /// `A-Z a-z 0-9 _`: the bytes of a simple identifier.
+    @inline(__always)
+    static func isIdentifierByte(_ b: UInt8) -> Bool {
+        b == 95 || (b | 0x20 >= 97 && b | 0x20 <= 122) || (b >= 48 && b <= 57)
+    }
+
     /// True when `s` is a simple identifier, a segment written without backticks.
     public static func isSimple(_ s: String) -> Bool {
         func simple(_ bytes: some Collection<UInt8>) -> Bool {
-            guard let first = bytes.first, first == 95 || (first | 0x20 >= 97 && first | 0x20 <= 122) else { return false }
-            return bytes.allSatisfy { $0 == 95 || ($0 | 0x20 >= 97 && $0 | 0x20 <= 122) || ($0 >= 48 && $0 <= 57) }
+            guard let first = bytes.first, isIdentifierByte(first), first > 57 else { return false }   // not a digit first
+            return bytes.allSatisfy(isIdentifierByte)
         }
         return s.utf8.withContiguousStorageIfAvailable { simple($0) } ?? simple(s.utf8)
     }

@@ -329,8 +329,6 @@ final class Session: SnapshotWaiter {
     /// Answers the read in flight with `line` in its slot; `then` runs right after it is sent (a listen's
     /// first snapshot follows its response), before the parked lines run.
     func answerOffLoopRead(_ slot: ResponseQueue.Slot, line: [UInt8], then: (() -> Void)? = nil) {
-        readInFlight = false
-        sentSinceTick = true
         responses.fill(slot, with: line) { conn.send($0) }
         offLoopReadAnswered(then: then)
     }
@@ -338,13 +336,15 @@ final class Session: SnapshotWaiter {
     /// As `answerOffLoopRead(_:line:then:)`, with the response still in the writer a reader built it in: it is
     /// sent from that writer's buffer, which then goes back to the readers.
     func answerOffLoopRead(_ slot: ResponseQueue.Slot, written: consuming JSONWriter) {
-        readInFlight = false
-        sentSinceTick = true
         responses.fill(slot, written: written) { conn.send($0) }
         offLoopReadAnswered(then: nil)
     }
 
+    /// The read in flight was answered (its response is in its slot, and out if nothing before it is awaited;
+    /// sending only queues output, it calls nothing back): `then` runs, then the parked lines.
     private func offLoopReadAnswered(then: (() -> Void)?) {
+        readInFlight = false
+        sentSinceTick = true
         then?()
         if closed { return }
         if isParked { runParked() } else { updateReading() }
