@@ -71,18 +71,21 @@ struct ConnectionBudget {
     }
 
     /// What a connection's clock says, checked by the periodic sweep: nil to keep it, else the error to
-    /// close it with. `lineStartedMs`: when its unfinished line began (nil: none); `lastActivityMs`: its last
-    /// input; `listening`: it has listeners (a subscriber is idle by design).
-    mutating func expired(now: UInt64, lineStartedMs: UInt64?, lastActivityMs: UInt64, listening: Bool) -> HearthError? {
+    /// close it with. `lineStartedMs`: since when the daemon has been reading an unfinished line (nil: none,
+    /// or reading is paused); `lastActivityMs`: its last input or deferred answer; `listening`: it has
+    /// listeners (a subscriber is idle by design); `owesAnswer`: the daemon is still working on an answer for
+    /// it (a client waiting for a long read or a write is not idle).
+    mutating func expired(now: UInt64, lineStartedMs: UInt64?, lastActivityMs: UInt64, listening: Bool,
+                          owesAnswer: Bool = false) -> HearthError? {
         if limits.lineTimeoutMs > 0, let started = lineStartedMs, now >= started + limits.lineTimeoutMs {
             closedSlowLine += 1
             return HearthError(.resourceExhausted,
                                "a request line stayed unfinished for \(limits.lineTimeoutMs) ms (--line-timeout-ms); closing")
         }
-        if limits.idleTimeoutMs > 0, !listening, lineStartedMs == nil, now >= lastActivityMs + limits.idleTimeoutMs {
+        if limits.idleTimeoutMs > 0, !listening, !owesAnswer, lineStartedMs == nil, now >= lastActivityMs + limits.idleTimeoutMs {
             closedIdle += 1
             return HearthError(.unavailable,
-                               "the connection sent nothing for \(limits.idleTimeoutMs) ms and has no listener (--idle-timeout-ms); closing")
+                               "the connection sent nothing for \(limits.idleTimeoutMs) ms, is owed no answer and has no listener (--idle-timeout-ms); closing")
         }
         return nil
     }

@@ -338,8 +338,8 @@ public final class Server {
     func sweep(now: UInt64) {
         var closed = 0
         for s in Array(sessions.values) {
-            guard let e = budget.expired(now: now, lineStartedMs: s.lineStartedMs, lastActivityMs: s.lastActivityMs,
-                                         listening: !s.subscriptions.isEmpty) else { continue }
+            guard let e = budget.expired(now: now, lineStartedMs: s.timedLineStartMs, lastActivityMs: s.lastActivityMs,
+                                         listening: !s.subscriptions.isEmpty, owesAnswer: s.owesAnswer) else { continue }
             s.close(with: e)
             closed += 1
         }

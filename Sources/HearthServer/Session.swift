@@ -47,8 +47,10 @@ final class Session: SnapshotWaiter {
     private var sawInput = false
     /// Bytes of the unfinished line this connection holds, as last counted in the server's budget.
     private(set) var heldInput = 0
-    /// When the unfinished line began (loop clock, ms), and when the last input arrived.
+    /// When the unfinished line began (loop clock, ms), or when reading last resumed if later: the line
+    /// timeout measures how long the daemon has been reading a line that does not end.
     private(set) var lineStartedMs: UInt64?
+    /// When the last input arrived or the last deferred response (a write's, a read's on a reader) was sent.
     private(set) var lastActivityMs: UInt64
 
     // Subscriptions (see Session+Listeners.swift).
@@ -123,6 +125,15 @@ final class Session: SnapshotWaiter {
     }
 
     private var isParked: Bool { parkedHead < parked.count }
+
+    /// The unfinished line's start for `--line-timeout-ms`: none while reading is paused (the daemon is not
+    /// reading it: a read in flight, parked lines, unread output), so only the client's own slowness counts.
+    var timedLineStartMs: UInt64? { readingPaused ? nil : lineStartedMs }
+
+    /// The daemon owes this connection an answer it is still working on (a write not yet durable, a read on a
+    /// reader, lines parked behind either or behind the snapshot gate): not idle, whatever the time since its
+    /// last input. Lines parked only behind output the client does not read do not count.
+    var owesAnswer: Bool { responses.hasOutstanding || readInFlight || (isParked && !outputBacklogged) }
 
     /// True while the responses not yet taken by the client are above `--output-high-water`: no line runs then
     /// (it parks, as do the lines after it), so a client that pipelines requests without reading their
@@ -343,6 +354,7 @@ final class Session: SnapshotWaiter {
     /// The read in flight was answered (its response is in its slot, and out if nothing before it is awaited;
     /// sending only queues output, it calls nothing back): `then` runs, then the parked lines.
     private func offLoopReadAnswered(then: (() -> Void)?) {
+        lastActivityMs = server.loop.now
         readInFlight = false
         sentSinceTick = true
         then?()
@@ -389,6 +401,8 @@ final class Session: SnapshotWaiter {
             conn.pauseReading()
         } else if !shouldPause && readingPaused {
             readingPaused = false
+            // The unfinished line's time starts again: the daemon was not reading it.
+            if lineStartedMs != nil { lineStartedMs = server.loop.now }
             conn.resumeReading()
         }
     }
@@ -433,6 +447,7 @@ final class Session: SnapshotWaiter {
         pendingWrites -= 1
         guard !closed else { return }
         sentSinceTick = true
+        lastActivityMs = server.loop.now
         responses.fill(slot, with: response) { conn.send($0) }
         // The writer waits for this answer; the publication's pushed lines to other connections need not go
         // out first (this connection's own listener lines are already ahead of it in its buffer).

@@ -38,9 +38,10 @@ options:
   --max-connections-per-address N
                            connections served at once from one client address (default 2000; 0: no limit)
   --input-budget N         bytes of unfinished request lines across all connections (default 268435456)
-  --line-timeout-ms N      how long a request line may stay unfinished before its connection is closed
-                           (default 60000; 0: forever)
-  --idle-timeout-ms N      close connections without listeners that send nothing for N ms (default 0: never)
+  --line-timeout-ms N      how long a request line may stay unfinished while the daemon reads it before
+                           its connection is closed (default 60000; 0: forever)
+  --idle-timeout-ms N      close connections without listeners that send nothing for N ms and are owed no
+                           answer (default 0: never)
   --readers N              reader threads: queries, counts, aggregations, uncached gets (default: cores, at least 2)
   --max-response-bytes N   largest response a read may produce (default 67108864); larger: RESOURCE_EXHAUSTED
   --subscriber-budget N    unsent bytes above which a subscriber's listeners coalesce (default 1048576)

@@ -66,8 +66,9 @@ import Testing
         #expect(b.expired(now: 5999, lineStartedMs: nil, lastActivityMs: 1000, listening: false) == nil)
         let idle = b.expired(now: 6000, lineStartedMs: nil, lastActivityMs: 1000, listening: false)
         #expect(idle?.message.contains("--idle-timeout-ms") == true)
-        // A subscriber is idle by design.
+        // A subscriber is idle by design; a connection owed an answer waits for the daemon.
         #expect(b.expired(now: 60_000, lineStartedMs: nil, lastActivityMs: 1000, listening: true) == nil)
+        #expect(b.expired(now: 60_000, lineStartedMs: nil, lastActivityMs: 1000, listening: false, owesAnswer: true) == nil)
         #expect(b.closedSlowLine == 1 && b.closedIdle == 1)
     }
 

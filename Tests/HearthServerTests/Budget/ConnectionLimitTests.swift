@@ -54,6 +54,78 @@ import Testing
         #expect(s.server.budget.connections == 1)
     }
 
+    /// The line timeout measures the daemon reading a line that does not end: while reading is paused behind a
+    /// read running on a reader, the client's unfinished line is not timed, and once the read is answered
+    /// and reading resumes, the line has a whole window again.
+    @Test func aLineBegunBehindARunningReadIsTimedOnlyOnceReadingResumes() throws {
+        let s = try InProcessServer { $0.lineTimeoutMs = 1000 }
+        ReaderThreadTests().fill(s, 3000)
+        let r = s.connect()
+        r.write([#"{"op":"query","collection":"c","id":1}"#])
+        #expect(s.server.readsInFlight == 1)
+        r.writeRaw(#"{"op":"ping","#)
+        #expect(!r.reading, "an unfinished line behind a read pauses reading")
+        s.server.sweep(now: s.server.loop.now + 60_000)
+        #expect(!r.closed, "the daemon was not reading the line")
+        // Reading resumes while the read is answered, at a loop time between these two.
+        let beforeResuming = s.server.loop.now
+        s.settle()
+        let afterResuming = s.server.loop.now
+        #expect(r.take().map { $0["id"] as? Int } == [1])
+        #expect(r.reading)
+        s.server.sweep(now: beforeResuming + 999)
+        #expect(!r.closed, "a whole window from when reading resumed")
+        s.server.sweep(now: afterResuming + 1000)
+        #expect(r.closed && r.take().first?.errorMessage?.contains("--line-timeout-ms") == true)
+    }
+
+    /// A connection waiting for its own answer (a read on a reader, a write not yet durable) sent nothing
+    /// because it waits for the daemon: it is not idle. Its idle time counts from the answer.
+    @Test func aConnectionWaitingForItsReadOrItsWriteIsNotIdle() throws {
+        let s = try InProcessServer { $0.idleTimeoutMs = 5000 }
+        ReaderThreadTests().fill(s, 300)
+        let r = s.connect(), w = s.connect(), quiet = s.connect()
+        r.write([#"{"op":"query","collection":"c","id":1}"#])
+        w.write([#"{"op":"set","path":"c/x","data":{"n":1},"id":2}"#])
+        let batch = try #require(s.takeBatch())   // being made durable
+        #expect(s.server.readsInFlight == 1)
+        s.server.sweep(now: s.server.loop.now + 60_000)
+        #expect(!r.closed && !w.closed, "both wait for the daemon")
+        #expect(quiet.closed && quiet.take().first?.errorMessage?.contains("--idle-timeout-ms") == true)
+        // The read is answered at a loop time between these two.
+        let beforeAnswer = s.server.loop.now
+        s.settle()
+        let afterAnswer = s.server.loop.now
+        #expect(r.take().map { $0["id"] as? Int } == [1])
+        s.server.sweep(now: beforeAnswer + 4999)
+        #expect(!r.closed)
+        s.server.sweep(now: afterAnswer + 5000)
+        #expect(r.closed && !w.closed, "the write is still owed")
+        s.land(batch)
+        s.publish(batch)
+        #expect(w.take().map { $0["id"] as? Int } == [2])
+        let writeAnswered = s.server.loop.now
+        s.server.sweep(now: writeAnswered + 4999)
+        #expect(!w.closed)
+        s.server.sweep(now: writeAnswered + 5000)
+        #expect(w.closed)
+    }
+
+    /// Lines parked only behind output the client does not read are not an answer the daemon owes: such a
+    /// connection is idle once it sends nothing for the idle timeout.
+    @Test func linesParkedBehindUnreadOutputDoNotKeepAConnectionAlive() throws {
+        let s = try InProcessServer { $0.idleTimeoutMs = 5000; $0.outputHighWater = 4096 }
+        let c = s.connect()
+        c.write([#"{"op":"set","path":"c/a","data":{"s":"\#(String(repeating: "x", count: 10_000))"},"id":0}"#])
+        s.flush()
+        c.holdsOutput = true
+        c.write([#"{"op":"get","path":"c/a","id":1}"#, #"{"op":"ping","id":2}"#])
+        s.flush()
+        #expect(!c.reading, "the ping is parked behind output the client does not read")
+        s.server.sweep(now: s.server.loop.now + 5000)
+        #expect(c.closed)
+    }
+
     @Test func overTCPTheLimitsAnswerWithALineAndTheDaemonKeepsServing() throws {
         let daemon = try DaemonProcess(extraArgs: ["--max-connections", "3", "--line-timeout-ms", "300"])
         let keep = try daemon.connect()
