@@ -310,6 +310,8 @@ public final class Engine {
             var state: WriteApplier.State?         // after the commit's writes so far
             let firstWrite: Int
             var written = false                    // by a write other than `verify`
+            var writes = 0                         // how many of the commit's writes touched it
+            var lastChanged = false                // the last one's `WriteApplier.Outcome.changed`
         }
         // A commit of a few writes finds a document's entry by comparing paths (a single `set` builds no
         // dictionary at all); a larger one through `slot`.
@@ -346,6 +348,8 @@ public final class Engine {
                 throw prefixIndexes ? error.prefixed("writes[\(i)]") : error
             }
             touched[k].state = outcome.after
+            touched[k].writes += 1
+            touched[k].lastChanged = outcome.changed
             if write.kind != .verify { touched[k].written = true }
             results.append(outcome.result)
             resultSlot.append(k)
@@ -376,7 +380,10 @@ public final class Engine {
             let path = t.path
             var after: StoredDocument?
             if let newState = t.state {
-                if t.before != nil, let orig = t.original, orig.fields == newState.fields {
+                // One write compared its result with the original already (`Outcome.changed`); several may have
+                // changed the document and changed it back.
+                if t.before != nil, let orig = t.original,
+                   t.writes == 1 ? !t.lastChanged : orig.fields == newState.fields {
                     // Unchanged by the commit as a whole (possibly changed and changed back): keep its times.
                     if unchanged == nil { unchanged = [Bool](repeating: false, count: touched.count) }
                     unchanged![k] = true
