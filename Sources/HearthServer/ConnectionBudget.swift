@@ -1,9 +1,8 @@
 import HearthModel
 
 /// The daemon-wide limits on what clients can make it hold, as a pure value the server consults (tested on
-/// its own in `ConnectionBudgetTests`): how many connections, how many bytes of request input not yet run
-/// (unfinished lines, lines parked behind a running request) across all of them, and how long a line may
-/// stay unfinished or a connection idle.
+/// its own in `ConnectionBudgetTests`): how many connections, how many bytes of unfinished request lines
+/// across all of them, and how long a line may stay unfinished or a connection idle.
 ///
 /// Each connection's own limits (its longest line, its output budget) stay with the connection; these bound
 /// the sum, so a flood of connections, of partial lines or of slow senders cannot take the daemon past its
@@ -14,7 +13,7 @@ struct ConnectionBudget {
         var maxConnections: Int
         /// Connections served at once from one client address (0: no limit of its own).
         var maxPerAddress: Int = 0
-        /// Bytes of request input held and not yet run across all connections (unfinished and parked lines).
+        /// Bytes of unfinished request lines held across all connections.
         var inputBytes: Int
         /// How long a request line may stay unfinished (0: forever).
         var lineTimeoutMs: UInt64
@@ -61,15 +60,14 @@ struct ConnectionBudget {
         perAddress[address] = left > 0 ? left : nil
     }
 
-    /// The input a connection holds and has not run (its unfinished line and the lines parked behind a request
-    /// still running) went from `before` to `after` bytes: nil while the total stays within the budget, else
-    /// the error to close that connection with (its bytes are then released).
+    /// A connection's unfinished line went from `before` to `after` bytes: nil while the total stays
+    /// within the budget, else the error to close that connection with (its bytes are then released).
     mutating func inputChanged(from before: Int, to after: Int) -> HearthError? {
         inputBytes += after - before
         guard after > before, inputBytes > limits.inputBytes else { return nil }
         closedOverInput += 1
         return HearthError(.resourceExhausted,
-                           "the server holds at most \(limits.inputBytes) bytes of request input not yet run (unfinished lines, and lines waiting behind a request still running) across all connections (--input-budget); this connection's \(after)+ bytes would exceed it, closing")
+                           "the server holds at most \(limits.inputBytes) bytes of unfinished request lines across all connections (--input-budget); this line of \(after)+ bytes would exceed it, closing")
     }
 
     /// What a connection's clock says, checked by the periodic sweep: nil to keep it, else the error to

@@ -368,7 +368,7 @@ public final class Server {
             limits.maxConnections = capacity
             budget = ConnectionBudget(limits)
         } else {
-            logger.info("open-file limit \(files); serving at most \(counted(config.maxConnections, "connection")), \(config.inputBudget) bytes of input not yet run")
+            logger.info("open-file limit \(files); serving at most \(counted(config.maxConnections, "connection")), \(config.inputBudget) bytes of unfinished input")
         }
     }
 

@@ -37,7 +37,7 @@ public struct ServerConfig: Sendable {
     public var maxConnectionsPerAddress = 2_000
     /// Who may do what: rules, tokens, the admin key, protected mode (docs/security.md).
     public var security = SecuritySettings()
-    /// Bytes of request input held and not yet run across all connections (unfinished and parked lines).
+    /// Bytes of unfinished request lines held across all connections.
     public var inputBudget = 256 << 20
     /// How long a request line may stay unfinished before the connection is closed (0: forever).
     public var lineTimeoutMs: UInt64 = 60_000

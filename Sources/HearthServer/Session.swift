@@ -31,12 +31,8 @@ final class Session: SnapshotWaiter {
     private enum Parked {
         case line([UInt8])
         case error(HearthError)
-        /// Run already (its place is kept until every parked line has run).
-        case ran
     }
     private var parkedHead = 0
-    /// Bytes of the parked lines not yet run (counted in the input budget with the unfinished line).
-    private var parkedBytes = 0
     /// A read running on a reader thread: the connection's next lines wait for its response.
     private(set) var readInFlight = false
     /// Its result, read at a seq not yet published: `finish` answers it once that seq is.
@@ -49,8 +45,7 @@ final class Session: SnapshotWaiter {
     @exclusivity(unchecked) private(set) var closed = false
     /// Some input has arrived (the first bytes are checked for a TLS handshake sent to a plain-text port).
     private var sawInput = false
-    /// Bytes of input this connection holds and has not run (its unfinished line and its parked lines), as
-    /// last counted in the server's budget.
+    /// Bytes of the unfinished line this connection holds, as last counted in the server's budget.
     private(set) var heldInput = 0
     /// When the unfinished line began (loop clock, ms), or when reading last resumed if later: the line
     /// timeout measures how long the daemon has been reading a line that does not end.
@@ -162,7 +157,6 @@ final class Session: SnapshotWaiter {
             case .line(let line):
                 if isParked || readInFlight || outputBacklogged || server.dispatcher.dispatch(line, session: self) == .mustWait {
                     parked.append(.line(Array(line)))
-                    parkedBytes += line.count
                 }
             case .tooLong(let size):
                 let e = HearthError(.resourceExhausted,
@@ -180,20 +174,13 @@ final class Session: SnapshotWaiter {
     /// memory) and notes when it began; closes the connection when the budget would be exceeded.
     private func accountInput(now: UInt64, sawLine: Bool) {
         let unfinished = framer.unfinishedLineBytes
+        let held = framer.isDiscardingLine ? 0 : unfinished
         if unfinished == 0 {
             lineStartedMs = nil
         } else if lineStartedMs == nil || sawLine {
             lineStartedMs = now
         }
-        accountHeldInput()
-    }
-
-    /// Counts what the connection holds and has not run in the server's input budget: the unfinished line
-    /// and the parked lines. Closes the connection when that would exceed the budget.
-    private func accountHeldInput() {
-        let held = (framer.isDiscardingLine ? 0 : framer.unfinishedLineBytes) + parkedBytes
         let before = heldInput
-        guard held != before else { return }
         heldInput = held
         if let e = server.budget.inputChanged(from: before, to: held) {
             server.noteRefusal("closed \(conn.peer): \(e.message)")
@@ -217,13 +204,9 @@ final class Session: SnapshotWaiter {
             case .line(let line):
                 let r = line.withUnsafeBytes { server.dispatcher.dispatch($0, session: self) }
                 if r == .mustWait { break drain }
-                parkedBytes -= line.count
             case .error(let e):
                 server.dispatcher.replyError(e, id: nil, session: self)
-            case .ran:
-                break
             }
-            parked[parkedHead] = .ran   // its bytes go now, not when the last parked line has run
             parkedHead += 1
             if closed { return }
         }
@@ -231,8 +214,6 @@ final class Session: SnapshotWaiter {
             parked.removeAll(keepingCapacity: false)
             parkedHead = 0
         }
-        accountHeldInput()
-        guard !closed else { return }
         updateReading()
     }
 

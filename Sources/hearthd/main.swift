@@ -37,8 +37,7 @@ options:
   --max-connections N      connections served at once (default 10000; capped by the open-file limit)
   --max-connections-per-address N
                            connections served at once from one client address (default 2000; 0: no limit)
-  --input-budget N         bytes of request input held and not yet run (unfinished lines, lines waiting
-                           behind a running request) across all connections (default 268435456)
+  --input-budget N         bytes of unfinished request lines across all connections (default 268435456)
   --line-timeout-ms N      how long a request line may stay unfinished while the daemon reads it before
                            its connection is closed (default 60000; 0: forever)
   --idle-timeout-ms N      close connections without listeners that send nothing for N ms and are owed no

@@ -54,33 +54,6 @@ import Testing
         #expect(s.server.budget.connections == 1)
     }
 
-    /// Lines parked behind a request still running are input the daemon holds and has not run: they count in
-    /// the input budget until they run, and a connection whose parked lines would cross it is closed.
-    @Test func linesParkedBehindARunningReadCountInTheInputBudget() throws {
-        let s = try InProcessServer { $0.inputBudget = 100_000 }
-        ReaderThreadTests().fill(s, 300)
-        let r = s.connect()
-        r.write([#"{"op":"query","collection":"c","id":0}"#])
-        #expect(s.server.readsInFlight == 1)
-        let pings = (1...100).map { #"{"op":"ping","id":\#($0),"pad":"\#(String(repeating: "p", count: 300))"}"# }
-        r.write(pings)
-        let parked = pings.reduce(0) { $0 + $1.utf8.count }
-        #expect(s.server.budget.inputBytes == parked)
-        s.settle()
-        #expect(r.take().map { $0["id"] as? Int } == Array(0...100))
-        #expect(s.server.budget.inputBytes == 0, "the parked lines ran")
-
-        let big = s.connect(), other = s.connect()
-        big.write([#"{"op":"count","collection":"c","id":1}"#])
-        big.write((1...400).map { #"{"op":"ping","id":\#($0),"pad":"\#(String(repeating: "p", count: 300))"}"# })
-        #expect(big.closed)
-        #expect(big.take().last?.errorMessage?.contains("--input-budget") == true)
-        #expect(s.server.budget.inputBytes == 0)
-        s.settle()
-        other.write([#"{"op":"ping","id":2}"#])
-        #expect(other.take().map { $0["id"] as? Int } == [2], "other clients carry on")
-    }
-
     /// The line timeout measures the daemon reading a line that does not end: while reading is paused behind a
     /// read running on a reader, the client's unfinished line is not timed, and once the read is answered
     /// and reading resumes, the line has a whole window again.
