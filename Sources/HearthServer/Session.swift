@@ -33,6 +33,10 @@ final class Session: SnapshotWaiter {
         case error(HearthError)
     }
     private var parkedHead = 0
+    /// `runParked` is running (it is not re-entered).
+    private var runningParked = false
+    /// `close` was called: the connection closes once its output is flushed, and runs no more lines.
+    private var closing = false
     /// A read running on a reader thread: the connection's next lines wait for its response.
     private(set) var readInFlight = false
     /// Its result, read at a seq not yet published: `finish` answers it once that seq is.
@@ -47,10 +51,10 @@ final class Session: SnapshotWaiter {
     private var sawInput = false
     /// Bytes of the unfinished line this connection holds, as last counted in the server's budget.
     private(set) var heldInput = 0
-    /// When the unfinished line began (loop clock, ms), or when reading last resumed if later: the line
-    /// timeout measures how long the daemon has been reading a line that does not end.
+    /// When the unfinished line began (loop clock, ms), or when the daemon last answered a request before it
+    /// if later (`timedLineStartMs`).
     private(set) var lineStartedMs: UInt64?
-    /// When the last input arrived or the last deferred response (a write's, a read's on a reader) was sent.
+    /// When the last input arrived or the last owed answer (a write's, a read's on a reader) was sent.
     private(set) var lastActivityMs: UInt64
 
     // Subscriptions (see Session+Listeners.swift).
@@ -126,14 +130,22 @@ final class Session: SnapshotWaiter {
 
     private var isParked: Bool { parkedHead < parked.count }
 
-    /// The unfinished line's start for `--line-timeout-ms`: none while reading is paused (the daemon is not
-    /// reading it: a read in flight, parked lines, unread output), so only the client's own slowness counts.
-    var timedLineStartMs: UInt64? { readingPaused ? nil : lineStartedMs }
+    /// The unfinished line's start for `--line-timeout-ms`: none while the daemon owes the connection an answer
+    /// (`owesAnswer`: reading pauses once a line begins behind a running request, so the client may be unable
+    /// to finish it), and from each such answer on, the line has a whole window again. The credit is bounded:
+    /// no new answer can be owed until the line ends. Time behind output the client does not read counts.
+    var timedLineStartMs: UInt64? { owesAnswer ? nil : lineStartedMs }
 
     /// The daemon owes this connection an answer it is still working on (a write not yet durable, a read on a
-    /// reader, lines parked behind either or behind the snapshot gate): not idle, whatever the time since its
-    /// last input. Lines parked only behind output the client does not read do not count.
-    var owesAnswer: Bool { responses.hasOutstanding || readInFlight || (isParked && !outputBacklogged) }
+    /// reader, a read held for its seq): the connection is not idle, whatever the time since its last input.
+    var owesAnswer: Bool { responses.hasOutstanding || readInFlight }
+
+    /// An answer the daemon owed went out: the connection's idle time, and its unfinished line's, start again.
+    private func answeredOwed() {
+        let now = server.loop.now
+        lastActivityMs = now
+        if lineStartedMs != nil { lineStartedMs = now }
+    }
 
     /// True while the responses not yet taken by the client are above `--output-high-water`: no line runs then
     /// (it parks, as do the lines after it), so a client that pipelines requests without reading their
@@ -197,9 +209,14 @@ final class Session: SnapshotWaiter {
         close()
     }
 
-    /// Runs parked lines, until one must wait again or the output is backlogged.
+    /// Runs parked lines, until one must wait again or the output is backlogged. Not re-entered: a line it
+    /// runs can be answered at once by a path that runs the parked lines (a retried write answered as a read,
+    /// `offLoopReadDone`), and that must not run the same line again; this loop goes on with the next line.
     private func runParked() {
-        drain: while parkedHead < parked.count && !readInFlight && !outputBacklogged {
+        guard !runningParked else { return }
+        runningParked = true
+        defer { runningParked = false }
+        drain: while parkedHead < parked.count && !readInFlight && !outputBacklogged && !closing {
             switch parked[parkedHead] {
             case .line(let line):
                 let r = line.withUnsafeBytes { server.dispatcher.dispatch($0, session: self) }
@@ -354,7 +371,7 @@ final class Session: SnapshotWaiter {
     /// The read in flight was answered (its response is in its slot, and out if nothing before it is awaited;
     /// sending only queues output, it calls nothing back): `then` runs, then the parked lines.
     private func offLoopReadAnswered(then: (() -> Void)?) {
-        lastActivityMs = server.loop.now
+        answeredOwed()
         readInFlight = false
         sentSinceTick = true
         then?()
@@ -401,8 +418,6 @@ final class Session: SnapshotWaiter {
             conn.pauseReading()
         } else if !shouldPause && readingPaused {
             readingPaused = false
-            // The unfinished line's time starts again: the daemon was not reading it.
-            if lineStartedMs != nil { lineStartedMs = server.loop.now }
             conn.resumeReading()
         }
     }
@@ -417,6 +432,7 @@ final class Session: SnapshotWaiter {
     /// close deadline).
     func close(deadlineMs: UInt64? = nil) {
         guard !closed else { return }
+        closing = true
         conn.close(deadlineMs: deadlineMs)
     }
 
@@ -447,7 +463,7 @@ final class Session: SnapshotWaiter {
         pendingWrites -= 1
         guard !closed else { return }
         sentSinceTick = true
-        lastActivityMs = server.loop.now
+        answeredOwed()
         responses.fill(slot, with: response) { conn.send($0) }
         // The writer waits for this answer; the publication's pushed lines to other connections need not go
         // out first (this connection's own listener lines are already ahead of it in its buffer).

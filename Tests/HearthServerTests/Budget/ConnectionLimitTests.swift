@@ -54,29 +54,49 @@ import Testing
         #expect(s.server.budget.connections == 1)
     }
 
-    /// The line timeout measures the daemon reading a line that does not end: while reading is paused behind a
-    /// read running on a reader, the client's unfinished line is not timed, and once the read is answered
-    /// and reading resumes, the line has a whole window again.
-    @Test func aLineBegunBehindARunningReadIsTimedOnlyOnceReadingResumes() throws {
+    /// Waits until the loop's millisecond clock has moved on (at most a millisecond), so that a time the
+    /// session takes afterwards differs from every time taken before.
+    func tick(_ s: InProcessServer) {
+        let t = s.server.loop.now
+        while s.server.loop.now == t { s.server.loop.updateTime() }
+    }
+
+    /// While the daemon owes a connection an answer (here a query on a reader), reading pauses once a line
+    /// begins behind it, so the client may be unable to finish that line: it is not timed. From the answer
+    /// on, it has a whole window.
+    @Test func aLineBegunBehindARunningReadIsTimedFromItsAnswer() throws {
         let s = try InProcessServer { $0.lineTimeoutMs = 1000 }
-        ReaderThreadTests().fill(s, 3000)
+        ReaderThreadTests().fill(s, 300)
         let r = s.connect()
         r.write([#"{"op":"query","collection":"c","id":1}"#])
         #expect(s.server.readsInFlight == 1)
         r.writeRaw(#"{"op":"ping","#)
         #expect(!r.reading, "an unfinished line behind a read pauses reading")
         s.server.sweep(now: s.server.loop.now + 60_000)
-        #expect(!r.closed, "the daemon was not reading the line")
-        // Reading resumes while the read is answered, at a loop time between these two.
-        let beforeResuming = s.server.loop.now
+        #expect(!r.closed, "the daemon owes the connection an answer")
+        tick(s)
+        let beforeAnswer = s.server.loop.now
         s.settle()
-        let afterResuming = s.server.loop.now
+        let afterAnswer = s.server.loop.now
         #expect(r.take().map { $0["id"] as? Int } == [1])
-        #expect(r.reading)
-        s.server.sweep(now: beforeResuming + 999)
-        #expect(!r.closed, "a whole window from when reading resumed")
-        s.server.sweep(now: afterResuming + 1000)
+        s.server.sweep(now: beforeAnswer + 999)
+        #expect(!r.closed, "a whole window from the answer")
+        s.server.sweep(now: afterAnswer + 1000)
         #expect(r.closed && r.take().first?.errorMessage?.contains("--line-timeout-ms") == true)
+    }
+
+    /// A partial line behind output the client does not read is the client's doing: it is timed.
+    @Test func aLineBehindUnreadOutputIsTimed() throws {
+        let s = try InProcessServer { $0.lineTimeoutMs = 1000; $0.outputHighWater = 4096 }
+        let c = s.connect()
+        c.write([#"{"op":"set","path":"c/a","data":{"s":"\#(String(repeating: "x", count: 10_000))"},"id":0}"#])
+        s.flush()
+        c.holdsOutput = true
+        c.writeRaw(#"{"op":"get","path":"c/a","id":1}"# + "\n" + #"{"op":"ping","pad":""#)
+        s.flush()
+        #expect(!c.reading, "paused behind the unread answer")
+        s.server.sweep(now: s.server.loop.now + 1000)
+        #expect(c.closed)
     }
 
     /// A connection waiting for its own answer (a read on a reader, a write not yet durable) sent nothing
@@ -92,38 +112,84 @@ import Testing
         s.server.sweep(now: s.server.loop.now + 60_000)
         #expect(!r.closed && !w.closed, "both wait for the daemon")
         #expect(quiet.closed && quiet.take().first?.errorMessage?.contains("--idle-timeout-ms") == true)
-        // The read is answered at a loop time between these two.
+        tick(s)
         let beforeAnswer = s.server.loop.now
         s.settle()
         let afterAnswer = s.server.loop.now
         #expect(r.take().map { $0["id"] as? Int } == [1])
         s.server.sweep(now: beforeAnswer + 4999)
-        #expect(!r.closed)
+        #expect(!r.closed, "a whole idle window from the answer")
         s.server.sweep(now: afterAnswer + 5000)
         #expect(r.closed && !w.closed, "the write is still owed")
+        tick(s)
+        let beforeDurable = s.server.loop.now
         s.land(batch)
         s.publish(batch)
         #expect(w.take().map { $0["id"] as? Int } == [2])
-        let writeAnswered = s.server.loop.now
-        s.server.sweep(now: writeAnswered + 4999)
+        s.server.sweep(now: beforeDurable + 4999)
         #expect(!w.closed)
-        s.server.sweep(now: writeAnswered + 5000)
+        s.server.sweep(now: s.server.loop.now + 5000)
         #expect(w.closed)
     }
 
-    /// Lines parked only behind output the client does not read are not an answer the daemon owes: such a
-    /// connection is idle once it sends nothing for the idle timeout.
+    /// Lines parked behind output the client does not read (all of it, or all but a little) are not an answer
+    /// the daemon owes: such a connection is idle once it sends nothing for the idle timeout.
     @Test func linesParkedBehindUnreadOutputDoNotKeepAConnectionAlive() throws {
-        let s = try InProcessServer { $0.idleTimeoutMs = 5000; $0.outputHighWater = 4096 }
+        for left in [0, 100] {
+            let s = try InProcessServer { $0.idleTimeoutMs = 5000; $0.outputHighWater = 4096 }
+            let c = s.connect()
+            c.write([#"{"op":"set","path":"c/a","data":{"s":"\#(String(repeating: "x", count: 10_000))"},"id":0}"#])
+            s.flush()
+            c.holdsOutput = true
+            c.write([#"{"op":"get","path":"c/a","id":1}"#, #"{"op":"ping","id":2}"#])
+            s.flush()
+            #expect(!c.reading, "the ping is parked behind output the client does not read")
+            if left > 0 { c.pendingOutputBytes = left }   // it read most of it, then stopped
+            s.server.sweep(now: s.server.loop.now + 5000)
+            #expect(c.closed)
+        }
+    }
+
+    /// A write retried with its request ID once durable is answered at once, as a read: when it was parked
+    /// behind a query, its answer must not run it again (it did, recursively, until the stack overflowed).
+    @Test func aRetriedWriteParkedBehindAReadRunsOnce() throws {
+        let s = try InProcessServer()
+        ReaderThreadTests().fill(s, 300)
         let c = s.connect()
-        c.write([#"{"op":"set","path":"c/a","data":{"s":"\#(String(repeating: "x", count: 10_000))"},"id":0}"#])
+        c.write([#"{"op":"set","requestId":"r-1","path":"r/a","data":{"v":1},"id":0}"#])
         s.flush()
-        c.holdsOutput = true
-        c.write([#"{"op":"get","path":"c/a","id":1}"#, #"{"op":"ping","id":2}"#])
+        #expect(c.take().map { $0["id"] as? Int } == [0])
+        c.write([#"{"op":"query","collection":"c","id":1}"#,
+                 #"{"op":"set","requestId":"r-1","path":"r/a","data":{"v":1},"id":2}"#,
+                 #"{"op":"ping","id":3}"#])
+        #expect(s.server.readsInFlight == 1)
+        s.settle()
         s.flush()
-        #expect(!c.reading, "the ping is parked behind output the client does not read")
-        s.server.sweep(now: s.server.loop.now + 5000)
-        #expect(c.closed)
+        let lines = c.take()
+        #expect(lines.map { $0["id"] as? Int } == [1, 2, 3])
+        #expect(lines[1]["duplicate"] as? Bool == true)
+    }
+
+    /// A connection closed for the input budget runs none of its parked lines afterwards, although it stays
+    /// open until its error line is flushed.
+    @Test func aConnectionClosedForTheBudgetRunsNoParkedLine() throws {
+        let s = try InProcessServer { $0.inputBudget = 100_000 }
+        ReaderThreadTests().fill(s, 300)
+        let c = s.connect()
+        c.defersClose = true
+        c.write([#"{"op":"query","collection":"c","id":1}"#, #"{"op":"set","path":"m/marker","data":{"v":1},"id":2}"#])
+        c.writeRaw(#"{"op":"ping","pad":""# + String(repeating: "p", count: 120_000))
+        #expect(c.take().last?.errorMessage?.contains("--input-budget") == true)
+        #expect(!c.closed, "closing: the error line is being flushed")
+        s.settle()
+        s.flush()
+        #expect(s.engine.pendingCommitCount == 0)
+        let g = s.connect()
+        g.write([#"{"op":"get","path":"m/marker","id":3}"#])
+        s.settle()
+        let answer = try #require(g.take().first)
+        #expect(answer["ok"] as? Bool == true && answer["doc"] is NSNull, "the parked set did not run")
+        c.completeClose()
     }
 
     @Test func overTCPTheLimitsAnswerWithALineAndTheDaemonKeepsServing() throws {

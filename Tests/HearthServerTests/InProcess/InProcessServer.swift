@@ -36,8 +36,17 @@ final class FakeConnection: ClientConnection {
         pendingOutputBytes = 0
         onDrain?()
     }
-    func close() { finish() }
-    func close(deadlineMs: UInt64?) { finish() }
+    func close() { closeRequested() }
+    func close(deadlineMs: UInt64?) { closeRequested() }
+    /// When set, `close` only records the request, as a real connection does while it flushes its output;
+    /// `completeClose()` finishes it.
+    var defersClose = false
+    private(set) var closeWasRequested = false
+    private func closeRequested() {
+        closeWasRequested = true
+        if !defersClose { finish() }
+    }
+    func completeClose() { finish() }
     func dropUnsentOutput() -> Int { 0 }   // output is taken at once: nothing is ever unsent
     func abort() { finish() }
     /// The output's length at each `expedite()`.
