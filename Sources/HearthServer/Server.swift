@@ -337,7 +337,7 @@ public final class Server {
     /// Closes the connections whose unfinished line is too old, or that stayed idle too long.
     func sweep(now: UInt64) {
         var closed = 0
-        for s in Array(sessions.values) {
+        for s in Array(sessions.values) where !s.closing {
             guard let e = budget.expired(now: now, lineStartedMs: s.timedLineStartMs, lastActivityMs: s.lastActivityMs,
                                          listening: !s.subscriptions.isEmpty, owesAnswer: s.owesAnswer) else { continue }
             s.close(with: e)

@@ -36,7 +36,7 @@ final class Session: SnapshotWaiter {
     /// `runParked` is running (it is not re-entered).
     private var runningParked = false
     /// `close` was called: the connection closes once its output is flushed, and runs no more lines.
-    private var closing = false
+    private(set) var closing = false
     /// A read running on a reader thread: the connection's next lines wait for its response.
     private(set) var readInFlight = false
     /// Its result, read at a seq not yet published: `finish` answers it once that seq is.
@@ -51,9 +51,11 @@ final class Session: SnapshotWaiter {
     private var sawInput = false
     /// Bytes of the unfinished line this connection holds, as last counted in the server's budget.
     private(set) var heldInput = 0
-    /// When the unfinished line began (loop clock, ms), or when the daemon last answered a request before it
-    /// if later (`timedLineStartMs`).
+    /// When the unfinished line began (loop clock, ms), or when reading resumed after the daemon held it
+    /// (`timedLineStartMs`).
     private(set) var lineStartedMs: UInt64?
+    /// Reading is paused, and an answer was owed during the pause: the line gets a new window when it resumes.
+    private var pauseHeldByDaemon = false
     /// When the last input arrived or the last owed answer (a write's, a read's on a reader) was sent.
     private(set) var lastActivityMs: UInt64
 
@@ -130,21 +132,23 @@ final class Session: SnapshotWaiter {
 
     private var isParked: Bool { parkedHead < parked.count }
 
-    /// The unfinished line's start for `--line-timeout-ms`: none while the daemon owes the connection an answer
-    /// (`owesAnswer`: reading pauses once a line begins behind a running request, so the client may be unable
-    /// to finish it), and from each such answer on, the line has a whole window again. The credit is bounded:
-    /// no new answer can be owed until the line ends. Time behind output the client does not read counts.
-    var timedLineStartMs: UInt64? { owesAnswer ? nil : lineStartedMs }
+    /// The unfinished line's start for `--line-timeout-ms`: none while reading is paused and the daemon owes the
+    /// connection an answer (the client cannot finish the line: it waits behind lines parked for the daemon's
+    /// work, or behind a read on a reader), and when reading resumes after such a pause the line has a whole
+    /// window again. The credit is the daemon's work on lines that arrived before it, at most one read's
+    /// worth (reading stays paused, and no later line can park until this one ends). While reading is on, or
+    /// paused only behind output the client does not read, the line is timed.
+    var timedLineStartMs: UInt64? { readingPaused && owesAnswer ? nil : lineStartedMs }
 
     /// The daemon owes this connection an answer it is still working on (a write not yet durable, a read on a
     /// reader, a read held for its seq): the connection is not idle, whatever the time since its last input.
     var owesAnswer: Bool { responses.hasOutstanding || readInFlight }
 
-    /// An answer the daemon owed went out: the connection's idle time, and its unfinished line's, start again.
+    /// An answer the daemon owed went out: the connection's idle time starts again, and a pause of reading
+    /// meanwhile was the daemon's doing.
     private func answeredOwed() {
-        let now = server.loop.now
-        lastActivityMs = now
-        if lineStartedMs != nil { lineStartedMs = now }
+        lastActivityMs = server.loop.now
+        if readingPaused { pauseHeldByDaemon = true }
     }
 
     /// True while the responses not yet taken by the client are above `--output-high-water`: no line runs then
@@ -300,7 +304,7 @@ final class Session: SnapshotWaiter {
         readInFlight = true
         server.readFirst(reads) { [self] failure in
             readInFlight = false
-            guard !closed else { return }
+            guard !closed, !closing else { return }
             then(failure)
             if isParked { runParked() } else { updateReading() }
         }
@@ -415,9 +419,13 @@ final class Session: SnapshotWaiter {
             || conn.pendingOutputBytes > server.config.outputHighWater
         if shouldPause && !readingPaused {
             readingPaused = true
+            pauseHeldByDaemon = owesAnswer
             conn.pauseReading()
         } else if !shouldPause && readingPaused {
             readingPaused = false
+            // The unfinished line waited for the daemon's work: it has a whole window again.
+            if pauseHeldByDaemon, lineStartedMs != nil { lineStartedMs = server.loop.now }
+            pauseHeldByDaemon = false
             conn.resumeReading()
         }
     }

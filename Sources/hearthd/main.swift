@@ -38,8 +38,9 @@ options:
   --max-connections-per-address N
                            connections served at once from one client address (default 2000; 0: no limit)
   --input-budget N         bytes of unfinished request lines across all connections (default 268435456)
-  --line-timeout-ms N      how long a request line may stay unfinished (not counting while the daemon owes
-                           the connection an answer) before its connection is closed (default 60000; 0: forever)
+  --line-timeout-ms N      how long a request line may stay unfinished (not counting while the daemon holds
+                           the connection's reading for its own requests) before its connection is closed
+                           (default 60000; 0: forever)
   --idle-timeout-ms N      close connections without listeners that send nothing for N ms and are owed no
                            answer (default 0: never)
   --readers N              reader threads: queries, counts, aggregations, uncached gets (default: cores, at least 2)

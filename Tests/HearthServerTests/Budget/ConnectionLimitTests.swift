@@ -85,6 +85,44 @@ import Testing
         #expect(r.closed && r.take().first?.errorMessage?.contains("--line-timeout-ms") == true)
     }
 
+    /// A line begun behind a write not yet durable and a read parked behind that write waits for the daemon:
+    /// not timed until the write is published and the read has run, then a whole window.
+    @Test func aLineBegunBehindAPendingWriteAndItsReadIsTimedOnceTheyAreAnswered() throws {
+        let s = try InProcessServer { $0.lineTimeoutMs = 1000 }
+        let c = s.connect()
+        c.write([#"{"op":"set","path":"c/a","data":{"n":1},"id":1}"#, #"{"op":"get","path":"c/a","id":2}"#])
+        let batch = try #require(s.takeBatch())
+        c.writeRaw(#"{"op":"ping","#)
+        #expect(!c.reading, "the get is parked behind the write")
+        s.server.sweep(now: s.server.loop.now + 60_000)
+        #expect(!c.closed)
+        tick(s)
+        let beforeAnswer = s.server.loop.now
+        s.land(batch)
+        s.publish(batch)
+        s.settle()
+        #expect(c.take().map { $0["id"] as? Int } == [1, 2])
+        #expect(c.reading)
+        s.server.sweep(now: beforeAnswer + 999)
+        #expect(!c.closed, "a whole window once reading resumed")
+        s.server.sweep(now: s.server.loop.now + 1000)
+        #expect(c.closed)
+    }
+
+    /// While reading is on, the client can finish its line: it is timed even while a write of its own waits
+    /// to be durable (otherwise a line could be trickled for as long as a commit takes, or forever on a
+    /// stalled node).
+    @Test func aLineTrickledWhileAWriteIsPendingIsTimed() throws {
+        let s = try InProcessServer { $0.lineTimeoutMs = 1000 }
+        let c = s.connect()
+        c.write([#"{"op":"set","path":"c/a","data":{"n":1},"id":1}"#])
+        _ = try #require(s.takeBatch())
+        c.writeRaw(#"{"op":"ping","#)
+        #expect(c.reading)
+        s.server.sweep(now: s.server.loop.now + 1000)
+        #expect(c.closed)
+    }
+
     /// A partial line behind output the client does not read is the client's doing: it is timed.
     @Test func aLineBehindUnreadOutputIsTimed() throws {
         let s = try InProcessServer { $0.lineTimeoutMs = 1000; $0.outputHighWater = 4096 }
@@ -173,7 +211,7 @@ import Testing
     /// A connection closed for the input budget runs none of its parked lines afterwards, although it stays
     /// open until its error line is flushed.
     @Test func aConnectionClosedForTheBudgetRunsNoParkedLine() throws {
-        let s = try InProcessServer { $0.inputBudget = 100_000 }
+        let s = try InProcessServer { $0.inputBudget = 100_000; $0.lineTimeoutMs = 1000 }
         ReaderThreadTests().fill(s, 300)
         let c = s.connect()
         c.defersClose = true
@@ -189,6 +227,9 @@ import Testing
         s.settle()
         let answer = try #require(g.take().first)
         #expect(answer["ok"] as? Bool == true && answer["doc"] is NSNull, "the parked set did not run")
+        // The sweep leaves a closing connection alone: it is not closed (and counted) a second time.
+        s.server.sweep(now: s.server.loop.now + 10_000_000)
+        #expect(s.server.budget.closedSlowLine == 0, "its unfinished line is not timed out once more")
         c.completeClose()
     }
 
