@@ -61,6 +61,15 @@ import Testing
         while s.server.loop.now == t { s.server.loop.updateTime() }
     }
 
+    /// Runs the readers until their answers are out (`settle`), and returns the loop times between which that
+    /// happened, both later than any time taken before.
+    func settleTimed(_ s: InProcessServer) -> (before: UInt64, after: UInt64) {
+        tick(s)
+        let before = s.server.loop.now
+        s.settle()
+        return (before, s.server.loop.now)
+    }
+
     /// While the daemon owes a connection an answer (here a query on a reader), reading pauses once a line
     /// begins behind it, so the client may be unable to finish that line: it is not timed. From the answer
     /// on, it has a whole window.
@@ -74,14 +83,11 @@ import Testing
         #expect(!r.reading, "an unfinished line behind a read pauses reading")
         s.server.sweep(now: s.server.loop.now + 60_000)
         #expect(!r.closed, "the daemon owes the connection an answer")
-        tick(s)
-        let beforeAnswer = s.server.loop.now
-        s.settle()
-        let afterAnswer = s.server.loop.now
+        let answered = settleTimed(s)
         #expect(r.take().map { $0["id"] as? Int } == [1])
-        s.server.sweep(now: beforeAnswer + 999)
+        s.server.sweep(now: answered.before + 999)
         #expect(!r.closed, "a whole window from the answer")
-        s.server.sweep(now: afterAnswer + 1000)
+        s.server.sweep(now: answered.after + 1000)
         #expect(r.closed && r.take().first?.errorMessage?.contains("--line-timeout-ms") == true)
     }
 
@@ -150,14 +156,11 @@ import Testing
         s.server.sweep(now: s.server.loop.now + 60_000)
         #expect(!r.closed && !w.closed, "both wait for the daemon")
         #expect(quiet.closed && quiet.take().first?.errorMessage?.contains("--idle-timeout-ms") == true)
-        tick(s)
-        let beforeAnswer = s.server.loop.now
-        s.settle()
-        let afterAnswer = s.server.loop.now
+        let answered = settleTimed(s)
         #expect(r.take().map { $0["id"] as? Int } == [1])
-        s.server.sweep(now: beforeAnswer + 4999)
+        s.server.sweep(now: answered.before + 4999)
         #expect(!r.closed, "a whole idle window from the answer")
-        s.server.sweep(now: afterAnswer + 5000)
+        s.server.sweep(now: answered.after + 5000)
         #expect(r.closed && !w.closed, "the write is still owed")
         tick(s)
         let beforeDurable = s.server.loop.now
