@@ -72,9 +72,9 @@ struct ConnectionBudget {
 
     /// What a connection's clock says, checked by the periodic sweep: nil to keep it, else the error to
     /// close it with. `lineStartedMs`: since when its unfinished line is timed (nil: none, or reading is
-    /// paused for the daemon's work on its requests); `lastActivityMs`: its last input or owed answer; `listening`: it has
-    /// listeners (a subscriber is idle by design); `owesAnswer`: the daemon is still working on an answer for
-    /// it (a client waiting for a long read or a write is not idle).
+    /// paused for the daemon's work on its requests); `lastActivityMs`: its last input or owed answer;
+    /// `listening`: it has listeners (a subscriber is idle by design); `owesAnswer`: the daemon is still
+    /// working on an answer for it (a client waiting for a long read or a write is not idle).
     mutating func expired(now: UInt64, lineStartedMs: UInt64?, lastActivityMs: UInt64, listening: Bool,
                           owesAnswer: Bool = false) -> HearthError? {
         if limits.lineTimeoutMs > 0, let started = lineStartedMs, now >= started + limits.lineTimeoutMs {
