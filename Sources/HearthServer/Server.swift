@@ -336,6 +336,7 @@ public final class Server {
 
     /// Closes the connections whose unfinished line is too old, or that stayed idle too long.
     func sweep(now: UInt64) {
+        guard !shuttingDown else { return }   // reading has stopped; the grace period bounds the rest
         var closed = 0
         for s in Array(sessions.values) where !s.closing {
             guard let e = budget.expired(now: now, lineStartedMs: s.timedLineStartMs, lastActivityMs: s.lastActivityMs,

@@ -51,11 +51,11 @@ final class Session: SnapshotWaiter {
     private var sawInput = false
     /// Bytes of the unfinished line this connection holds, as last counted in the server's budget.
     private(set) var heldInput = 0
-    /// When the unfinished line began (loop clock, ms), or when reading resumed after the daemon held it
+    /// When the unfinished line began (loop clock, ms), moved later by each time the daemon held it
     /// (`timedLineStartMs`).
     private(set) var lineStartedMs: UInt64?
-    /// Reading is paused, and an answer was owed during the pause: the line gets a new window when it resumes.
-    private var pauseHeldByDaemon = false
+    /// Since when the daemon holds the unfinished line (reading paused while an answer is owed), if it does.
+    private var lineHeldSinceMs: UInt64?
     /// When the last input arrived or the last owed answer (a write's, a read's on a reader) was sent.
     private(set) var lastActivityMs: UInt64
 
@@ -134,21 +134,33 @@ final class Session: SnapshotWaiter {
 
     /// The unfinished line's start for `--line-timeout-ms`: none while reading is paused and the daemon owes the
     /// connection an answer (the client cannot finish the line: it waits behind lines parked for the daemon's
-    /// work, or behind a read on a reader), and when reading resumes after such a pause the line has a whole
-    /// window again. The credit is the daemon's work on lines that arrived before it, at most one read's
+    /// work, or behind a read on a reader), and afterwards its start moved later by exactly that time
+    /// (`syncLineHold`). The credit is the daemon's work on lines that arrived before it, at most one read's
     /// worth (reading stays paused, and no later line can park until this one ends). While reading is on, or
     /// paused only behind output the client does not read, the line is timed.
-    var timedLineStartMs: UInt64? { readingPaused && owesAnswer ? nil : lineStartedMs }
+    var timedLineStartMs: UInt64? { lineHeldSinceMs != nil ? nil : lineStartedMs }
+
+    /// Starts or ends the daemon's hold on the unfinished line; at its end the line's start moves later by its
+    /// length. Called wherever reading pauses or resumes, or the line starts or ends (`updateReading`,
+    /// `accountInput`): an owed answer that leaves reading paused ends the hold at the next `updateReading`,
+    /// which every answer path reaches.
+    private func syncLineHold() {
+        let held = readingPaused && owesAnswer && lineStartedMs != nil
+        if held {
+            if lineHeldSinceMs == nil { lineHeldSinceMs = server.loop.now }
+        } else if let since = lineHeldSinceMs {
+            lineHeldSinceMs = nil
+            if let start = lineStartedMs { lineStartedMs = start + (server.loop.now - since) }
+        }
+    }
 
     /// The daemon owes this connection an answer it is still working on (a write not yet durable, a read on a
     /// reader, a read held for its seq): the connection is not idle, whatever the time since its last input.
     var owesAnswer: Bool { responses.hasOutstanding || readInFlight }
 
-    /// An answer the daemon owed went out: the connection's idle time starts again, and a pause of reading
-    /// meanwhile was the daemon's doing.
+    /// An answer the daemon owed went out: the connection's idle time starts again.
     private func answeredOwed() {
         lastActivityMs = server.loop.now
-        if readingPaused { pauseHeldByDaemon = true }
     }
 
     /// True while the responses not yet taken by the client are above `--output-high-water`: no line runs then
@@ -419,15 +431,12 @@ final class Session: SnapshotWaiter {
             || conn.pendingOutputBytes > server.config.outputHighWater
         if shouldPause && !readingPaused {
             readingPaused = true
-            pauseHeldByDaemon = owesAnswer
             conn.pauseReading()
         } else if !shouldPause && readingPaused {
             readingPaused = false
-            // The unfinished line waited for the daemon's work: it has a whole window again.
-            if pauseHeldByDaemon, lineStartedMs != nil { lineStartedMs = server.loop.now }
-            pauseHeldByDaemon = false
             conn.resumeReading()
         }
+        syncLineHold()
     }
 
     func stopReading() {

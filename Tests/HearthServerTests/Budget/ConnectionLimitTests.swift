@@ -129,6 +129,26 @@ import Testing
         #expect(c.closed)
     }
 
+    /// The daemon's hold on a line is credited exactly: when a long read's answer is large enough to leave
+    /// reading paused behind the unread output, the line is timed again from its start moved by the hold,
+    /// not from its first byte (which would close the client before it could read anything).
+    @Test func aLineHeldByALongReadIsCreditedTheHoldWhenTheAnswerIsLarge() throws {
+        let s = try InProcessServer { $0.lineTimeoutMs = 1000; $0.outputHighWater = 4096 }
+        ReaderThreadTests().fill(s, 100, data: { _ in #"{"s":"\#(String(repeating: "x", count: 200))"}"# })
+        let r = s.connect()
+        r.holdsOutput = true
+        r.write([#"{"op":"query","collection":"c","id":1}"#])
+        r.writeRaw(#"{"op":"ping","#)
+        #expect(!r.reading)
+        let answered = settleTimed(s)
+        #expect(r.take().map { $0["id"] as? Int } == [1])
+        #expect(!r.reading, "the answer is over the high-water mark, unread")
+        s.server.sweep(now: answered.before + 999)
+        #expect(!r.closed, "the time the daemon held the line does not count")
+        s.server.sweep(now: answered.after + 1000)
+        #expect(r.closed, "the time behind unread output does")
+    }
+
     /// A partial line behind output the client does not read is the client's doing: it is timed.
     @Test func aLineBehindUnreadOutputIsTimed() throws {
         let s = try InProcessServer { $0.lineTimeoutMs = 1000; $0.outputHighWater = 4096 }
