@@ -141,9 +141,9 @@ final class Session: SnapshotWaiter {
     var timedLineStartMs: UInt64? { lineHeldSinceMs != nil ? nil : lineStartedMs }
 
     /// Starts or ends the daemon's hold on the unfinished line; at its end the line's start moves later by its
-    /// length. Called wherever reading pauses or resumes, or the line starts or ends (`updateReading`,
-    /// `accountInput`): an owed answer that leaves reading paused ends the hold at the next `updateReading`,
-    /// which every answer path reaches.
+    /// length. Called by `updateReading`, which runs wherever reading may pause or resume, after every read
+    /// that starts or ends a line (`received`), and on every answer path: an owed answer that leaves reading
+    /// paused ends the hold there.
     private func syncLineHold() {
         let held = readingPaused && owesAnswer && lineStartedMs != nil
         if held {
