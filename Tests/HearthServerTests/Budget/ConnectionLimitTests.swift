@@ -61,6 +61,16 @@ import Testing
         while s.server.loop.now == t { s.server.loop.updateTime() }
     }
 
+    /// A connection that wrote `c/a`, a document larger than a 4 KiB high-water mark, and from now on reads
+    /// none of its output.
+    func connectWithLargeDocument(_ s: InProcessServer) -> FakeConnection {
+        let c = s.connect()
+        c.write([#"{"op":"set","path":"c/a","data":{"s":"\#(String(repeating: "x", count: 10_000))"},"id":0}"#])
+        s.flush()
+        c.holdsOutput = true
+        return c
+    }
+
     /// Runs the readers until their answers are out (`settle`), and returns the loop times between which that
     /// happened, both later than any time taken before.
     func settleTimed(_ s: InProcessServer) -> (before: UInt64, after: UInt64) {
@@ -152,10 +162,7 @@ import Testing
     /// A partial line behind output the client does not read is the client's doing: it is timed.
     @Test func aLineBehindUnreadOutputIsTimed() throws {
         let s = try InProcessServer { $0.lineTimeoutMs = 1000; $0.outputHighWater = 4096 }
-        let c = s.connect()
-        c.write([#"{"op":"set","path":"c/a","data":{"s":"\#(String(repeating: "x", count: 10_000))"},"id":0}"#])
-        s.flush()
-        c.holdsOutput = true
+        let c = connectWithLargeDocument(s)
         c.writeRaw(#"{"op":"get","path":"c/a","id":1}"# + "\n" + #"{"op":"ping","pad":""#)
         s.flush()
         #expect(!c.reading, "paused behind the unread answer")
@@ -198,10 +205,7 @@ import Testing
     @Test func linesParkedBehindUnreadOutputDoNotKeepAConnectionAlive() throws {
         for left in [0, 100] {
             let s = try InProcessServer { $0.idleTimeoutMs = 5000; $0.outputHighWater = 4096 }
-            let c = s.connect()
-            c.write([#"{"op":"set","path":"c/a","data":{"s":"\#(String(repeating: "x", count: 10_000))"},"id":0}"#])
-            s.flush()
-            c.holdsOutput = true
+            let c = connectWithLargeDocument(s)
             c.write([#"{"op":"get","path":"c/a","id":1}"#, #"{"op":"ping","id":2}"#])
             s.flush()
             #expect(!c.reading, "the ping is parked behind output the client does not read")

@@ -41,9 +41,7 @@ final class FakeConnection: ClientConnection {
     /// When set, `close` only records the request, as a real connection does while it flushes its output;
     /// `completeClose()` finishes it.
     var defersClose = false
-    private(set) var closeWasRequested = false
     private func closeRequested() {
-        closeWasRequested = true
         if !defersClose { finish() }
     }
     func completeClose() { finish() }
