@@ -168,6 +168,13 @@ import Testing
                 #expect(report["errors"] as? Int == 0, "\(scenario) run \(run): \(r.stdout)")
                 #expect((report["requests"] as? Int ?? 0) > 0, "\(scenario) run \(run) measured nothing: \(r.stdout)")
                 #expect((report["server"] as? [String: Any])?["pid"] as? Int == Int(daemon.pid))
+                if scenario == "listen" {
+                    // Every measured delivery has both latencies: from the commit and from the write's send.
+                    let deliveries = report["deliveries"] as? Int ?? 0
+                    #expect(deliveries > 0, "listen run \(run) measured no delivery: \(r.stdout)")
+                    #expect((report["latency_us"] as? [String: Any])?["count"] as? Int == deliveries, "\(r.stdout)")
+                    #expect((report["sent_latency_us"] as? [String: Any])?["count"] as? Int == deliveries, "\(r.stdout)")
+                }
             }
         }
     }

@@ -6,9 +6,10 @@ import HearthModel
 
 /// `hearth bench listen`: fan-out. `--listeners` subscriber connections each hold one query listener that
 /// matches every written document; `--connections` writers keep `--pipeline` sets in flight; the report gives
-/// deliveries/s and the commit-to-delivery latency (the document's updateTime, which is the commit time, to
-/// the wall-clock time the pushed line is read). With `--redis-port P` the same shape runs against Redis
-/// pub/sub (SUBSCRIBE on every subscriber, PUBLISH from the writers; latency from the publish's send time).
+/// deliveries/s and two latencies to the time the pushed line is read: from the commit (the document's
+/// updateTime, wall clock) and from the write's send (a `sent` field the writer puts in the document, the
+/// monotonic clock). With `--redis-port P` the same shape runs against Redis pub/sub (SUBSCRIBE on every
+/// subscriber, PUBLISH from the writers; latency from the publish's send time, as `sent` for the daemon).
 /// With `--idle`, the subscribers are idle listeners on a collection nobody writes, held for `--duration`
 /// while the daemon's memory per listener connection is reported (run a write bench beside it).
 final class ListenBench {
@@ -20,6 +21,8 @@ final class ListenBench {
     var deliveries = 0
     var writes = 0
     var latency = LatencyHistogram()
+    /// Hearth only: from the write's send (its `sent` field) to the delivery, as Redis's `latency` is.
+    var sentLatency = LatencyHistogram()
     var measuring = false
     var stopped = false
     var counter: UInt64 = 0
@@ -27,6 +30,7 @@ final class ListenBench {
     var redisState: [ObjectIdentifier: Int] = [:]
     var gotInitial: Set<ObjectIdentifier> = []
     static let updateTimeKey = Array(#""updateTime":""#.utf8)
+    static let sentKey = Array(#""sent":"#.utf8)
 
     init(_ o: BenchOptions) throws {
         self.o = o
@@ -116,16 +120,20 @@ final class ListenBench {
         let after = serverPID.flatMap { ProcStats.sample(pid: $0) }
         let cpu = (after?.cpuSeconds ?? 0) - cpuStart
         let us = { (p: Double) in NumberText.fixed(Double(self.latency.percentile(p)) / 1000, 3) }
+        let sentUs = { (p: Double) in NumberText.fixed(Double(self.sentLatency.percentile(p)) / 1000, 3) }
+        let sentLine = redis ? "" : "\n  delivery    p50 \(sentUs(50))  p90 \(sentUs(90))  p99 \(sentUs(99))  max \(sentUs(100)) ms (write sent -> received)"
+
         let text = """
         hearth bench listen  \(redis ? "redis pub/sub 127.0.0.1:\(port)" : "hearthd \(o.target)")\(o.tls != nil ? " (TLS)" : "")  \(o.listeners) subscribers, \(o.connections) writer(s)\(o.writerAddress.map { " on \($0.host):\($0.port)" } ?? "") x \(o.pipeline) in flight
           writes      \(NumberText.grouped(writes)) in \(o.duration) s = \(NumberText.grouped(Int(Double(writes) / o.duration))) /s
           deliveries  \(NumberText.grouped(deliveries)) = \(NumberText.grouped(Int(Double(deliveries) / o.duration))) /s
-          delivery    p50 \(us(50))  p90 \(us(90))  p99 \(us(99))  max \(us(100)) ms (\(redis ? "publish sent" : "commit") -> received)
+          delivery    p50 \(us(50))  p90 \(us(90))  p99 \(us(99))  max \(us(100)) ms (\(redis ? "publish sent" : "commit") -> received)\(sentLine)
           server      \(serverPID.map { pid in after == nil ? "pid \(pid): gone by the end of the run (exited), or /proc not readable" : "pid \(pid): \(NumberText.fixed(cpu / o.duration * 100, 1))% CPU, RSS \(mib(after?.rssBytes)) MiB" } ?? "not found")
         """
         if o.json {
             var r = WorkloadReport(o, port: port, connections: o.connections, requests: writes, errors: [:])
             r.histogram("latency_us", latency)
+            if !redis { r.histogram("sent_latency_us", sentLatency) }
             r.server(serverPID, cpuStart: cpuStart, seconds: o.duration)
             r.string("target", redis ? "redis" : "hearthd")
             r.int("listeners", o.listeners)
@@ -173,7 +181,7 @@ final class ListenBench {
             let payload = String(loop.hrtimeNanos())
             c.send("*3\r\n$7\r\nPUBLISH\r\n$\(o.collection.utf8.count)\r\n\(o.collection)\r\n$\(payload.utf8.count)\r\n\(payload)\r\n")
         } else {
-            c.send(#"{"op":"set","path":"\#(o.collection)/d\#(counter % 100)","data":{"topic":"fanout","n":\#(counter)}}"# + "\n")
+            c.send(#"{"op":"set","path":"\#(o.collection)/d\#(counter % 100)","data":{"topic":"fanout","n":\#(counter),"sent":\#(loop.hrtimeNanos())}}"# + "\n")
         }
     }
 
@@ -215,21 +223,35 @@ final class ListenBench {
         if !gotInitial.contains(id) { gotInitial.insert(id); ready += 1; return }
         guard measuring else { return }
         deliveries += 1
+        if let at = ListenBench.find(ListenBench.sentKey, in: line) {
+            var j = at + ListenBench.sentKey.count, sent: UInt64 = 0
+            while j < line.count, line[j] >= 48, line[j] <= 57 { sent = sent &* 10 &+ UInt64(line[j] - 48); j += 1 }
+            let now = loop.hrtimeNanos()
+            sentLatency.record(nanos: now >= sent ? now - sent : 0)
+        }
         let key = ListenBench.updateTimeKey
-        var i = 0
-        let end = line.count - key.count - 27
-        while i < end {
-            if line[i] == key[0] && line[i + 1] == key[1] && line[i + 2] == key[2] && line[i + 3] == key[3]
-                && line[i + 12] == key[12] && line[i + 13] == key[13] {
-                if let t = Timestamp.parse(bytes: UnsafeRawBufferPointer(rebasing: line[(i + key.count)..<(i + key.count + 27)])) {
-                    var ts = timespec()
-                    clock_gettime(CLOCK_REALTIME, &ts)
-                    let now = Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
-                    latency.record(micros: UInt64(max(0, now - t.micros)))
-                }
-                return
+        if let at = ListenBench.find(key, in: line), at + key.count + 27 <= line.count,
+           let t = Timestamp.parse(bytes: UnsafeRawBufferPointer(rebasing: line[(at + key.count)..<(at + key.count + 27)])) {
+            var ts = timespec()
+            clock_gettime(CLOCK_REALTIME, &ts)
+            let now = Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
+            latency.record(micros: UInt64(max(0, now - t.micros)))
+        }
+    }
+
+    /// The offset of the first `key` in `line`, if any: `memchr` to each candidate first byte, then `memcmp`.
+    static func find(_ key: [UInt8], in line: UnsafeRawBufferPointer) -> Int? {
+        guard let base = line.baseAddress, !key.isEmpty, line.count >= key.count else { return nil }
+        return key.withUnsafeBytes { k -> Int? in
+            let last = line.count - key.count
+            var i = 0
+            while i <= last {
+                guard let hit = memchr(base + i, Int32(key[0]), last - i + 1) else { return nil }
+                i = base.distance(to: UnsafeRawPointer(hit))
+                if memcmp(base + i, k.baseAddress!, key.count) == 0 { return i }
+                i += 1
             }
-            i += 1
+            return nil
         }
     }
 
