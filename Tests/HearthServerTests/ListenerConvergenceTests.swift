@@ -103,6 +103,46 @@ struct AppliedView {
         #expect(events < total / 2, "changes were coalesced (\(events) snapshots for \(total) writes)")
     }
 
+    /// One commit whose snapshots to the listeners of one connection take it over `--subscriber-budget` part
+    /// way through: every listener on it gets that snapshot, before the write's response (the budget is
+    /// settled per commit, before the first snapshot goes out), and each one's changes give the query's result.
+    /// Before, the listeners after the crossing fell behind with no record of what their client held, and got
+    /// their whole result later as `added` changes on top of it.
+    @Test func aCommitWhoseSnapshotsCrossTheBudgetReachesEveryListenerExactly() throws {
+        let daemon = try DaemonProcess(extraArgs: ["--subscriber-budget", "16384"])
+        let c = try daemon.connect()
+        let pad = String(repeating: "x", count: 8_000)
+        for i in 0..<4 {
+            #expect(try c.request(#"{"op":"set","path":"budget/d\#(i)","data":{"n":\#(i),"pad":"\#(pad)"}}"#).isOK)
+        }
+        let query = #"{"collection":"budget","orderBy":["n"]}"#
+        var views: [String: AppliedView] = [:]
+        for _ in 0..<8 {
+            let r = try c.request(#"{"op":"listen","query":\#(query)}"#)
+            let sub = try #require(r["sub"] as? String, "\(r)")
+            var view = AppliedView()
+            view.apply(try c.readObject())
+            views[sub] = view
+        }
+        // Moves d0 last: each listener's snapshot carries its ~8 KB document, eight of them twice the budget.
+        try c.send(#"{"op":"set","path":"budget/d0","data":{"n":10,"pad":"\#(pad)"}}"#)
+        var beforeResponse: Set<String> = []
+        while true {
+            let line = try c.readObject()
+            if line["ok"] != nil { #expect(line.isOK, "\(line)"); break }
+            let sub = try #require(line["sub"] as? String)
+            views[sub]!.apply(line)
+            beforeResponse.insert(sub)
+        }
+        #expect(beforeResponse == Set(views.keys), "every listener had the commit before the write's response")
+        let final = try c.request(#"{"op":"query","collection":"budget","orderBy":["n"]}"#)
+        let seq = try #require(final["seq"] as? Int)
+        for (sub, view) in views {
+            #expect(view.seq == seq, "sub \(sub) at seq \(view.seq), the query at \(seq)")
+            #expect(view.equals(AppliedView.from(queryResponse: final)), "sub \(sub): \(view.docs.map(\.id))")
+        }
+    }
+
     @Test func aSubscriberThatNeverDrainsIsClosedWithResourceExhausted() throws {
         let daemon = try DaemonProcess(extraArgs: ["--subscriber-budget", "16384", "--slow-subscriber-timeout-ms", "300"])
         let w = try daemon.connect()

@@ -1,0 +1,123 @@
+@testable import HearthEngine
+import HearthModel
+import HearthStorage
+import Testing
+
+/// A subscriber over its output budget gets, per listener, one snapshot of the net changes once it drains
+/// (docs/listeners.md, contract 9). The budget is crossed at any point: before a commit, or by the snapshots
+/// of one commit, part way through the listeners of one shared view or of several. Whatever the point, each
+/// listener's snapshots, applied in order to its first result, give the fresh result, with valid indices.
+@Suite struct ListenerBudgetTests {
+    /// One connection's sink: over budget once `budget` snapshots are queued and not yet drained.
+    final class Sink: ListenerSink {
+        let budget: Int
+        var queued = 0
+        var coalesced = 0
+        var events: [(tag: String, event: ListenerEvent)] = []
+        init(budget: Int) { self.budget = budget }
+        var canAcceptEvents: Bool { queued < budget }
+        func deliver(_ event: ListenerEvent, for listener: Listener, shareKey: UInt64?) {
+            events.append((listener.tag, event))
+            queued += 1
+        }
+        func coalescing() { coalesced += 1 }
+    }
+
+    /// Eight listeners on one query share a view; two more on others. A budget of three snapshots is crossed
+    /// within one commit's deliveries: those accepted when the view applied the commit still get it; the
+    /// others converge when the sink drains, from what they were last sent.
+    @Test(arguments: [1, 3, 5])
+    func aBudgetCrossedWithinOneCommitKeepsEveryListenerExact(budget: Int) throws {
+        try check(seed: budget, budget: budget, commits: 200, drainEvery: 3)
+    }
+
+    /// Random commits, random drains, several budgets: every listener converges to the fresh result.
+    @Test(arguments: 0..<6)
+    func randomDrainsConverge(seed: Int) throws {
+        try check(seed: 100 + seed, budget: 1 + seed % 4, commits: 300, drainEvery: 1 + seed % 5)
+    }
+
+    func check(seed: Int, budget: Int, commits: Int, drainEvery: Int) throws {
+        var r = QueryOracleTests.RNG(state: UInt64(seed) &* 2_654_435_761 &+ 11)
+        let h = try EngineHarness()
+        _ = h.commit((0..<20).map { set("w/d\($0)", m(["v": .int(Int64(r.next() % 50))])) })
+        let c = try CollectionPath(parsing: "w")
+        func q(_ build: (inout Query) -> Void) throws -> ValidQuery {
+            var query = Query.collection(c)
+            build(&query)
+            return try query.validated()
+        }
+        let byV = try q { $0.orderBy = [.init(fp("v"))] }
+        let top = try q { $0.orderBy = [.init(fp("v"), .descending)]; $0.limit = 4 }
+        let low = try q { $0.filter = .field(fp("v"), .lessThan, 25) }
+        var queries: [(String, ValidQuery)] = (0..<8).map { ("same\($0)", byV) }
+        queries += [("top", top), ("low", low)]
+        let sink = Sink(budget: budget)
+        var rows: [String: [DocumentPath]] = [:]
+        var sizes: [String: Int] = [:]
+        for (tag, query) in queries {
+            _ = try h.engine.listeners.add(.query(query), tag: tag, sink: sink, resumeAfter: nil)
+            rows[tag] = try h.engine.runQuery(query).documents.map(\.stored.path)
+        }
+        sink.events.removeAll()
+        sink.queued = 0
+        h.engine.listeners.drained(sink)
+
+        func take() {
+            for (tag, event) in sink.events {
+                guard case .query(_, let initial, let reset, let size, let changes) = event else {
+                    Issue.record("\(tag): \(event)")
+                    continue
+                }
+                #expect(!initial && !reset, "\(tag): a later snapshot")
+                var list = rows[tag]!
+                for ch in changes {
+                    if ch.oldIndex >= 0 {
+                        let ok = ch.oldIndex < list.count && list[ch.oldIndex] == ch.document.stored.path
+                        #expect(ok, "\(tag): \(ch.kind) \(ch.document.stored.path) at oldIndex \(ch.oldIndex) of \(list)")
+                        if !ok { return }
+                        list.remove(at: ch.oldIndex)
+                    }
+                    if ch.newIndex >= 0 {
+                        #expect(ch.newIndex <= list.count, "\(tag): newIndex \(ch.newIndex)")
+                        list.insert(ch.document.stored.path, at: min(ch.newIndex, list.count))
+                    }
+                }
+                #expect(size == list.count, "\(tag): size \(size), \(list.count) rows after the changes")
+                rows[tag] = list
+                sizes[tag] = size
+            }
+            sink.events.removeAll()
+        }
+
+        var crossed = 0
+        for n in 0..<commits {
+            let before = sink.queued
+            var writes: [Write] = []
+            for _ in 0..<(1 + Int(r.next() % 3)) {
+                let i = Int(r.next() % 24)
+                writes.append(r.next() % 5 == 0 ? delete("w/d\(i)") : set("w/d\(i)", m(["v": .int(Int64(r.next() % 50))])))
+            }
+            _ = h.commit(writes)
+            if before < budget && sink.queued >= budget { crossed += 1 }
+            take()
+            if n % drainEvery == 0 {
+                sink.queued = 0
+                h.engine.listeners.drained(sink)
+                take()
+            }
+        }
+        // The client reads everything: each drain sends as many coalesced listeners as the budget takes.
+        for _ in 0..<queries.count where !h.engine.listeners.isCaughtUp(sink) {
+            sink.queued = 0
+            h.engine.listeners.drained(sink)
+            take()
+        }
+        #expect(h.engine.listeners.isCaughtUp(sink))
+        for (tag, query) in queries {
+            #expect(rows[tag]! == (try h.engine.runQuery(query).documents.map(\.stored.path)), "\(tag) converges")
+        }
+        #expect(crossed > 0, "the budget was crossed within a commit's deliveries")
+        #expect(sink.coalesced > 0, "some listeners were coalesced")
+    }
+}
