@@ -57,6 +57,9 @@ public final class Listener {
     var sentDocument: StoredDocument?
     /// Current differs from sent and is waiting for the subscriber to drain (or for `ListenerHub.release`).
     @exclusivity(unchecked) var dirty = false
+    /// A shared view's member: the commit the view applied last does not go to it now (it was held, or its
+    /// subscriber over budget, before any of that commit's snapshots went out). Set by the view's `apply`.
+    @exclusivity(unchecked) var skipsCommit = false
     /// Its changes are kept back, coalesced as for a slow subscriber, until `ListenerHub.release`: the server
     /// is judging it again and must read first what the rules read.
     @exclusivity(unchecked) var holds = 0

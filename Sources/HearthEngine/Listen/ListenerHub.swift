@@ -406,17 +406,14 @@ public final class ListenerHub {
     /// row it cannot refill without reading the store.
     ///
     /// Which members get this commit's snapshot is settled here, before any is sent: a member held, or whose
-    /// subscriber is over budget, falls behind now, keeping the rows it was last sent (the view's, before this
-    /// commit); every other member gets the snapshot, even when the snapshots of this commit sent before its
-    /// own take its subscriber over budget (`emit`). So a subscriber's budget is exceeded by at most one
+    /// subscriber is over budget, skips it (`emit` keeps it behind), keeping the rows it was last sent (the
+    /// view's, before this commit); every other member gets it, even when the snapshots of this commit sent
+    /// before its own take its subscriber over budget. So a subscriber's budget is exceeded by at most one
     /// commit's snapshots, and a member never falls behind without the rows its client holds.
     private func apply(_ mutations: [DecodedMutation], to v: SharedView) -> [ViewChange]? {
         for m in v.members where !m.dirty {
-            guard let sink = m.sink, !m.held && sink.canAcceptEvents else {
-                m.sent = v.rows
-                if let sink = m.sink { fallBehind(m, sink) }
-                continue
-            }
+            m.skipsCommit = m.held || !(m.sink?.canAcceptEvents ?? false)
+            if m.skipsCommit { m.sent = v.rows }
         }
         let q = v.query
         if q.limit != nil || q.limitToLast != nil { return WindowView.apply(mutations, to: &v.rows, query: q) }
@@ -431,14 +428,17 @@ public final class ListenerHub {
         return changed
     }
 
-    /// Sends the listener's pending changes now, or keeps them while it is behind. A member of a shared view is
-    /// behind when the view's `apply` put it there (or it was already); a document listener, when it is held
-    /// or its subscriber is over budget now (it keeps the document it was last sent, `sentDocument`).
-    /// `changes`, when known, are the changes from `sent` to `current` (the common case: nothing pending).
+    /// Sends the listener's pending changes now, or keeps them, coalesced, while it is behind: a member of a
+    /// shared view when the view's `apply` settled that it skips this commit (or it was behind already); a
+    /// document listener when it is held or its subscriber is over budget now (it keeps the document it was
+    /// last sent, `sentDocument`). `changes`, when known, are the changes from `sent` to `current` (the common
+    /// case: nothing pending).
     private func emit(_ l: Listener, changes: [ViewChange]? = nil, shareKey: UInt64? = nil) {
         guard let sink = l.sink else { return }
-        if l.dirty || l.held || (l.view == nil && !sink.canAcceptEvents) {
-            fallBehind(l, sink)
+        if l.dirty || l.held || (l.view != nil ? l.skipsCommit : !sink.canAcceptEvents) {
+            if !l.dirty { dirtyBySink[ObjectIdentifier(sink), default: []].append(l) }
+            l.dirty = true
+            if !l.held || !sink.canAcceptEvents { sink.coalescing() }
             return
         }
         if let changes {
@@ -447,15 +447,6 @@ public final class ListenerHub {
         } else {
             send(l, to: sink)
         }
-    }
-
-    /// The listener's changes are kept, coalesced, until its subscriber drains (or its hold ends): one snapshot
-    /// of the net changes since what it was last sent then (`drained`). A query listener's `sent` must hold
-    /// that already.
-    private func fallBehind(_ l: Listener, _ sink: ListenerSink) {
-        if !l.dirty { dirtyBySink[ObjectIdentifier(sink), default: []].append(l) }
-        l.dirty = true
-        if !l.held || !sink.canAcceptEvents { sink.coalescing() }
     }
 
     private func send(_ l: Listener, to sink: ListenerSink) {
