@@ -13,6 +13,7 @@ final class FuzzConnection: ClientConnection {
     var onEndOfInput: (() -> Void)?
     var onClose: ((LoopError?) -> Void)?
     var pendingOutputBytes: Int { 0 }
+    var outputNotTaken: Int { 0 }
     var output: [UInt8] = []
     private(set) var closed = false
     func startReading() {}

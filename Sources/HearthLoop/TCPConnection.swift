@@ -98,6 +98,23 @@ public final class TCPConnection: LoopHandleOwner {
         return out.count + plain.count + (writeInFlight ? handle.pointee.write_queue_size : 0)
     }
 
+    /// Output the peer has not taken yet: `pendingOutputBytes` plus the bytes in the socket's send queue the
+    /// peer has not acknowledged (`TIOCOUTQ`, Linux). It falls steadily as the peer reads, where
+    /// `pendingOutputBytes` alone moves in steps of the kernel's buffer (libuv refills it when it has room), so
+    /// a slow reader can show no change for seconds. Never rises but for new sends. A system call: for
+    /// periodic checks, not per line.
+    public var outputNotTaken: Int {
+        guard let handle else { return 0 }
+        #if os(Linux)
+        var fd: uv_os_fd_t = -1
+        var queued: Int32 = 0
+        if uv_fileno(asHandle(handle), &fd) == 0, ioctl(fd, UInt(TIOCOUTQ), &queued) == 0 {
+            return pendingOutputBytes + Int(queued)
+        }
+        #endif
+        return pendingOutputBytes
+    }
+
     // MARK: Reading
 
     /// Starts delivering data to ``onRead``. Connections start paused so the owner can install callbacks first.

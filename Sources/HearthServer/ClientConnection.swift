@@ -16,6 +16,9 @@ package protocol ClientConnection: AnyObject {
     var onEndOfInput: (() -> Void)? { get set }
     /// Output bytes not yet accepted by the peer's kernel.
     var pendingOutputBytes: Int { get }
+    /// Output bytes the peer has not taken: also those in this side's kernel the peer has not acknowledged
+    /// (`TCPConnection.outputNotTaken`). A system call: for periodic checks.
+    var outputNotTaken: Int { get }
     func startReading()
     func pauseReading()
     func resumeReading()

@@ -339,6 +339,7 @@ public final class Server {
         guard !shuttingDown else { return }   // reading has stopped; the grace period bounds the rest
         var closed = 0
         for s in Array(sessions.values) where !s.closing {
+            s.noteOutputTaken(now: now)
             guard let e = budget.expired(now: now, lineStartedMs: s.timedLineStartMs, lastActivityMs: s.lastActivityMs,
                                          listening: !s.subscriptions.isEmpty, owesAnswer: s.owesAnswer) else { continue }
             s.close(with: e)

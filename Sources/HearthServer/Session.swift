@@ -163,6 +163,19 @@ final class Session: SnapshotWaiter {
         lastActivityMs = server.loop.now
     }
 
+    /// Output the client had not taken when the sweep last looked (`noteOutputTaken`).
+    private var outputWhenLooked = 0
+
+    /// The sweep's look at the output, before it judges idleness: a client that took some of its output since
+    /// the last look is active, as one that sent input is, so a client reading a large answer slowly is not
+    /// idle (Redis counts a reply written as interaction too). One that takes nothing stays idle. Counted to
+    /// the peer's acknowledgement (`outputNotTaken`): the kernel's buffer would hide a slow reader's progress.
+    func noteOutputTaken(now: UInt64) {
+        let notTaken = conn.outputNotTaken
+        if notTaken < outputWhenLooked { lastActivityMs = max(lastActivityMs, now) }
+        outputWhenLooked = notTaken
+    }
+
     /// True while the responses not yet taken by the client are above `--output-high-water`: no line runs then
     /// (it parks, as do the lines after it), so a client that pipelines requests without reading their
     /// answers holds at most about one answer past the mark, not the answers of every line it sent (reading

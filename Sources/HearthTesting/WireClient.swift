@@ -43,12 +43,17 @@ public final class WireClient {
     }
 
     /// One `recv` (waiting until `deadline`); nil at EOF. Throws on timeout.
+    /// The most one read takes from the socket, and a pause before each: a client that reads slowly.
+    public var readChunk = 65536
+    public var readPauseMicros: UInt32 = 0
+
     private func receiveChunk(until deadline: Date) throws -> [UInt8]? {
         let remaining = deadline.timeIntervalSinceNow
         guard remaining > 0 else { throw TestFailure("timed out waiting for data") }
         var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         if poll(&pfd, 1, Int32(remaining * 1000)) == 0 { throw TestFailure("timed out waiting for data") }
-        var chunk = [UInt8](repeating: 0, count: 65536)
+        if readPauseMicros > 0 { usleep(readPauseMicros) }
+        var chunk = [UInt8](repeating: 0, count: readChunk)
         let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         guard n > 0 else { return nil }
         return Array(chunk[..<n])
@@ -107,12 +112,14 @@ public final class WireClient {
     /// Reads one line's bytes exactly as the server sent them (without the newline); throws on timeout or EOF.
     public func readLineBytes(timeout: Double = 10) throws -> [UInt8] {
         let deadline = Date().addingTimeInterval(timeout)
+        var scanned = 0   // no newline before this index: a long line is not scanned again with each chunk
         while true {
-            if let nl = buffer.firstIndex(of: 10) {
+            if let nl = buffer[scanned...].firstIndex(of: 10) {
                 let line = Array(buffer[..<nl])
                 buffer.removeSubrange(...nl)
                 return line
             }
+            scanned = buffer.count
             guard let chunk = try receiveChunk(until: deadline) else {
                 throw TestFailure("connection closed while waiting for a line")
             }

@@ -215,6 +215,26 @@ import Testing
         }
     }
 
+    /// A client taking a large answer slowly sends nothing meanwhile, but it is not idle: output it takes counts
+    /// as activity, from the sweep that sees less of it unsent. A client that stops taking it is idle again.
+    @Test func aClientTakingItsOutputSlowlyIsNotIdle() throws {
+        let s = try InProcessServer { $0.idleTimeoutMs = 5000 }
+        let c = connectWithLargeDocument(s)
+        c.write([#"{"op":"get","path":"c/a","id":1}"#])
+        s.flush()
+        let sent = c.pendingOutputBytes
+        #expect(sent > 10_000, "the answer is unsent")
+        let t0 = s.server.loop.now
+        s.server.sweep(now: t0 + 4000)
+        c.pendingOutputBytes = sent / 2                       // the client took half of it
+        s.server.sweep(now: t0 + 8000)
+        #expect(!c.closed, "it took output since the last look")
+        s.server.sweep(now: t0 + 12_999)
+        #expect(!c.closed, "a whole idle window from the look that saw output taken")
+        s.server.sweep(now: t0 + 13_000)
+        #expect(c.closed, "it took nothing since: idle")
+    }
+
     /// A write retried with its request ID once durable is answered at once, as a read: when it was parked
     /// behind a query, its answer must not run it again (it did, recursively, until the stack overflowed).
     @Test func aRetriedWriteParkedBehindAReadRunsOnce() throws {
@@ -258,6 +278,28 @@ import Testing
         s.server.sweep(now: s.server.loop.now + 10_000_000)
         #expect(s.server.budget.closedSlowLine == 0, "its unfinished line is not timed out once more")
         c.completeClose()
+    }
+
+    /// Over TCP, a client reading a 6 MB answer at ~0.4 MB/s through a small receive buffer sends nothing for
+    /// longer than `--idle-timeout-ms`: it gets the whole answer, then, once it has taken everything and sent
+    /// nothing more for the timeout, the idle error. It was cut off mid-answer, as idle: the close's 2 s let
+    /// the daemon's kernel queue take 4 MB (Linux's default `tcp_wmem` maximum) and the client read ~1 MB more.
+    @Test func overTCPAClientReadingALargeAnswerSlowlyGetsItWhole() throws {
+        let daemon = try DaemonProcess(extraArgs: ["--idle-timeout-ms", "1000"])
+        let w = try daemon.connect()
+        let pad = String(repeating: "x", count: 200_000)
+        for i in 0..<30 { #expect(try w.request(#"{"op":"set","path":"big/d\#(i)","data":{"pad":"\#(pad)"}}"#).isOK) }
+        let slow = try WireClient(port: daemon.port, receiveBuffer: 8192)
+        slow.readChunk = 8192
+        slow.readPauseMicros = 20_000
+        try slow.send(#"{"op":"query","collection":"big","id":"q"}"#)
+        let answer = try slow.readObject(timeout: 60)
+        #expect(answer.isOK && (answer["docs"] as? [Any])?.count == 30, "the whole answer")
+        slow.readPauseMicros = 0
+        let closing = try slow.readObject(timeout: 10)
+        #expect(closing.errorCode == "UNAVAILABLE" && closing.errorMessage?.contains("--idle-timeout-ms") == true)
+        #expect(slow.isClosedByPeer())
+        #expect(try daemon.connect().request(#"{"op":"ping"}"#).isOK, "the daemon carries on")
     }
 
     @Test func overTCPTheLimitsAnswerWithALineAndTheDaemonKeepsServing() throws {

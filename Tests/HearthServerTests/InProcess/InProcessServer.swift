@@ -14,6 +14,7 @@ final class FakeConnection: ClientConnection {
     var onClose: ((LoopError?) -> Void)?
     var onEndOfInput: (() -> Void)?
     var pendingOutputBytes = 0
+    var outputNotTaken: Int { pendingOutputBytes }
     private(set) var reading = false
     private(set) var closed = false
     private(set) var output: [UInt8] = []
