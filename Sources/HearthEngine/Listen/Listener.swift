@@ -57,9 +57,6 @@ public final class Listener {
     var sentDocument: StoredDocument?
     /// Current differs from sent and is waiting for the subscriber to drain (or for `ListenerHub.release`).
     @exclusivity(unchecked) var dirty = false
-    /// A shared view's member: the commit the view applied last does not go to it now (it was held, or its
-    /// subscriber over budget, before any of that commit's snapshots went out). Set by the view's `apply`.
-    @exclusivity(unchecked) var skipsCommit = false
     /// Its changes are kept back, coalesced as for a slow subscriber, until `ListenerHub.release`: the server
     /// is judging it again and must read first what the rules read.
     @exclusivity(unchecked) var holds = 0
@@ -117,6 +114,10 @@ final class SharedView {
     /// when only one member gets them), for the members after the first during a publication.
     @exclusivity(unchecked) var lastChanges: [ViewChange] = []
     @exclusivity(unchecked) var shareKey: UInt64?
+    /// With more than one member, during a publication: the rows before the commit at `seq`, for a member whose
+    /// subscriber goes over budget between the view's applying that commit and its own turn (the snapshots
+    /// sent to the members before it can take it there): it falls behind holding these.
+    @exclusivity(unchecked) var rowsBefore: [ResultDocument]?
 
     init(query: ValidQuery, rows: [ResultDocument], seq: UInt64) {
         self.query = query

@@ -227,7 +227,10 @@ public final class ListenerHub {
         // Views applied in this publication: their last changes are let go at its end.
         var appliedViews: [SharedView] = []
         defer {
-            for v in appliedViews { v.lastChanges = [] }
+            for v in appliedViews {
+                v.lastChanges = []
+                v.rowsBefore = nil
+            }
             refillRows.removeAll()
         }
         for (i, record) in records.enumerated() where !record.mutations.isEmpty {
@@ -403,18 +406,13 @@ public final class ListenerHub {
     }
 
     /// A shared query view: applied once, from the commit's decoded mutations; nil when a limit window lost a
-    /// row it cannot refill without reading the store.
-    ///
-    /// Which members get this commit's snapshot is settled here, before any is sent: a member held, or whose
-    /// subscriber is over budget, skips it (`emit` keeps it behind), keeping the rows it was last sent (the
-    /// view's, before this commit); every other member gets it, even when the snapshots of this commit sent
-    /// before its own take its subscriber over budget. So a subscriber's budget is exceeded by at most one
-    /// commit's snapshots, and a member never falls behind without the rows its client holds.
+    /// row it cannot refill without reading the store. Members falling behind keep what they were last sent:
+    /// those behind now get the rows before this commit here; with several members, the view keeps those rows
+    /// for the commit's publication (`rowsBefore`, one copy of the rows when they change), for a member whose
+    /// subscriber the snapshots of the members before it take over budget (`emit`).
     private func apply(_ mutations: [DecodedMutation], to v: SharedView) -> [ViewChange]? {
-        for m in v.members where !m.dirty {
-            m.skipsCommit = m.held || !(m.sink?.canAcceptEvents ?? false)
-            if m.skipsCommit { m.sent = v.rows }
-        }
+        for m in v.members where !m.dirty && (m.held || !(m.sink?.canAcceptEvents ?? false)) { m.sent = v.rows }
+        v.rowsBefore = v.members.count > 1 ? v.rows : nil
         let q = v.query
         if q.limit != nil || q.limitToLast != nil { return WindowView.apply(mutations, to: &v.rows, query: q) }
         return IncrementalView.apply(mutations, to: &v.rows, query: q)
@@ -428,14 +426,15 @@ public final class ListenerHub {
         return changed
     }
 
-    /// Sends the listener's pending changes now, or keeps them, coalesced, while it is behind: a member of a
-    /// shared view when the view's `apply` settled that it skips this commit (or it was behind already); a
-    /// document listener when it is held or its subscriber is over budget now (it keeps the document it was
-    /// last sent, `sentDocument`). `changes`, when known, are the changes from `sent` to `current` (the common
-    /// case: nothing pending).
+    /// Sends the listener's pending changes now, or marks it dirty while it is held or its subscriber is over
+    /// budget. A query listener falling behind keeps the rows its client holds (`sent`): set by the view's
+    /// `apply` when it was behind before the commit, else the view's rows before it (`rowsBefore`: the
+    /// snapshots of this commit sent to the members before it took its subscriber over budget). `changes`,
+    /// when known, are the changes from `sent` to `current` (the common case: nothing pending).
     private func emit(_ l: Listener, changes: [ViewChange]? = nil, shareKey: UInt64? = nil) {
         guard let sink = l.sink else { return }
-        if l.dirty || l.held || (l.view != nil ? l.skipsCommit : !sink.canAcceptEvents) {
+        if l.dirty || l.held || !sink.canAcceptEvents {
+            if !l.dirty, let before = l.view?.rowsBefore { l.sent = before }
             if !l.dirty { dirtyBySink[ObjectIdentifier(sink), default: []].append(l) }
             l.dirty = true
             if !l.held || !sink.canAcceptEvents { sink.coalescing() }
