@@ -338,8 +338,9 @@ public final class Server {
     func sweep(now: UInt64) {
         guard !shuttingDown else { return }   // reading has stopped; the grace period bounds the rest
         var closed = 0
+        let idleTimed = budget.limits.idleTimeoutMs > 0
         for s in Array(sessions.values) where !s.closing {
-            s.noteOutputTaken(now: now)
+            if idleTimed { s.noteOutputTaken(now: now) }   // a system call each: only when idleness is judged
             guard let e = budget.expired(now: now, lineStartedMs: s.timedLineStartMs, lastActivityMs: s.lastActivityMs,
                                          listening: !s.subscriptions.isEmpty, owesAnswer: s.owesAnswer) else { continue }
             s.close(with: e)
