@@ -126,15 +126,17 @@ struct Evaluator {
             if case .symbolic(let s) = v { throw undecidable(s, pos) }
             return .bool(type.matches(v))
         case .list(let items):
+            // A value a list query does not pin cannot go into a list or a map: comparisons, `in`, `hasAny` and
+            // the rest would then treat it as a value of its own (unequal to everything) instead of refusing.
             var out: [RuleValue] = []
             out.reserveCapacity(items.count)
-            for i in items { out.append(try eval(i)) }
+            for i in items { out.append(try concrete(try eval(i), position(i))) }
             return .list(out)
         case .map(let entries, let pos):
             var out: [(String, RuleValue)] = []
             for (k, v) in entries {
                 guard case .string(let key) = try eval(k) else { throw Evaluator.fail(pos, "map keys must be strings") }
-                out.append((key, try eval(v)))
+                out.append((key, try concrete(try eval(v), pos)))
             }
             return .map(RuleMap.build(out))
         case .path(let segments, let pos): return try path(segments, pos)

@@ -179,11 +179,20 @@ extension Evaluator {
         let atMostC = try anyUpper { r, _ in r <= 0 }                          // every x <= c
         let aboveC = try anyLower { r, inc in r > 0 || (r == 0 && !inc) }      // every x > c
         let atLeastC = try anyLower { r, _ in r >= 0 }                         // every x >= c
+        // Queries order NaN below every number (docs/queries.md): a numeric range without a number above NaN
+        // as its lower bound holds NaN, which rules cannot order (an error, so a denial). It settles an
+        // ordering only as false, then.
+        func isNumber(_ v: RuleValue) -> Bool {
+            switch v { case .int: return true; case .float(let d): return !d.isNaN; default: return false }
+        }
+        func isNaN(_ v: RuleValue) -> Bool { if case .float(let d) = v { return d.isNaN } else { return false } }
+        let holdsNaN = upper.contains { isNumber($0.value) || isNaN($0.value) } && !lower.contains { isNumber($0.value) }
+        func ordered(_ decided: Bool?) -> Bool? { holdsNaN && decided == true ? nil : decided }
         switch op {
-        case .lt: return belowC ? true : (atLeastC ? false : nil)
-        case .le: return atMostC ? true : (aboveC ? false : nil)
-        case .gt: return aboveC ? true : (atMostC ? false : nil)
-        case .ge: return atLeastC ? true : (belowC ? false : nil)
+        case .lt: return ordered(belowC ? true : (atLeastC ? false : nil))
+        case .le: return ordered(atMostC ? true : (aboveC ? false : nil))
+        case .gt: return ordered(aboveC ? true : (atMostC ? false : nil))
+        case .ge: return ordered(atLeastC ? true : (belowC ? false : nil))
         case .eq: return (belowC || aboveC) ? false : nil
         case .ne: return (belowC || aboveC) ? true : nil
         default: return nil

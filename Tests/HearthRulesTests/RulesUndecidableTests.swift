@@ -1,0 +1,77 @@
+import HearthModel
+import Testing
+@testable import HearthRules
+
+/// A list query is allowed only when the rule holds for every document it could return. What the query does
+/// not pin must make the rule undecidable wherever it is used, also inside a list or map literal, and a range
+/// that holds NaN (queries order it below every number) settles no ordering as true.
+@Suite("Rules: what a query does not pin stays undecidable")
+struct RulesUndecidableTests {
+    static let rules = compileRules("""
+        rules_version = '2';
+        service cloud.firestore {
+          match /databases/{database}/documents {
+            match /posts/{id} { allow read: if !['deleted', 'hidden'].hasAny([resource.data.status]); }
+            match /wrapped/{id} { allow read: if [resource.data.status] != ['deleted']; }
+            match /mapped/{id} { allow read: if {'s': resource.data.status} != {'s': 'deleted'}; }
+            match /roles/{id} { allow read: if ![resource.data.role].hasAny(['admin']); }
+            match /scores/{id} { allow read: if resource.data.score < 20; }
+            match /floors/{id} { allow read: if resource.data.score >= -5; }
+          }
+        }
+        """, file: "undecidable.rules")
+
+    func judge(_ q: Query) -> RuleDecision { Self.rules.evaluate(listRequest(q, uid: "u"), reader: NoDocumentReader()) }
+
+    @Test("a field the query does not pin, inside a list or a map literal", arguments: ["posts", "wrapped", "mapped", "roles"])
+    func unpinnedInsideALiteral(_ collection: String) {
+        let field = collection == "roles" ? "role" : "status"
+        let open = judge(Query.collection(col(collection)))
+        #expect(!open.allowed, "\(collection): \(open.reason)")
+        #expect(open.reason.contains("needs the query to constrain \"\(field)\""), "\(open.reason)")
+        // Pinned by the query, the same rule is decided, either way.
+        let good = collection == "roles" ? "user" : "live"
+        let bad = collection == "roles" ? "admin" : (collection == "posts" ? "hidden" : "deleted")
+        #expect(judge(Query.collection(col(collection)).filtered(eq(field, .string(good)))).allowed)
+        #expect(!judge(Query.collection(col(collection)).filtered(eq(field, .string(bad)))).allowed)
+    }
+
+    @Test("a numeric range without a lower bound holds NaN: it settles no ordering as true")
+    func nanInARange() {
+        let below = judge(Query.collection(col("scores")).filtered(.field(fp("score"), .lessThan, 15)))
+        #expect(!below.allowed, "score < 15 holds NaN, which `< 20` cannot order: \(below.reason)")
+        #expect(below.reason.contains("needs the query to constrain \"score\""), "\(below.reason)")
+        let bounded = judge(Query.collection(col("scores")).filtered(and(.field(fp("score"), .greaterThanOrEqual, 0),
+                                                                         .field(fp("score"), .lessThan, 15))))
+        #expect(bounded.allowed, "a lower bound excludes NaN: \(bounded.reason)")
+        #expect(judge(Query.collection(col("floors")).filtered(.field(fp("score"), .greaterThan, 3))).allowed,
+                "a lower bound alone excludes NaN too")
+        #expect(!judge(Query.collection(col("scores")).filtered(.field(fp("score"), .lessThan, 30))).allowed)
+    }
+
+    /// `RuleMembership` (sets, `hasAny`, `hasAll`, `hasOnly`, `removeAll`, `toSet`) hashes scalars; it must
+    /// answer exactly as comparing with `RuleValue.equal` one by one does.
+    @Test("membership by hash equals membership by comparison")
+    func membershipMatchesEquality() {
+        let values: [RuleValue] = [
+            .null, .bool(true), .bool(false), .int(0), .float(0), .float(-0.0), .int(1), .float(1), .float(1.5),
+            .float(.nan), .float(.infinity), .float(-.infinity), .int(Int64.max), .float(9_223_372_036_854_775_808.0),
+            .int(Int64.min), .float(-9_223_372_036_854_775_808.0), .int(9_007_199_254_740_993), .float(9_007_199_254_740_992),
+            .string(""), .string("a"), .string("é"), .string("e\u{301}"), .bytes([1, 2]), .bytes([]),
+            .timestamp(Timestamp(micros: 5)), .duration(5), .latlng(GeoPoint(latitude: 1, longitude: 2)),
+            .path(RulePath(["a", "b"])), .path(RulePath(["a", "é"])), .path(RulePath(["a", "e\u{301}"])),
+            .list([.int(1)]), .list([.float(1)]), .list([.float(.nan)]),
+        ]
+        for n in 0...values.count {
+            let members = Array(values.prefix(n))
+            let m = RuleMembership(members)
+            for v in values {
+                let expected = members.contains { RuleValue.equal($0, v) }
+                #expect(m.contains(v) == expected, "\(members.count) members, \(v.shortDescription) (\(v.typeName))")
+            }
+        }
+        // A set keeps one of each equal value, in insertion order, and every NaN.
+        let set = RuleSet([.int(1), .float(1), .float(.nan), .float(.nan), .string("a"), .string("a")])
+        #expect(set.items.count == 4)
+    }
+}
