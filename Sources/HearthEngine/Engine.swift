@@ -345,6 +345,16 @@ public final class Engine {
             do {
                 outcome = try WriteApplier.apply(write, to: touched[k].state, commitTime: commitTime)
             } catch {
+                // The error tells something of the document (that it exists or not, its update time, a field's
+                // type): a reviewer judges it as read first, and a caller who may not read it is told that
+                // instead (as Firestore's rules run before a write's preconditions).
+                if let review {
+                    let t = touched[k]
+                    try review(CommitReview(documents: [
+                        CommitReview.Document(path: t.path, before: t.original?.fields, after: t.original?.fields,
+                                              written: false, firstWrite: t.firstWrite)
+                    ], commitTime: commitTime))
+                }
                 throw prefixIndexes ? error.prefixed("writes[\(i)]") : error
             }
             touched[k].state = outcome.after

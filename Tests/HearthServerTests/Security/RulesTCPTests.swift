@@ -146,6 +146,30 @@ import Testing
         #expect(try alice.request(#"{"op":"commit","writes":[{"op":"verify","path":"notes/a1","precondition":{"exists":true}},{"op":"set","path":"notes/c1","data":{"owner":"alice","text":"ok"}}]}"#).isOK)
     }
 
+    /// A write's failing precondition (or its missing or existing document) tells something of the document:
+    /// a caller who may not read it is refused, not told its update time or whether it exists. One who may
+    /// read it gets the precondition's error as before.
+    @Test func aFailedPreconditionTellsNothingOfADocumentTheCallerMayNotRead() throws {
+        let alice = try s.client("alice")
+        let old = #"{"updateTime":"2000-01-01T00:00:00Z"}"#
+        for write in [#"{"op":"verify","path":"notes/b1","precondition":\#(old)}"#,
+                      #"{"op":"verify","path":"notes/b1","precondition":{"exists":false}}"#,
+                      #"{"op":"verify","path":"notes/nobody","precondition":{"exists":true}}"#,
+                      #"{"op":"delete","path":"notes/b1","precondition":\#(old)}"#,
+                      #"{"op":"update","path":"notes/b1","data":{"text":"x"},"precondition":\#(old)}"#,
+                      #"{"op":"update","path":"notes/nobody","data":{"text":"x"}}"#,
+                      #"{"op":"create","path":"notes/b1","data":{"owner":"alice","text":"x"}}"#] {
+            let r = try alice.request(#"{"op":"commit","writes":[\#(write)]}"#)
+            denied(r, "commit")
+            #expect(r.errorMessage?.contains("2026") != true && r.errorMessage?.contains("updated at") != true, "\(write): \(r)")
+        }
+        // Her own document: the precondition's own answer.
+        let own = try alice.request(#"{"op":"commit","writes":[{"op":"verify","path":"notes/a1","precondition":\#(old)}]}"#)
+        #expect(own.errorCode == "FAILED_PRECONDITION", "\(own)")
+        let exists = try alice.request(#"{"op":"create","path":"notes/a1","data":{"owner":"alice","text":"x"}}"#)
+        #expect(exists.errorCode == "ALREADY_EXISTS", "\(exists)")
+    }
+
     @Test func listenersEndWhenADocumentTheirRuleReadChanges() throws {
         let alice = try s.client("alice")
         let l = try alice.request(#"{"op":"listen","query":{"collection":"teams/t1/docs"}}"#)
