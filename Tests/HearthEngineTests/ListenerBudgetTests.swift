@@ -56,9 +56,13 @@ import Testing
         let sink = Sink(budget: budget)
         var rows: [String: [DocumentPath]] = [:]
         var sizes: [String: Int] = [:]
+        // What each client holds of every document: its update time, so a change of content missed is seen.
+        var versions: [String: [DocumentPath: Timestamp]] = [:]
         for (tag, query) in queries {
             _ = try h.engine.listeners.add(.query(query), tag: tag, sink: sink, resumeAfter: nil)
-            rows[tag] = try h.engine.runQuery(query).documents.map(\.stored.path)
+            let docs = try h.engine.runQuery(query).documents
+            rows[tag] = docs.map(\.stored.path)
+            versions[tag] = Dictionary(uniqueKeysWithValues: docs.map { ($0.stored.path, $0.stored.updateTime) })
         }
         sink.events.removeAll()
         sink.queued = 0
@@ -82,6 +86,9 @@ import Testing
                     if ch.newIndex >= 0 {
                         #expect(ch.newIndex <= list.count, "\(tag): newIndex \(ch.newIndex)")
                         list.insert(ch.document.stored.path, at: min(ch.newIndex, list.count))
+                        versions[tag]![ch.document.stored.path] = ch.document.stored.updateTime
+                    } else {
+                        versions[tag]![ch.document.stored.path] = nil
                     }
                 }
                 #expect(size == list.count, "\(tag): size \(size), \(list.count) rows after the changes")
@@ -119,7 +126,10 @@ import Testing
         }
         #expect(h.engine.listeners.isCaughtUp(sink))
         for (tag, query) in queries {
-            #expect(rows[tag]! == (try h.engine.runQuery(query).documents.map(\.stored.path)), "\(tag) converges")
+            let fresh = try h.engine.runQuery(query).documents
+            #expect(rows[tag]! == fresh.map(\.stored.path), "\(tag) converges")
+            #expect(versions[tag]! == Dictionary(uniqueKeysWithValues: fresh.map { ($0.stored.path, $0.stored.updateTime) }),
+                    "\(tag): every document's content is the current one")
         }
         #expect(crossed > 0, "the budget was crossed within a commit's deliveries")
         #expect(sink.coalesced > 0, "some listeners were coalesced")

@@ -71,15 +71,16 @@ enum IncrementalView {
             // It keeps its place when it still sorts after the row before it and before the row after it.
             let afterPrevious = i == 0 || q.compare(rows[i - 1].stored.path, rows[i - 1].fields, doc.stored.path, doc.fields) < 0
             let beforeNext = i + 1 == rows.count || q.compare(doc.stored.path, doc.fields, rows[i + 1].stored.path, rows[i + 1].fields) < 0
+            let previous = rows[i]
             if afterPrevious && beforeNext {
                 rows[i] = doc
-                out.append(ViewChange(kind: .modified, document: doc, oldIndex: i, newIndex: i))
+                out.append(ViewChange(kind: .modified, document: doc, oldIndex: i, newIndex: i, previous: previous))
                 continue
             }
             rows.remove(at: i)
             let j = lowerBound(doc.stored.path, doc.fields)
             rows.insert(doc, at: j)
-            out.append(ViewChange(kind: .modified, document: doc, oldIndex: i, newIndex: j))
+            out.append(ViewChange(kind: .modified, document: doc, oldIndex: i, newIndex: j, previous: previous))
         }
         return out
     }
@@ -111,7 +112,7 @@ enum IncrementalView {
             // placed one.
             let q0 = rows.lowerBound(doc.stored.path, doc.fields, query: q)
             let newIndex = present.before(q0) + placedNew.count
-            out.append(ViewChange(kind: .modified, document: doc, oldIndex: oldIndex, newIndex: newIndex))
+            out.append(ViewChange(kind: .modified, document: doc, oldIndex: oldIndex, newIndex: newIndex, previous: rows[p]))
             placedNew.append(doc)
             oldPlaces.append(p)
         }

@@ -114,10 +114,6 @@ final class SharedView {
     /// when only one member gets them), for the members after the first during a publication.
     @exclusivity(unchecked) var lastChanges: [ViewChange] = []
     @exclusivity(unchecked) var shareKey: UInt64?
-    /// With more than one member, during a publication: the rows before the commit at `seq`, for a member whose
-    /// subscriber goes over budget between the view's applying that commit and its own turn (the snapshots
-    /// sent to the members before it can take it there): it falls behind holding these.
-    @exclusivity(unchecked) var rowsBefore: [ResultDocument]?
 
     init(query: ValidQuery, rows: [ResultDocument], seq: UInt64) {
         self.query = query

@@ -227,10 +227,7 @@ public final class ListenerHub {
         // Views applied in this publication: their last changes are let go at its end.
         var appliedViews: [SharedView] = []
         defer {
-            for v in appliedViews {
-                v.lastChanges = []
-                v.rowsBefore = nil
-            }
+            for v in appliedViews { v.lastChanges = [] }
             refillRows.removeAll()
         }
         for (i, record) in records.enumerated() where !record.mutations.isEmpty {
@@ -406,13 +403,9 @@ public final class ListenerHub {
     }
 
     /// A shared query view: applied once, from the commit's decoded mutations; nil when a limit window lost a
-    /// row it cannot refill without reading the store. Members falling behind keep what they were last sent:
-    /// those behind now get the rows before this commit here; with several members, the view keeps those rows
-    /// for the commit's publication (`rowsBefore`, one copy of the rows when they change), for a member whose
-    /// subscriber the snapshots of the members before it take over budget (`emit`).
+    /// row it cannot refill without reading the store. A member falling behind keeps what its client holds
+    /// (`emit`).
     private func apply(_ mutations: [DecodedMutation], to v: SharedView) -> [ViewChange]? {
-        for m in v.members where !m.dirty && (m.held || !(m.sink?.canAcceptEvents ?? false)) { m.sent = v.rows }
-        v.rowsBefore = v.members.count > 1 ? v.rows : nil
         let q = v.query
         if q.limit != nil || q.limitToLast != nil { return WindowView.apply(mutations, to: &v.rows, query: q) }
         return IncrementalView.apply(mutations, to: &v.rows, query: q)
@@ -427,14 +420,14 @@ public final class ListenerHub {
     }
 
     /// Sends the listener's pending changes now, or marks it dirty while it is held or its subscriber is over
-    /// budget. A query listener falling behind keeps the rows its client holds (`sent`): set by the view's
-    /// `apply` when it was behind before the commit, else the view's rows before it (`rowsBefore`: the
-    /// snapshots of this commit sent to the members before it took its subscriber over budget). `changes`,
-    /// when known, are the changes from `sent` to `current` (the common case: nothing pending).
+    /// budget. A query listener falling behind keeps the rows its client holds (`sent`): its result before
+    /// `changes`, undone from the view's (its subscriber may have been over budget before the commit, or the
+    /// snapshots of this commit sent to the members before it may have taken it there). `changes`, when known,
+    /// are the changes from `sent` to `current` (the common case: nothing pending).
     private func emit(_ l: Listener, changes: [ViewChange]? = nil, shareKey: UInt64? = nil) {
         guard let sink = l.sink else { return }
         if l.dirty || l.held || !sink.canAcceptEvents {
-            if !l.dirty, let before = l.view?.rowsBefore { l.sent = before }
+            if !l.dirty, let changes, l.view != nil { l.sent = ViewChange.undo(changes, from: l.current) }
             if !l.dirty { dirtyBySink[ObjectIdentifier(sink), default: []].append(l) }
             l.dirty = true
             if !l.held || !sink.canAcceptEvents { sink.coalescing() }

@@ -10,6 +10,28 @@ public struct ViewChange: Sendable {
     public var document: ResultDocument
     public var oldIndex: Int
     public var newIndex: Int
+    /// `modified`: the version the previous result held (for `undo`; not sent).
+    public var previous: ResultDocument?
+
+    public init(kind: Kind, document: ResultDocument, oldIndex: Int, newIndex: Int, previous: ResultDocument? = nil) {
+        self.kind = kind
+        self.document = document
+        self.oldIndex = oldIndex
+        self.newIndex = newIndex
+        self.previous = previous
+    }
+
+    /// The result before `changes` (one snapshot's, in order) from the result after them: each change undone,
+    /// the last first. A listener that falls behind part way through a publication keeps this, what its
+    /// client holds, without the view keeping a copy of every result it changes. O(changes × rows).
+    static func undo(_ changes: [ViewChange], from rows: [ResultDocument]) -> [ResultDocument] {
+        var out = rows
+        for c in changes.reversed() {
+            if c.newIndex >= 0 { out.remove(at: c.newIndex) }
+            if c.oldIndex >= 0 { out.insert(c.kind == .modified ? (c.previous ?? c.document) : c.document, at: c.oldIndex) }
+        }
+        return out
+    }
 }
 
 extension Array where Element == ResultDocument {
@@ -104,7 +126,7 @@ struct QueryView {
             tracker.remove(at: i)
             let j = insertionPoint(m.doc)
             tracker.insert(n + a + k, at: j)
-            out.append(ViewChange(kind: .modified, document: m.doc, oldIndex: i, newIndex: j))
+            out.append(ViewChange(kind: .modified, document: m.doc, oldIndex: i, newIndex: j, previous: old[m.oldIndex]))
         }
         return out
     }
