@@ -85,7 +85,7 @@ struct ConnectionBudget {
         if limits.idleTimeoutMs > 0, !listening, !owesAnswer, lineStartedMs == nil, now >= lastActivityMs + limits.idleTimeoutMs {
             closedIdle += 1
             return HearthError(.unavailable,
-                               "the connection sent nothing and took none of its output for \(limits.idleTimeoutMs) ms, is owed no answer and has no listener (--idle-timeout-ms); closing")
+                               "the connection sent nothing and took less than 64 KiB of its output for \(limits.idleTimeoutMs) ms, is owed no answer and has no listener (--idle-timeout-ms); closing")
         }
         return nil
     }

@@ -163,16 +163,27 @@ final class Session: SnapshotWaiter {
         lastActivityMs = server.loop.now
     }
 
-    /// Output the client had not taken when the sweep last looked (`noteOutputTaken`).
+    /// Output the client had not taken when the sweep last looked, and what it has taken since it last counted
+    /// as active (`noteOutputTaken`).
     private var outputWhenLooked = 0
+    private var takenSinceActive = 0
+    /// Output a client must take to count as active: a trickle (a byte now and then, which holds a large
+    /// answer's memory for as long as it lasts) does not.
+    static let activeOutputBytes = 64 << 10
 
-    /// The sweep's look at the output, before it judges idleness: a client that took some of its output since
-    /// the last look is active, as one that sent input is, so a client reading a large answer slowly is not
-    /// idle (Redis counts a reply written as interaction too). One that takes nothing stays idle. Counted to
-    /// the peer's acknowledgement (`outputNotTaken`): the kernel's buffer would hide a slow reader's progress.
+    /// The sweep's look at the output, before it judges idleness: a client that took 64 KiB of its output (or
+    /// all of it) since it last counted as active is active, as one that sent input is, so a client reading a
+    /// large answer slowly is not idle (Redis counts a reply written as interaction too). Counted to the peer's
+    /// acknowledgement (`outputNotTaken`): the kernel's buffer would hide a slow reader's progress.
     func noteOutputTaken(now: UInt64) {
         let notTaken = conn.outputNotTaken
-        if notTaken < outputWhenLooked { lastActivityMs = max(lastActivityMs, now) }
+        if notTaken < outputWhenLooked {
+            takenSinceActive += outputWhenLooked - notTaken
+            if takenSinceActive >= Self.activeOutputBytes || notTaken == 0 {
+                lastActivityMs = max(lastActivityMs, now)
+                takenSinceActive = 0
+            }
+        }
         outputWhenLooked = notTaken
     }
 

@@ -41,8 +41,8 @@ options:
   --line-timeout-ms N      how long a request line may stay unfinished (not counting while the daemon holds
                            the connection's reading for its own requests) before its connection is closed
                            (default 60000; 0: forever)
-  --idle-timeout-ms N      close connections without listeners that send nothing and take none of their
-                           output for N ms, and are owed no answer (default 0: never)
+  --idle-timeout-ms N      close connections without listeners that send nothing and take less than 64 KiB
+                           of their output for N ms, and are owed no answer (default 0: never)
   --readers N              reader threads: queries, counts, aggregations, uncached gets (default: cores, at least 2)
   --max-response-bytes N   largest response a read may produce (default 67108864); larger: RESOURCE_EXHAUSTED
   --subscriber-budget N    unsent bytes above which a subscriber's listeners coalesce (default 1048576)

@@ -215,24 +215,45 @@ import Testing
         }
     }
 
-    /// A client taking a large answer slowly sends nothing meanwhile, but it is not idle: output it takes counts
-    /// as activity, from the sweep that sees less of it unsent. A client that stops taking it is idle again.
+    /// A client taking a large answer slowly sends nothing meanwhile, but it is not idle: 64 KiB of output taken
+    /// counts as activity, from the sweep that sees it, as does taking all of it. A trickle does not.
     @Test func aClientTakingItsOutputSlowlyIsNotIdle() throws {
+        let s = try InProcessServer { $0.idleTimeoutMs = 5000 }
+        let c = s.connect()
+        c.write([#"{"op":"set","path":"c/big","data":{"s":"\#(String(repeating: "x", count: 300_000))"},"id":0}"#])
+        s.flush()
+        c.holdsOutput = true
+        c.write([#"{"op":"get","path":"c/big","id":1}"#])
+        s.flush()
+        let sent = c.pendingOutputBytes
+        #expect(sent > 300_000, "the answer is unsent")
+        let t0 = s.server.loop.now
+        s.server.sweep(now: t0 + 4000)
+        c.pendingOutputBytes = sent - 100_000                 // the client took 100 KB
+        s.server.sweep(now: t0 + 8000)
+        #expect(!c.closed, "it took 64 KiB or more since the last look")
+        c.pendingOutputBytes -= 1000                           // then a trickle: 1 KB, then 1 KB more
+        s.server.sweep(now: t0 + 10_000)
+        c.pendingOutputBytes -= 1000
+        s.server.sweep(now: t0 + 12_999)
+        #expect(!c.closed, "a whole idle window from the look that saw 64 KiB taken")
+        s.server.sweep(now: t0 + 13_000)
+        #expect(c.closed, "a trickle is idle")
+    }
+
+    /// A client that takes the rest of its output, however little, is active at that look.
+    @Test func aClientTakingAllItsOutputIsActive() throws {
         let s = try InProcessServer { $0.idleTimeoutMs = 5000 }
         let c = connectWithLargeDocument(s)
         c.write([#"{"op":"get","path":"c/a","id":1}"#])
         s.flush()
-        let sent = c.pendingOutputBytes
-        #expect(sent > 10_000, "the answer is unsent")
         let t0 = s.server.loop.now
         s.server.sweep(now: t0 + 4000)
-        c.pendingOutputBytes = sent / 2                       // the client took half of it
+        c.pendingOutputBytes = 0                               // all ~10 KB of it
         s.server.sweep(now: t0 + 8000)
-        #expect(!c.closed, "it took output since the last look")
-        s.server.sweep(now: t0 + 12_999)
-        #expect(!c.closed, "a whole idle window from the look that saw output taken")
+        #expect(!c.closed)
         s.server.sweep(now: t0 + 13_000)
-        #expect(c.closed, "it took nothing since: idle")
+        #expect(c.closed, "idle a whole window since")
     }
 
     /// A write retried with its request ID once durable is answered at once, as a read: when it was parked
