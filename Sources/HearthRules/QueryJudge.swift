@@ -180,14 +180,14 @@ extension Evaluator {
         let aboveC = try anyLower { r, inc in r > 0 || (r == 0 && !inc) }      // every x > c
         let atLeastC = try anyLower { r, _ in r >= 0 }                         // every x >= c
         // Queries order NaN below every number (docs/queries.md): a numeric range without a number above NaN
-        // as its lower bound holds NaN, which rules cannot order (an error, so a denial). It settles an
-        // ordering only as false, then.
+        // as its lower bound holds NaN, which rules cannot order (an error, so a denial). It settles no
+        // ordering then: not as true, and not as false either (`!(x > 3)` would then hold for NaN too).
         func isNumber(_ v: RuleValue) -> Bool {
             switch v { case .int: return true; case .float(let d): return !d.isNaN; default: return false }
         }
         func isNaN(_ v: RuleValue) -> Bool { if case .float(let d) = v { return d.isNaN } else { return false } }
         let holdsNaN = upper.contains { isNumber($0.value) || isNaN($0.value) } && !lower.contains { isNumber($0.value) }
-        func ordered(_ decided: Bool?) -> Bool? { holdsNaN && decided == true ? nil : decided }
+        func ordered(_ decided: Bool?) -> Bool? { holdsNaN ? nil : decided }
         switch op {
         case .lt: return ordered(belowC ? true : (atLeastC ? false : nil))
         case .le: return ordered(atMostC ? true : (aboveC ? false : nil))

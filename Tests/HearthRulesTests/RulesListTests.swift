@@ -111,7 +111,8 @@ struct RulesListTests {
         (.lt, 15, [], [(15, false)], nil), (.lt, 15, [(0, true)], [(15, false)], true), (.lt, 15, [], [(15, true)], nil),
         (.le, 15, [], [(15, true)], nil), (.le, 15, [(-3, false)], [(15, true)], true),
         (.gt, 5, [(5, false)], [], true), (.gt, 5, [(5, true)], [], nil), (.ge, 5, [(5, true)], [], true),
-        (.lt, 5, [(5, true)], [], false), (.gt, 30, [], [(30, true)], false), (.eq, 3, [(5, true)], [], false),
+        (.lt, 5, [(5, true)], [], false), (.gt, 30, [], [(30, true)], nil), (.gt, 30, [(0, true)], [(30, true)], false),
+        (.eq, 3, [(5, true)], [], false),
         (.ne, 3, [], [(2, true)], true), (.eq, 5, [(5, true)], [(5, true)], nil),
     ] as [(BinaryOp, Int64, [(Int64, Bool)], [(Int64, Bool)], Bool?)])
     func ranges(_ op: BinaryOp, _ c: Int64, _ lower: [(Int64, Bool)], _ upper: [(Int64, Bool)], _ expected: Bool?) throws {

@@ -17,6 +17,7 @@ struct RulesUndecidableTests {
             match /roles/{id} { allow read: if ![resource.data.role].hasAny(['admin']); }
             match /scores/{id} { allow read: if resource.data.score < 20; }
             match /floors/{id} { allow read: if resource.data.score >= -5; }
+            match /levels/{id} { allow read: if !(resource.data.level > 3); }
           }
         }
         """, file: "undecidable.rules")
@@ -36,7 +37,7 @@ struct RulesUndecidableTests {
         #expect(!judge(Query.collection(col(collection)).filtered(eq(field, .string(bad)))).allowed)
     }
 
-    @Test("a numeric range without a lower bound holds NaN: it settles no ordering as true")
+    @Test("a numeric range without a lower bound holds NaN: it settles no ordering")
     func nanInARange() {
         let below = judge(Query.collection(col("scores")).filtered(.field(fp("score"), .lessThan, 15)))
         #expect(!below.allowed, "score < 15 holds NaN, which `< 20` cannot order: \(below.reason)")
@@ -47,6 +48,11 @@ struct RulesUndecidableTests {
         #expect(judge(Query.collection(col("floors")).filtered(.field(fp("score"), .greaterThan, 3))).allowed,
                 "a lower bound alone excludes NaN too")
         #expect(!judge(Query.collection(col("scores")).filtered(.field(fp("score"), .lessThan, 30))).allowed)
+        // Nor as false: `!(level > 3)` would then hold for NaN, which the rule denies.
+        let negated = judge(Query.collection(col("levels")).filtered(.field(fp("level"), .lessThanOrEqual, 3)))
+        #expect(!negated.allowed && negated.reason.contains("needs the query to constrain \"level\""), "\(negated.reason)")
+        #expect(judge(Query.collection(col("levels")).filtered(and(.field(fp("level"), .greaterThanOrEqual, 0),
+                                                                   .field(fp("level"), .lessThanOrEqual, 3)))).allowed)
     }
 
     /// `RuleMembership` (sets, `hasAny`, `hasAll`, `hasOnly`, `removeAll`, `toSet`) hashes scalars; it must
@@ -60,7 +66,14 @@ struct RulesUndecidableTests {
             .string(""), .string("a"), .string("é"), .string("e\u{301}"), .bytes([1, 2]), .bytes([]),
             .timestamp(Timestamp(micros: 5)), .duration(5), .latlng(GeoPoint(latitude: 1, longitude: 2)),
             .path(RulePath(["a", "b"])), .path(RulePath(["a", "é"])), .path(RulePath(["a", "e\u{301}"])),
-            .list([.int(1)]), .list([.float(1)]), .list([.float(.nan)]),
+            .list([.int(1)]), .list([.float(1)]), .list([.float(.nan)]), .list([]), .list([.int(1), .int(2)]),
+            .list([.int(2), .int(1)]), .list([.list([.string("a")])]), .list([.set(RuleSet([.int(1)]))]),
+            .map(.built([("a", .int(1)), ("b", .string("x"))])), .map(RuleMap.build([("b", .string("x")), ("a", .float(1))])),
+            .map(.built([("a", .int(1))])), .map(.built([])), .map(.built([("a", .float(.nan))])),
+            .map(.built([("b", .string("x")), ("a", .int(1))])),
+            .map(.built([("é", .int(1))])), .map(.built([("e\u{301}", .int(1))])),
+            .map(.document(fields(["a": .int(1), "b": .string("x")]))), .map(.document(fields(["a": .array([.int(1)])]))),
+            .map(.built([("a", .list([.int(1)]))])),
         ]
         for n in 0...values.count {
             let members = Array(values.prefix(n))
@@ -70,8 +83,9 @@ struct RulesUndecidableTests {
                 #expect(m.contains(v) == expected, "\(members.count) members, \(v.shortDescription) (\(v.typeName))")
             }
         }
-        // A set keeps one of each equal value, in insertion order, and every NaN.
-        let set = RuleSet([.int(1), .float(1), .float(.nan), .float(.nan), .string("a"), .string("a")])
-        #expect(set.items.count == 4)
+        // A set keeps one of each equal value, in insertion order, and every NaN (also inside a list).
+        let set = RuleSet([.int(1), .float(1), .float(.nan), .float(.nan), .string("a"), .string("a"),
+                           .list([.float(.nan)]), .list([.float(.nan)]), .map(.built([("k", .int(2))])), .map(.built([("k", .float(2))]))])
+        #expect(set.items.count == 7)
     }
 }
