@@ -114,6 +114,9 @@ final class SharedView {
     /// when only one member gets them), for the members after the first during a publication.
     @exclusivity(unchecked) var lastChanges: [ViewChange] = []
     @exclusivity(unchecked) var shareKey: UInt64?
+    /// During a publication, once a member falls behind in the commit at `seq`: the rows before that commit
+    /// (`ViewChange.rowsBefore`), made once and shared by every member that falls behind in it.
+    @exclusivity(unchecked) var rowsBefore: [ResultDocument]?
 
     init(query: ValidQuery, rows: [ResultDocument], seq: UInt64) {
         self.query = query

@@ -227,7 +227,10 @@ public final class ListenerHub {
         // Views applied in this publication: their last changes are let go at its end.
         var appliedViews: [SharedView] = []
         defer {
-            for v in appliedViews { v.lastChanges = [] }
+            for v in appliedViews {
+                v.lastChanges = []
+                v.rowsBefore = nil
+            }
             refillRows.removeAll()
         }
         for (i, record) in records.enumerated() where !record.mutations.isEmpty {
@@ -406,6 +409,7 @@ public final class ListenerHub {
     /// row it cannot refill without reading the store. A member falling behind keeps what its client holds
     /// (`emit`).
     private func apply(_ mutations: [DecodedMutation], to v: SharedView) -> [ViewChange]? {
+        v.rowsBefore = nil
         let q = v.query
         if q.limit != nil || q.limitToLast != nil { return WindowView.apply(mutations, to: &v.rows, query: q) }
         return IncrementalView.apply(mutations, to: &v.rows, query: q)
@@ -420,14 +424,18 @@ public final class ListenerHub {
     }
 
     /// Sends the listener's pending changes now, or marks it dirty while it is held or its subscriber is over
-    /// budget. A query listener falling behind keeps the rows its client holds (`sent`): its result before
-    /// `changes`, undone from the view's (its subscriber may have been over budget before the commit, or the
-    /// snapshots of this commit sent to the members before it may have taken it there). `changes`, when known,
+    /// budget. A query listener falling behind keeps the rows its client holds (`sent`): the view's rows before
+    /// this commit, rebuilt once from `changes` for every member falling behind in it (its subscriber may have
+    /// been over budget before the commit, or the snapshots of this commit sent to the members before it may
+    /// have taken it there). `changes`, when known,
     /// are the changes from `sent` to `current` (the common case: nothing pending).
     private func emit(_ l: Listener, changes: [ViewChange]? = nil, shareKey: UInt64? = nil) {
         guard let sink = l.sink else { return }
         if l.dirty || l.held || !sink.canAcceptEvents {
-            if !l.dirty, let changes, l.view != nil { l.sent = ViewChange.undo(changes, from: l.current) }
+            if !l.dirty, let changes, let v = l.view {
+                if v.rowsBefore == nil { v.rowsBefore = ViewChange.rowsBefore(changes, after: v.rows, query: v.query) }
+                l.sent = v.rowsBefore!
+            }
             if !l.dirty { dirtyBySink[ObjectIdentifier(sink), default: []].append(l) }
             l.dirty = true
             if !l.held || !sink.canAcceptEvents { sink.coalescing() }

@@ -10,7 +10,7 @@ public struct ViewChange: Sendable {
     public var document: ResultDocument
     public var oldIndex: Int
     public var newIndex: Int
-    /// `modified`: the version the previous result held (for `undo`; not sent).
+    /// `modified`: the version the previous result held (for `rowsBefore`; not sent).
     public var previous: ResultDocument?
 
     public init(kind: Kind, document: ResultDocument, oldIndex: Int, newIndex: Int, previous: ResultDocument? = nil) {
@@ -21,15 +21,35 @@ public struct ViewChange: Sendable {
         self.previous = previous
     }
 
-    /// The result before `changes` (one snapshot's, in order) from the result after them: each change undone,
-    /// the last first. A listener that falls behind part way through a publication keeps this, what its
-    /// client holds, without the view keeping a copy of every result it changes. O(changes × rows).
-    static func undo(_ changes: [ViewChange], from rows: [ResultDocument]) -> [ResultDocument] {
-        var out = rows
-        for c in changes.reversed() {
-            if c.newIndex >= 0 { out.remove(at: c.newIndex) }
-            if c.oldIndex >= 0 { out.insert(c.kind == .modified ? (c.previous ?? c.document) : c.document, at: c.oldIndex) }
+    /// The result before `changes` (one snapshot's) from the result after them, both in `q`'s order: the rows
+    /// added or modified dropped, the removed rows and the modified rows' previous versions merged back in at
+    /// their places. A listener that falls behind part way through a publication keeps this, what its client
+    /// holds. O(rows + changes × log changes).
+    static func rowsBefore(_ changes: [ViewChange], after rows: [ResultDocument], query q: ValidQuery) -> [ResultDocument] {
+        var replaced = Set<DocumentPath>(minimumCapacity: changes.count)
+        var restored: [ResultDocument] = []
+        restored.reserveCapacity(changes.count)
+        for c in changes {
+            switch c.kind {
+            case .added: replaced.insert(c.document.stored.path)
+            case .removed: restored.append(c.document)
+            case .modified:
+                replaced.insert(c.document.stored.path)
+                restored.append(c.previous ?? c.document)
+            }
         }
+        restored.sort { q.compare($0.stored.path, $0.fields, $1.stored.path, $1.fields) < 0 }
+        var out: [ResultDocument] = []
+        out.reserveCapacity(rows.count + restored.count)
+        var j = 0
+        for r in rows where !replaced.contains(r.stored.path) {
+            while j < restored.count && q.compare(restored[j].stored.path, restored[j].fields, r.stored.path, r.fields) < 0 {
+                out.append(restored[j])
+                j += 1
+            }
+            out.append(r)
+        }
+        out.append(contentsOf: restored[j...])
         return out
     }
 }
