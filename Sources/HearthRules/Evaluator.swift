@@ -136,7 +136,7 @@ struct Evaluator {
             var out: [(String, RuleValue)] = []
             for (k, v) in entries {
                 guard case .string(let key) = try eval(k) else { throw Evaluator.fail(pos, "map keys must be strings") }
-                out.append((key, try concrete(try eval(v), pos)))
+                out.append((key, try concrete(try eval(v), position(v))))
             }
             return .map(RuleMap.build(out))
         case .path(let segments, let pos): return try path(segments, pos)

@@ -42,11 +42,11 @@ public final class WireClient {
         if !out.isEmpty { try sendPlainSocket(out) }
     }
 
-    /// One `recv` (waiting until `deadline`); nil at EOF. Throws on timeout.
     /// The most one read takes from the socket, and a pause before each: a client that reads slowly.
     public var readChunk = 65536
     public var readPauseMicros: UInt32 = 0
 
+    /// One `recv` (waiting until `deadline`); nil at EOF. Throws on timeout.
     private func receiveChunk(until deadline: Date) throws -> [UInt8]? {
         let remaining = deadline.timeIntervalSinceNow
         guard remaining > 0 else { throw TestFailure("timed out waiting for data") }
