@@ -11,15 +11,7 @@ public struct ViewChange: Sendable {
     public var oldIndex: Int
     public var newIndex: Int
     /// `modified`: the version the previous result held (for `rowsBefore`; not sent).
-    public var previous: ResultDocument?
-
-    public init(kind: Kind, document: ResultDocument, oldIndex: Int, newIndex: Int, previous: ResultDocument? = nil) {
-        self.kind = kind
-        self.document = document
-        self.oldIndex = oldIndex
-        self.newIndex = newIndex
-        self.previous = previous
-    }
+    public var previous: ResultDocument? = nil
 
     /// The result before `changes` (one snapshot's) from the result after them, both in `q`'s order: the rows
     /// added or modified dropped, the removed rows and the modified rows' previous versions merged back in at
