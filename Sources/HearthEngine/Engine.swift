@@ -345,10 +345,11 @@ public final class Engine {
             do {
                 outcome = try WriteApplier.apply(write, to: touched[k].state, commitTime: commitTime)
             } catch {
-                // The error tells something of the document (that it exists or not, its update time, a field's
-                // type): a reviewer judges it as read first, and a caller who may not read it is told that
-                // instead (as Firestore's rules run before a write's preconditions).
-                if let review {
+                // The error tells something of the document (that it exists or not, its update time, or with a
+                // size that counts its fields, that it is large): a reviewer judges it as read first, and a
+                // caller who may not read it is told that instead (as Firestore's rules run before a write's
+                // preconditions). A new document too large says nothing of what is stored: its error stands.
+                if let review, error.code != .invalidArgument || touched[k].original != nil {
                     let t = touched[k]
                     try review(CommitReview(documents: [
                         CommitReview.Document(path: t.path, before: t.original?.fields, after: t.original?.fields,

@@ -427,8 +427,8 @@ public final class ListenerHub {
     /// budget. A query listener falling behind keeps the rows its client holds (`sent`): the view's rows before
     /// this commit, rebuilt once from `changes` for every member falling behind in it (its subscriber may have
     /// been over budget before the commit, or the snapshots of this commit sent to the members before it may
-    /// have taken it there). `changes`, when known,
-    /// are the changes from `sent` to `current` (the common case: nothing pending).
+    /// have taken it there). `changes`, when known, are the changes from `sent` to `current` (the common case:
+    /// nothing pending).
     private func emit(_ l: Listener, changes: [ViewChange]? = nil, shareKey: UInt64? = nil) {
         guard let sink = l.sink else { return }
         if l.dirty || l.held || !sink.canAcceptEvents {

@@ -168,6 +168,10 @@ import Testing
         #expect(own.errorCode == "FAILED_PRECONDITION", "\(own)")
         let exists = try alice.request(#"{"op":"create","path":"notes/a1","data":{"owner":"alice","text":"x"}}"#)
         #expect(exists.errorCode == "ALREADY_EXISTS", "\(exists)")
+        // A new document too large says nothing of what is stored: the size error stands.
+        let big = String(repeating: "x", count: 1_100_000)
+        let tooLarge = try alice.request(#"{"op":"create","path":"notes/huge","data":{"owner":"alice","text":"\#(big)"}}"#)
+        #expect(tooLarge.errorCode == "INVALID_ARGUMENT" && tooLarge.errorMessage?.contains("too large") == true, "\(tooLarge)")
     }
 
     @Test func listenersEndWhenADocumentTheirRuleReadChanges() throws {
