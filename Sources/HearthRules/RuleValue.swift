@@ -86,9 +86,9 @@ struct RuleMembership: Sendable {
     private var keys: Set<Key> = []
     private var others: [RuleValue] = []
 
-    /// A scalar's identity under `RuleValue.equal`. A float with an integral value an Int64 holds is keyed as
+    /// A value's identity under `RuleValue.equal`. A float with an integral value an Int64 holds is keyed as
     /// that int (they are equal); other floats by their bits (0.0 and -0.0 are integral, so both are the int
-    /// 0). NaN equals nothing and has no key.
+    /// 0). NaN equals nothing and has no key, nor has a list or map holding one.
     private enum Key: Hashable {
         case null
         case bool(Bool)
