@@ -102,40 +102,11 @@ struct RuleMembership: Sendable {
         case path([[UInt8]])
         case list([Key])
         /// Entries sorted by their keys' UTF-8 bytes (maps equal whatever their order).
-        case map([([UInt8], Key)])
+        case map([Entry])
 
-        static func == (a: Key, b: Key) -> Bool {
-            switch (a, b) {
-            case (.null, .null): return true
-            case (.bool(let x), .bool(let y)): return x == y
-            case (.int(let x), .int(let y)): return x == y
-            case (.float(let x), .float(let y)): return x == y
-            case (.string(let x), .string(let y)), (.bytes(let x), .bytes(let y)): return x == y
-            case (.timestamp(let x), .timestamp(let y)): return x == y
-            case (.duration(let x), .duration(let y)): return x == y
-            case (.latlng(let x), .latlng(let y)): return x == y
-            case (.path(let x), .path(let y)): return x == y
-            case (.list(let x), .list(let y)): return x == y
-            case (.map(let x), .map(let y)): return x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
-            default: return false
-            }
-        }
-
-        func hash(into h: inout Hasher) {
-            switch self {
-            case .null: h.combine(0)
-            case .bool(let b): h.combine(1); h.combine(b)
-            case .int(let i): h.combine(2); h.combine(i)
-            case .float(let f): h.combine(3); h.combine(f)
-            case .string(let s): h.combine(4); h.combine(s)
-            case .bytes(let b): h.combine(5); h.combine(b)
-            case .timestamp(let t): h.combine(6); h.combine(t)
-            case .duration(let n): h.combine(7); h.combine(n)
-            case .latlng(let g): h.combine(8); h.combine(g)
-            case .path(let p): h.combine(9); h.combine(p)
-            case .list(let l): h.combine(10); h.combine(l)
-            case .map(let m): h.combine(11); h.combine(m.count); for (k, v) in m { h.combine(k); h.combine(v) }
-            }
+        struct Entry: Hashable {
+            let key: [UInt8]
+            let value: Key
         }
 
         /// nil for NaN (a member of nothing), for a list or map holding one, and for values compared whole
@@ -163,13 +134,13 @@ struct RuleMembership: Sendable {
                 }
                 self = .list(keys)
             case .map(let m):
-                var entries: [([UInt8], Key)] = []
+                var entries: [Entry] = []
                 entries.reserveCapacity(m.count)
                 for e in m.entries {
                     guard let k = Key(e.value) else { return nil }
-                    entries.append((Array(e.key.utf8), k))
+                    entries.append(Entry(key: Array(e.key.utf8), value: k))
                 }
-                entries.sort { $0.0.lexicographicallyPrecedes($1.0) }
+                entries.sort { $0.key.lexicographicallyPrecedes($1.key) }
                 self = .map(entries)
             default: return nil
             }

@@ -223,35 +223,15 @@ final class ListenBench {
         if !gotInitial.contains(id) { gotInitial.insert(id); ready += 1; return }
         guard measuring else { return }
         deliveries += 1
-        if let at = ListenBench.find(ListenBench.sentKey, in: line) {
-            var j = at + ListenBench.sentKey.count, sent: UInt64 = 0
+        if let at = Workload.find(ListenBench.sentKey, in: line) {
+            var j = at, sent: UInt64 = 0
             while j < line.count, line[j] >= 48, line[j] <= 57 { sent = sent &* 10 &+ UInt64(line[j] - 48); j += 1 }
             let now = loop.hrtimeNanos()
             sentLatency.record(nanos: now >= sent ? now - sent : 0)
         }
-        let key = ListenBench.updateTimeKey
-        if let at = ListenBench.find(key, in: line), at + key.count + 27 <= line.count,
-           let t = Timestamp.parse(bytes: UnsafeRawBufferPointer(rebasing: line[(at + key.count)..<(at + key.count + 27)])) {
-            var ts = timespec()
-            clock_gettime(CLOCK_REALTIME, &ts)
-            let now = Int64(ts.tv_sec) * 1_000_000 + Int64(ts.tv_nsec) / 1000
-            latency.record(micros: UInt64(max(0, now - t.micros)))
-        }
-    }
-
-    /// The offset of the first `key` in `line`, if any: `memchr` to each candidate first byte, then `memcmp`.
-    static func find(_ key: [UInt8], in line: UnsafeRawBufferPointer) -> Int? {
-        guard let base = line.baseAddress, !key.isEmpty, line.count >= key.count else { return nil }
-        return key.withUnsafeBytes { k -> Int? in
-            let last = line.count - key.count
-            var i = 0
-            while i <= last {
-                guard let hit = memchr(base + i, Int32(key[0]), last - i + 1) else { return nil }
-                i = base.distance(to: UnsafeRawPointer(hit))
-                if memcmp(base + i, k.baseAddress!, key.count) == 0 { return i }
-                i += 1
-            }
-            return nil
+        if let at = Workload.find(ListenBench.updateTimeKey, in: line), at + 27 <= line.count,
+           let t = Timestamp.parse(bytes: UnsafeRawBufferPointer(rebasing: line[at..<(at + 27)])) {
+            latency.record(micros: UInt64(max(0, Workload.realtimeMicros() - t.micros)))
         }
     }
 
