@@ -147,6 +147,91 @@ struct AppliedView {
         }
     }
 
+    /// A subscriber that reads slower than commits reach its two listeners: while one listener is behind, the
+    /// connection's other listener waits with it, so its snapshots arrive in seq order, coalesced, and both
+    /// views converge (contracts 3 and 9). `ListenerBudgetTests` has the drains that broke the order before.
+    @Test func aSlowReaderGetsItsListenersCoalescedInSeqOrder() throws {
+        let daemon = try DaemonProcess(extraArgs: ["--subscriber-budget", "16384"])
+        let w = try daemon.connect()
+        let slow = try WireClient(port: daemon.port, receiveBuffer: 8192)
+        var views: [String: AppliedView] = [:]
+        var collectionOf: [String: String] = [:]
+        for c in ["sa", "sb"] {
+            let r = try slow.request(#"{"op":"listen","query":{"collection":"\#(c)","orderBy":["n"]}}"#)
+            let sub = try #require(r["sub"] as? String, "\(r)")
+            var view = AppliedView()
+            view.apply(try slow.readObject())
+            views[sub] = view
+            collectionOf[sub] = c
+        }
+        // About 800 KB/s: slower than the writes below produce, steadily.
+        slow.readChunk = 4096
+        slow.readPauseMicros = 5000
+        let lines = Locked<[[String: Any]]>([])
+        let stop = Locked(false)
+        let reader = DispatchGroup()
+        let subscriber = Locked(slow)   // read only on the thread below until it ends
+        reader.enter()
+        Thread.detachNewThread {
+            defer { reader.leave() }
+            let slow = subscriber.value
+            while !stop.value {
+                guard let o = try? slow.readObject(timeout: 30) else { return }
+                lines.update { $0.append(o) }
+            }
+        }
+        // One listener gets a large document now and then, the other a steady stream of small ones.
+        let large = String(repeating: "q", count: 20_000), small = String(repeating: "s", count: 200)
+        var lastSeq: [String: Int] = [:]
+        let start = Date()
+        var i = 0
+        while Date().timeIntervalSince(start) < 3 {
+            var batch: [String] = []
+            for _ in 0..<8 {
+                let c = i % 8 == 0 ? "sa" : "sb"
+                let pad = c == "sa" ? large : small
+                try w.send(#"{"op":"set","path":"\#(c)/d\#(i % 16)","data":{"n":\#(i),"pad":"\#(pad)"}}"#)
+                batch.append(c)
+                i += 1
+            }
+            for c in batch {
+                let r = try w.readObject()
+                #expect(r.isOK, "\(r)")
+                lastSeq[c] = r["seq"] as? Int
+            }
+        }
+        // Everything reaches the subscriber; then it stops reading.
+        func caughtUp() -> Bool {
+            var seen: [String: Int] = [:]
+            for l in lines.value { if let sub = l["sub"] as? String, let q = l["seq"] as? Int { seen[sub] = q } }
+            return views.keys.allSatisfy { (seen[$0] ?? 0) >= lastSeq[collectionOf[$0]!]! }
+        }
+        let deadline = Date().addingTimeInterval(60)
+        while !caughtUp() && Date() < deadline {
+            _ = try w.request(#"{"op":"ping"}"#)
+        }
+        stop.update { $0 = true }
+        _ = try w.request(#"{"op":"set","path":"sa/wake","data":{"n":-1}}"#)   // one more line ends the reader's wait
+        reader.wait()
+        #expect(!daemon.log.contains("closing slow subscriber"))
+        #expect(caughtUp(), "\(i) writes; the subscriber got every listener to its last seq")
+        #expect(lines.value.count < i / 2, "changes were coalesced: \(lines.value.count) snapshots for \(i) writes")
+        var previous = 0
+        for l in lines.value {
+            let sub = try #require(l["sub"] as? String, "\(l)")
+            #expect(l["type"] as? String == "snapshot", "\(l)")
+            let seq = try #require(l["seq"] as? Int)
+            #expect(seq >= previous, "sub \(sub): a snapshot at seq \(seq) after one at seq \(previous)")
+            previous = max(previous, seq)
+            if seq <= lastSeq[collectionOf[sub]!]! { views[sub]!.apply(l) }
+        }
+        for (sub, view) in views {
+            let final = try w.request(#"{"op":"query","collection":"\#(collectionOf[sub]!)","orderBy":["n"]}"#)
+            let expected = AppliedView.from(queryResponse: final).filter { !$0.0.hasSuffix("/wake") }
+            #expect(view.equals(expected), "sub \(sub) converges: \(view.docs.map(\.id))")
+        }
+    }
+
     @Test func aSubscriberThatNeverDrainsIsClosedWithResourceExhausted() throws {
         let daemon = try DaemonProcess(extraArgs: ["--subscriber-budget", "16384", "--slow-subscriber-timeout-ms", "300"])
         let w = try daemon.connect()

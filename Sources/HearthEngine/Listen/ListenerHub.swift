@@ -23,7 +23,8 @@ public final class ListenerHub {
     var pending: [Int: Listener] = [:]
 
     private var shareCounter: UInt64 = 0
-    /// Listeners holding back changes, per sink: draining costs what is pending, not every listener.
+    /// Listeners holding back changes, per sink: draining costs what is pending, not every listener. While a
+    /// sink has any, every listener of it holds back, so its snapshots stay in seq order (`emit`).
     private var dirtyBySink: [ObjectIdentifier: [Listener]] = [:]
 
     /// Window refills read before the publication they are for (`ListenerHub+WindowReads.swift`), or why
@@ -156,6 +157,7 @@ public final class ListenerHub {
         }
         guard listeners.removeValue(forKey: l.id) != nil else { return }
         l.isRegistered = false
+        if l.dirty, let sink = l.sink { forgetBehind(l, of: sink) }
         l.sink = nil
         if let v = l.view {
             v.members.removeAll { $0 === l }
@@ -423,15 +425,17 @@ public final class ListenerHub {
         return changed
     }
 
-    /// Sends the listener's pending changes now, or marks it dirty while it is held or its subscriber is over
-    /// budget. A query listener falling behind keeps the rows its client holds (`sent`): the view's rows before
+    /// Sends the listener's pending changes now, or marks it dirty while it is held, its subscriber is over
+    /// budget, or another listener of the subscriber is behind: the connection's snapshots then all wait for
+    /// the drain, which sends them in seq order (a listener not behind sent a later commit at once would
+    /// overtake the older net changes of one behind). A query listener falling behind keeps the rows its client holds (`sent`): the view's rows before
     /// this commit, rebuilt once from `changes` for every member falling behind in it (its subscriber may have
     /// been over budget before the commit, or the snapshots of this commit sent to the members before it may
     /// have taken it there). `changes`, when known, are the changes from `sent` to `current` (the common case:
     /// nothing pending).
     private func emit(_ l: Listener, changes: [ViewChange]? = nil, shareKey: UInt64? = nil) {
         guard let sink = l.sink else { return }
-        if l.dirty || l.held || !sink.canAcceptEvents {
+        if l.dirty || l.held || !sink.canAcceptEvents || isBehind(sink) {
             if !l.dirty, let changes, let v = l.view {
                 if v.rowsBefore == nil { v.rowsBefore = ViewChange.rowsBefore(changes, after: v.rows, query: v.query) }
                 l.sent = v.rowsBefore!
@@ -465,17 +469,51 @@ public final class ListenerHub {
     }
 
     /// The subscriber behind `sink` has drained: send each of its coalesced listeners one snapshot with the
-    /// net changes since what it was last sent, in seq order.
+    /// net changes since what it was last sent, in seq order, while its budget allows; the rest stay behind
+    /// (from the first held one on, so that none overtakes it).
     public func drained(_ sink: ListenerSink) {
         engine.thread.check("ListenerHub.drained")
+        sendBehind(sink, whateverTheBudget: false)
+    }
+
+    /// Sends every coalesced listener of `sink` its net changes now, in seq order, whatever its budget (up to
+    /// the first held one): before a listener is registered on the sink, since its first snapshot, at the
+    /// published seq, must not overtake them. A `listen` costs the subscriber at most one snapshot per
+    /// listener beyond its budget, as its own answer does.
+    public func catchUp(_ sink: ListenerSink) {
+        engine.thread.check("ListenerHub.catchUp")
+        sendBehind(sink, whateverTheBudget: true)
+    }
+
+    private func sendBehind(_ sink: ListenerSink, whateverTheBudget: Bool) {
         guard !dirtyBySink.isEmpty else { return }    // no subscriber is behind: the common case, without a lookup
         let key = ObjectIdentifier(sink)
         guard let pending = dirtyBySink[key] else { return }
         var remaining: [Listener] = []
         for l in pending.sorted(by: { $0.seq < $1.seq }) where l.dirty && listeners[l.id] != nil {
-            if sink.canAcceptEvents && !l.held { send(l, to: sink) } else { remaining.append(l) }
+            if remaining.isEmpty && !l.held && (whateverTheBudget || sink.canAcceptEvents) {
+                send(l, to: sink)
+            } else {
+                remaining.append(l)
+            }
         }
         dirtyBySink[key] = remaining.isEmpty ? nil : remaining
+    }
+
+    /// True while some listener of `sink` holds back changes: its other listeners hold back theirs too.
+    private func isBehind(_ sink: ListenerSink) -> Bool {
+        !dirtyBySink.isEmpty && dirtyBySink[ObjectIdentifier(sink)] != nil
+    }
+
+    /// The dirty `l` is being removed: the sink's other listeners no longer wait for it. One held (judged
+    /// again) may have kept them back after the last drain, with no drain to come: they are sent now.
+    private func forgetBehind(_ l: Listener, of sink: ListenerSink) {
+        let key = ObjectIdentifier(sink)
+        guard var list = dirtyBySink[key] else { return }
+        list.removeAll { $0 === l }
+        l.dirty = false
+        dirtyBySink[key] = list.isEmpty ? nil : list
+        if l.held && !list.isEmpty { drained(sink) }
     }
 
     /// Keeps the listener's changes back, coalesced, until as many `release`s (it is being judged again).
