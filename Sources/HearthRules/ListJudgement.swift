@@ -38,7 +38,14 @@ extension Judgement {
                 evaluator.slots[slot] = .string("(default)")
                 if visitList(root, path, 0) { break }
             }
-            guard allowedBy != nil else { return decision(subject: subject) }
+            guard allowedBy != nil else {
+                let denied = decision(subject: subject)
+                guard !c.otherForms.isEmpty else { return denied }
+                // A case the query's own values would not show: say which documents it stands for.
+                return RuleDecision(allowed: false, reason: denied.reason + " (for documents holding "
+                    + c.otherForms.joined(separator: ", ") + ", which the query returns too: it matches numbers by value)",
+                    reads: denied.reads)
+            }
             lastAllow = allowedBy
         }
         allowedBy = lastAllow

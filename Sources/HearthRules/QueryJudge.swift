@@ -3,6 +3,10 @@ import HearthModel
 /// What one case of a list query guarantees about every document it can return: fields pinned by `==` (one
 /// value of each `in` list per case), range bounds from `<`, `<=`, `>`, `>=`, and the document ID when
 /// `__name__` is pinned.
+///
+/// A query compares numbers by value (`n == 1` returns documents holding 1 and 1.0, `n == 0` also -0.0), where
+/// rules tell them apart (`is int`, `string()`, division): such a value is pinned once per form the documents
+/// returned can hold it in, each its own case (`matchedForms`), so every case must be allowed.
 struct ListCase {
     struct Bound {
         var value: RuleValue
@@ -13,6 +17,8 @@ struct ListCase {
     var lower: [(field: [String], bound: Bound)] = []
     var upper: [(field: [String], bound: Bound)] = []
     var documentID: String?
+    /// The pins in a form other than the query's own value (`level as 1.0`), for the denial's message.
+    var otherForms: [String] = []
 
     /// The cases of a query: one per disjunct of its filter in disjunctive normal form and per combination of
     /// `in` values (Firestore caps both at 30 in all).
@@ -23,14 +29,27 @@ struct ListCase {
             for atom in term {
                 let segs = atom.field.segments
                 switch atom.op {
-                case .equal:
-                    for i in partial.indices { partial[i].pin(segs, atom.value, isName: atom.field.isDocumentID) }
-                case .in:
-                    let values = atom.value.arrayValue ?? []
+                case .equal, .in:
+                    let isName = atom.field.isDocumentID
+                    let listed = atom.op == .in ? atom.value.arrayValue ?? [] : [atom.value]
+                    // Names are strings or references, matched exactly.
+                    var values: [(value: Value, other: Bool)] = []
+                    var tooMany = false
+                    for v in listed {
+                        if isName { values.append((v, false)); continue }
+                        guard let forms = matchedForms(v, limit: maxCases) else { tooMany = true; break }
+                        values += forms.enumerated().map { ($1, $0 > 0) }
+                    }
+                    // More cases than judged: the field stays unpinned, so what the rules need of it is
+                    // undecidable (a denial), never a guess.
+                    guard isName || (!tooMany && partial.count * values.count <= maxCases) else { continue }
                     partial = partial.flatMap { c in
                         values.map { v in
                             var copy = c
-                            copy.pin(segs, v, isName: atom.field.isDocumentID)
+                            copy.pin(segs, v.value, isName: isName)
+                            if v.other {
+                                copy.otherForms.append("\(atom.field) as \(RuleValue(v.value).shortDescription)")
+                            }
                             return copy
                         }
                     }
@@ -49,6 +68,40 @@ struct ListCase {
             out += partial
         }
         return out
+    }
+
+    /// The most cases judged for one disjunct of a query.
+    static let maxCases = 256
+
+    /// The forms of the values a query's `== v` matches that rules can tell apart, `v` first: an integer also
+    /// as a float (and 0 also as -0.0) when the float is exactly it, an integral float also as an integer, and
+    /// lists and maps with every combination of their members' forms. nil when there are more than `limit`.
+    static func matchedForms(_ v: Value, limit: Int) -> [Value]? {
+        switch v {
+        case .int(let i):
+            let d = Double(i)
+            guard Int64(exactly: d) == i else { return [v] }   // no float is exactly it (beyond 2^53)
+            return i == 0 ? [v, .double(0), .double(-0.0)] : [v, .double(d)]
+        case .double(let d):
+            guard let i = Int64(exactly: d) else { return [v] }   // fractional, NaN, infinite or beyond Int64
+            return d == 0 ? [v, .int(0), .double(d.sign == .minus ? 0 : -0.0)] : [v, .int(i)]
+        case .array(let items):
+            var combos: [[Value]] = [[]]
+            for item in items {
+                guard let forms = matchedForms(item, limit: limit), combos.count * forms.count <= limit else { return nil }
+                combos = combos.flatMap { c in forms.map { c + [$0] } }
+            }
+            return combos.map(Value.array)
+        case .map(let m):
+            var combos: [[MapValue.Field]] = [[]]
+            for f in m.fields {
+                guard let forms = matchedForms(f.value, limit: limit), combos.count * forms.count <= limit else { return nil }
+                combos = combos.flatMap { c in forms.map { c + [MapValue.Field(key: f.key, value: $0)] } }
+            }
+            return combos.map { .map(MapValue(sorted: $0)) }
+        default:
+            return [v]
+        }
     }
 
     mutating func pin(_ field: [String], _ value: Value, isName: Bool) {

@@ -18,6 +18,13 @@ struct RulesUndecidableTests {
             match /scores/{id} { allow read: if resource.data.score < 20; }
             match /floors/{id} { allow read: if resource.data.score >= -5; }
             match /levels/{id} { allow read: if !(resource.data.level > 3); }
+            match /ints/{id} { allow read: if resource.data.n is int; }
+            match /floats/{id} { allow read: if resource.data.n is float; }
+            match /texts/{id} { allow read: if string(resource.data.n) == '1'; }
+            match /values/{id} { allow read: if resource.data.n == 1 && resource.data.n < 5; }
+            match /halves/{id} { allow read: if resource.data.n / 2 == 0; }
+            match /zeros/{id} { allow read: if string(resource.data.n) in ['0', '0.0']; }
+            match /nested/{id} { allow read: if resource.data.m.a is int; }
           }
         }
         """, file: "undecidable.rules")
@@ -53,6 +60,54 @@ struct RulesUndecidableTests {
         #expect(!negated.allowed && negated.reason.contains("needs the query to constrain \"level\""), "\(negated.reason)")
         #expect(judge(Query.collection(col("levels")).filtered(and(.field(fp("level"), .greaterThanOrEqual, 0),
                                                                    .field(fp("level"), .lessThanOrEqual, 3)))).allowed)
+    }
+
+    /// A query compares numbers by value: `n == 1` also returns documents holding 1.0 (and `n == 0` also -0.0),
+    /// which a rule on the type, the text or an integer division of `n` denies on its own. Each form is judged;
+    /// what every form satisfies stays allowed.
+    @Test("a pinned number is judged in every form the query returns it in")
+    func pinnedNumbers() {
+        func q(_ c: String, _ f: Filter) -> Bool { judge(Query.collection(col(c)).filtered(f)).allowed }
+        let one = Value.int(1), oneF = Value.double(1)
+        #expect(!q("ints", eq("n", one)), "n == 1 returns 1.0 too, which `is int` denies")
+        let why = judge(Query.collection(col("ints")).filtered(eq("n", one))).reason
+        #expect(why.hasSuffix("(for documents holding n as 1.0, which the query returns too: it matches numbers by value)"), "\(why)")
+        #expect(!q("floats", eq("n", oneF)), "n == 1.0 returns 1 too")
+        #expect(!q("texts", eq("n", one)), "string(1.0) is '1.0'")
+        #expect(!q("halves", eq("n", one)), "1 / 2 is 0, 1.0 / 2 is not")
+        #expect(!q("zeros", eq("n", 0)), "n == 0 returns -0.0 too, whose text is '-0.0'")
+        #expect(!q("ints", .field(fp("n"), .in, [2, 3])), "each value of in, in each form")
+        #expect(!q("nested", eq("m", ["a": one])), "a number inside a pinned map")
+        // What holds for every form stays allowed.
+        #expect(q("values", eq("n", one)) && q("values", eq("n", oneF)))
+        #expect(q("floats", eq("n", .double(1.5))), "no integer is 1.5")
+        #expect(q("ints", eq("n", .int(9_007_199_254_740_993))), "no float is 2^53 + 1")
+        #expect(!q("ints", eq("n", .double(9_007_199_254_740_992))), "2^53 is a float and an integer")
+    }
+
+    /// The forms of a pinned value, and their bound: a map of many integers has too many to judge, so the field
+    /// is left unpinned (undecidable), never pinned in one form.
+    @Test("the forms of a pinned value")
+    func matchedForms() {
+        #expect(ListCase.matchedForms(.string("a"), limit: 256)?.count == 1)
+        #expect(ListCase.matchedForms(.int(0), limit: 256)?.count == 3)
+        #expect(ListCase.matchedForms(.double(-0.0), limit: 256)?.count == 3)
+        #expect(ListCase.matchedForms(.double(.nan), limit: 256)?.count == 1)
+        #expect(ListCase.matchedForms(.double(1e300), limit: 256)?.count == 1)
+        #expect(ListCase.matchedForms(.array([1, 2, "x"]), limit: 256)?.count == 4)
+        let many = Value.map(MapValue((0..<10).map { MapValue.Field(key: "k\($0)", value: .int(Int64($0 + 1))) }))
+        #expect(ListCase.matchedForms(many, limit: 256) == nil)
+        let rules = compileRules("""
+            rules_version = '2';
+            service cloud.firestore {
+              match /databases/{database}/documents {
+                match /many/{id} { allow read: if resource.data.m.k0 == 1; }
+              }
+            }
+            """, file: "many.rules")
+        let d = rules.evaluate(listRequest(Query.collection(col("many")).filtered(eq("m", many)), uid: "u"),
+                               reader: NoDocumentReader())
+        #expect(!d.allowed && d.reason.contains("needs the query to constrain \"m.k0\""), "\(d.reason)")
     }
 
     /// `RuleMembership` (sets, `hasAny`, `hasAll`, `hasOnly`, `removeAll`, `toSet`) hashes scalars; it must

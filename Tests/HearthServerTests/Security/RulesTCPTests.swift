@@ -25,6 +25,10 @@ import Testing
             && request.resource.data.diff(resource.data).affectedKeys().hasOnly(['text', 'edited']);
           allow delete: if request.auth != null && resource.data.owner == request.auth.uid;
         }
+        // Integer levels only: a query for level == 1 also returns 1.0, which this rule denies.
+        match /levels/{doc} {
+          allow read: if resource.data.level is int && resource.data.level < 3;
+        }
         // A team's documents are readable by its members (a get() the listener depends on).
         match /teams/{teamId}/docs/{docId} {
           allow read: if request.auth != null
@@ -172,6 +176,22 @@ import Testing
         let big = String(repeating: "x", count: 1_100_000)
         let tooLarge = try alice.request(#"{"op":"create","path":"notes/huge","data":{"owner":"alice","text":"\#(big)"}}"#)
         #expect(tooLarge.errorCode == "INVALID_ARGUMENT" && tooLarge.errorMessage?.contains("too large") == true, "\(tooLarge)")
+    }
+
+    /// A query compares numbers by value, so `level == 1` returns a document holding 1.0 too, which the rule
+    /// (`is int`) denies: the query and the listen are refused. Before, the judge pinned the query's int and
+    /// allowed them, and they returned the float document a get of it is refused.
+    @Test func aQueryOnANumberIsJudgedForEveryFormItReturns() throws {
+        #expect(try admin.request(#"{"op":"commit","writes":[{"op":"set","path":"levels/i","data":{"level":1}},{"op":"set","path":"levels/f","data":{"level":{"$double":1}}}]}"#).isOK)
+        let alice = try s.client("alice")
+        #expect(try alice.request(#"{"op":"get","path":"levels/i"}"#).isOK)
+        denied(try alice.request(#"{"op":"get","path":"levels/f"}"#), "get")
+        denied(try alice.request(#"{"op":"query","collection":"levels","where":[["level","==",1]]}"#), "query")
+        denied(try alice.request(#"{"op":"listen","query":{"collection":"levels","where":[["level","in",[1,2]]]}}"#), "listen")
+        // So is the query for 1.0; the admin gets both documents.
+        denied(try alice.request(#"{"op":"query","collection":"levels","where":[["level","==",{"$double":1}]]}"#), "query")
+        let all = try admin.request(#"{"op":"query","collection":"levels","where":[["level","==",1]]}"#)
+        #expect((all["docs"] as? [[String: Any]])?.count == 2, "\(all)")
     }
 
     @Test func listenersEndWhenADocumentTheirRuleReadChanges() throws {
