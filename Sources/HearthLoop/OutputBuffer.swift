@@ -53,6 +53,24 @@ struct OutputBuffer {
         tail += n
     }
 
+    /// Appends `first`, then `second`, making room once.
+    mutating func append(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) {
+        #if DEBUG
+        precondition(!appending, "OutputBuffer: appended to from inside append(reserving:)'s writer")
+        #endif
+        let n = first.count + second.count
+        guard n > 0 else { return }
+        reserve(n)
+        if let src = first.baseAddress, first.count > 0 {
+            (storage! + tail).copyMemory(from: src, byteCount: first.count)
+            tail += first.count
+        }
+        if let src = second.baseAddress, second.count > 0 {
+            (storage! + tail).copyMemory(from: src, byteCount: second.count)
+            tail += second.count
+        }
+    }
+
     /// Lets `write` fill up to `maxBytes` directly at the tail; `write` returns how many it wrote.
     mutating func append(reserving maxBytes: Int, _ write: (UnsafeMutableRawBufferPointer) -> Int) {
         guard maxBytes > 0 else { return }
@@ -95,9 +113,14 @@ struct OutputBuffer {
         tail = 0
     }
 
-    /// Ensures at least `extra` writable bytes after the tail.
+    /// Ensures at least `extra` writable bytes after the tail: the check inline (every append makes it), the
+    /// room made out of line.
+    @inline(__always)
     private mutating func reserve(_ extra: Int) {
-        if capacity - tail >= extra { return }
+        if capacity - tail < extra { makeRoom(extra) }
+    }
+
+    private mutating func makeRoom(_ extra: Int) {
         let live = tail - head
         if head > 0, capacity - live >= extra, live <= capacity / 2 {
             // Enough room once the consumed head is reclaimed: slide the live bytes down.

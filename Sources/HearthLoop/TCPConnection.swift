@@ -193,13 +193,7 @@ public final class TCPConnection: LoopHandleOwner {
     /// Appends a copy of `first`, then of `second`, as one send.
     public func send(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) {
         guard handle != nil, !closeRequested, first.count + second.count > 0 else { return }
-        if tls == nil {
-            out.append(first)
-            out.append(second)
-        } else {
-            plain.append(first)
-            plain.append(second)
-        }
+        if tls == nil { out.append(first, second) } else { plain.append(first, second) }
         scheduleFlush()
     }
 

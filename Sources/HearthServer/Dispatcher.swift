@@ -20,7 +20,7 @@ final class Dispatcher {
     /// `{"sub":"…",`.
     // @exclusivity(unchecked): loop-thread state read on every delivered event; dynamic exclusivity checks off (docs/architecture.md, "Decisions").
     @exclusivity(unchecked) var eventCacheKey: UInt64?
-    @exclusivity(unchecked) var eventCacheBody: [UInt8] = []
+    @exclusivity(unchecked) var eventCacheBody = SharedLineBody()
     let commands: [String: Command]
     /// While a read runs that the gate has not confirmed yet: its ok reply stays in `writer` (`heldReply`).
     fileprivate var holdingReply = false

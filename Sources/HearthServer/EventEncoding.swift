@@ -14,11 +14,17 @@ extension Dispatcher {
     /// (`Listener.sinkBytes`, made on its first shared delivery), so a change set shared by many listeners
     /// costs each one two copies.
     func sendEvent(_ event: ListenerEvent, for listener: Listener, shareKey: UInt64?, on conn: ClientConnection) {
-        guard let shareKey, shareKey == eventCacheKey else {
+        guard let shareKey, sendShared(shareKey, for: listener, on: conn) else {
             return sendEvent(event, sub: listener.tag, shareKey: shareKey, on: conn)
         }
-        if listener.sinkBytes.isEmpty { listener.sinkBytes = subscriptionPrefix(listener.tag) }
-        listener.sinkBytes.withUnsafeBytes { p in eventCacheBody.withUnsafeBytes { conn.send(p, $0) } }
+    }
+
+    /// Sends the listener's line for the shared change set `shareKey` when its encoding is the one held: the
+    /// listener's prefix, then those bytes. False (nothing sent) otherwise.
+    func sendShared(_ shareKey: UInt64, for listener: Listener, on conn: ClientConnection) -> Bool {
+        guard shareKey == eventCacheKey else { return false }
+        conn.send(listener.sinkBytes(orMake: { subscriptionPrefix(listener.tag) }), eventCacheBody.bytes)
+        return true
     }
 
     /// `{"sub":"<tag>"`: what starts every line pushed for the subscription `tag`.
@@ -41,7 +47,7 @@ extension Dispatcher {
         let bodyStart = Self.encode(event, sub: sub, into: &writer)
         if let shareKey, sub != nil {
             eventCacheKey = shareKey
-            eventCacheBody = Array(writer.bytes[bodyStart...])   // from the comma that follows "sub"
+            writer.withBytes { eventCacheBody.set(UnsafeRawBufferPointer(rebasing: $0[bodyStart...])) }   // from the comma after "sub"
         }
     }
 

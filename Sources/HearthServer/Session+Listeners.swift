@@ -22,6 +22,17 @@ extension Session: ListenerSink {
         if !canAcceptEvents { startSlowDeadline() }
     }
 
+    /// A shared change set whose encoding the dispatcher holds goes out as the listener's prefix and those
+    /// bytes; any other as an event.
+    func deliverChanges(seq: UInt64, size: Int, changes: [ViewChange], for listener: Listener, shareKey: UInt64?) {
+        guard !closed, heldEvents == nil, let shareKey, server.dispatcher.sendShared(shareKey, for: listener, on: conn) else {
+            return deliver(.query(seq: seq, initial: false, reset: false, size: size, changes: changes), for: listener,
+                           shareKey: shareKey)
+        }
+        sentSinceTick = true
+        if !canAcceptEvents { startSlowDeadline() }
+    }
+
     /// Registers a listener; its first snapshot goes out right after the `listen` response. False (nothing
     /// registered or sent) when its first snapshot was torn by a batch landing: run it again after the
     /// publication.

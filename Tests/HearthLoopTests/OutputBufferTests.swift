@@ -17,6 +17,19 @@ struct OutputBufferTests {
         #expect(Array(buffer.readable.dropFirst(10)) == big)
     }
 
+    @Test("two parts appended at once: in order, with room made once, compacting or growing", arguments: [0, 1, 700, 5000])
+    func twoParts(secondCount: Int) {
+        var buffer = OutputBuffer()
+        defer { buffer.deallocate() }
+        let first = pattern(900), second = Array(pattern(secondCount).reversed())
+        first.withUnsafeBytes { a in second.withUnsafeBytes { buffer.append(a, $0) } }
+        buffer.consume(850)
+        first.withUnsafeBytes { a in second.withUnsafeBytes { buffer.append(a, $0) } }
+        #expect(Array(buffer.readable) == Array((first + second)[850...]) + first + second)
+        [UInt8]().withUnsafeBytes { buffer.append($0, $0) }   // nothing: no change
+        #expect(buffer.count == 2 * (900 + secondCount) - 850)
+    }
+
     @Test("consume and compaction keep order")
     func consumeAndCompact() {
         var buffer = OutputBuffer()

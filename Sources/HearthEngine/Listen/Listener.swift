@@ -9,6 +9,10 @@ public protocol ListenerSink: AnyObject {
     /// `shareKey`: while a change set shared by several listeners (one view, one commit) is being delivered,
     /// a key unique to it, so the sink may encode it once and reuse the bytes for every listener; nil otherwise.
     func deliver(_ event: ListenerEvent, for listener: Listener, shareKey: UInt64?)
+    /// One commit's changes to a query listener, `size` its result's size after them: `deliver` of a `.query`
+    /// event that is neither initial nor a reset, with the changes passed as they are, so that a sink holding
+    /// their encoding already (`shareKey`) need not touch them (the fan-out path).
+    func deliverChanges(seq: UInt64, size: Int, changes: [ViewChange], for listener: Listener, shareKey: UInt64?)
     /// A listener's changes are being held back (the subscriber is over budget): the sink starts its
     /// drain deadline if it has none running.
     func coalescing()
@@ -16,6 +20,10 @@ public protocol ListenerSink: AnyObject {
 
 extension ListenerSink {
     public func deliver(_ event: ListenerEvent, for listener: Listener) { deliver(event, for: listener, shareKey: nil) }
+
+    public func deliverChanges(seq: UInt64, size: Int, changes: [ViewChange], for listener: Listener, shareKey: UInt64?) {
+        deliver(.query(seq: seq, initial: false, reset: false, size: size, changes: changes), for: listener, shareKey: shareKey)
+    }
 }
 
 /// What a listener sends.
@@ -69,7 +77,7 @@ public final class Listener {
     var indexKey: ListenerIndexKey?
     /// While its first snapshot is read off the loop thread (`ListenerHub.begin`): the published commits that
     /// may affect it since `seq`, which `ListenerHub.complete` applies to that snapshot. Nil once registered.
-    var backlog: [CommitRecord]?
+    @exclusivity(unchecked) var backlog: [CommitRecord]?   // read on every delivery
     /// The backlog cannot bring the snapshot to the published seq (the hub reset every listener, or the backlog
     /// outgrew its bound): `complete` has the snapshot read again.
     var backlogBroken = false
@@ -85,8 +93,23 @@ public final class Listener {
     /// True while the first snapshot is being read off the loop thread.
     public var isPending: Bool { backlog != nil }
     /// Bytes the sink keeps for this listener, opaque to the engine (the server: the start of every line
-    /// pushed for it, `{"sub":"<tag>"`, so a change set shared by many listeners costs a copy each).
-    @exclusivity(unchecked) public var sinkBytes: [UInt8] = []
+    /// pushed for it, `{"sub":"<tag>"`, so a change set shared by many listeners costs a copy each): memory of
+    /// its own, made once and freed with the listener, so a delivery reads it without reference counting.
+    @exclusivity(unchecked) private var sinkBytesStorage: UnsafeMutableRawBufferPointer?
+
+    /// The sink's bytes for this listener (`sinkBytesStorage`), made by `make` on first use; valid while the
+    /// listener lives. A method, not a property, for a sink in another module: `@exclusivity(unchecked)` holds
+    /// only within this one, and elsewhere every delivery would pay the run-time check.
+    public func sinkBytes(orMake make: () -> [UInt8]) -> UnsafeRawBufferPointer {
+        if let b = sinkBytesStorage { return UnsafeRawBufferPointer(b) }
+        let bytes = make()
+        let b = UnsafeMutableRawBufferPointer.allocate(byteCount: bytes.count, alignment: 1)
+        bytes.withUnsafeBytes { b.copyMemory(from: $0) }
+        sinkBytesStorage = b
+        return UnsafeRawBufferPointer(b)
+    }
+
+    deinit { sinkBytesStorage?.deallocate() }
 
     init(id: Int, tag: String, target: Target, sink: ListenerSink, seq: UInt64) {
         self.id = id

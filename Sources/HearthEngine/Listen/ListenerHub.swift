@@ -25,7 +25,7 @@ public final class ListenerHub {
     private var shareCounter: UInt64 = 0
     /// Listeners holding back changes, per sink: draining costs what is pending, not every listener. While a
     /// sink has any, every listener of it holds back, so its snapshots stay in seq order (`emit`).
-    private var dirtyBySink: [ObjectIdentifier: [Listener]] = [:]
+    @exclusivity(unchecked) private var dirtyBySink: [ObjectIdentifier: [Listener]] = [:]   // read on every delivery
 
     /// Window refills read before the publication they are for (`ListenerHub+WindowReads.swift`), or why
     /// they could not be. Forgotten at the end of each publication.
@@ -249,7 +249,7 @@ public final class ListenerHub {
                 if let v = l.view, v.seq == record.seq {
                     // Applied for an earlier member in this commit.
                     l.seq = record.seq
-                    if !v.lastChanges.isEmpty { emit(l, changes: v.lastChanges, shareKey: v.shareKey) }
+                    if !v.lastChanges.isEmpty { emit(l, changes: v.lastChanges, size: v.rows.count, shareKey: v.shareKey) }
                     continue
                 }
                 do throws(HearthError) {
@@ -282,7 +282,7 @@ public final class ListenerHub {
                         shareCounter += 1
                         v.shareKey = v.members.count > 1 ? shareCounter : nil
                         l.seq = record.seq
-                        if !changes!.isEmpty { emit(l, changes: changes!, shareKey: v.shareKey) }
+                        if !changes!.isEmpty { emit(l, changes: changes!, size: v.rows.count, shareKey: v.shareKey) }
                     } else {
                         try apply(record, to: l)
                     }
@@ -428,12 +428,12 @@ public final class ListenerHub {
     /// Sends the listener's pending changes now, or marks it dirty while it is held, its subscriber is over
     /// budget, or another listener of the subscriber is behind: the connection's snapshots then all wait for
     /// the drain, which sends them in seq order (a listener not behind sent a later commit at once would
-    /// overtake the older net changes of one behind). A query listener falling behind keeps the rows its client holds (`sent`): the view's rows before
-    /// this commit, rebuilt once from `changes` for every member falling behind in it (its subscriber may have
+    /// overtake the older net changes of one behind). A query listener falling behind keeps the rows its
+    /// client holds (`sent`): the view's rows before this commit, rebuilt once from `changes` for every member falling behind in it (its subscriber may have
     /// been over budget before the commit, or the snapshots of this commit sent to the members before it may
     /// have taken it there). `changes`, when known, are the changes from `sent` to `current` (the common case:
-    /// nothing pending).
-    private func emit(_ l: Listener, changes: [ViewChange]? = nil, shareKey: UInt64? = nil) {
+    /// nothing pending), and `size` the view's size after them.
+    private func emit(_ l: Listener, changes: [ViewChange]? = nil, size: Int = 0, shareKey: UInt64? = nil) {
         guard let sink = l.sink else { return }
         if l.dirty || l.held || !sink.canAcceptEvents || isBehind(sink) {
             if !l.dirty, let changes, let v = l.view {
@@ -446,8 +446,7 @@ public final class ListenerHub {
             return
         }
         if let changes {
-            sink.deliver(.query(seq: l.seq, initial: false, reset: false, size: l.current.count, changes: changes), for: l,
-                         shareKey: shareKey)
+            sink.deliverChanges(seq: l.seq, size: size, changes: changes, for: l, shareKey: shareKey)
         } else {
             send(l, to: sink)
         }
