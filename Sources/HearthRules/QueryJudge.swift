@@ -20,39 +20,39 @@ struct ListCase {
     /// The pins in a form other than the query's own value (`level as 1.0`), for the denial's message.
     var otherForms: [String] = []
 
+    /// Fields the query pins with `==` or `in` but that were left unpinned, their numbers having more forms
+    /// than are judged (`maxCases`), for the denial's message.
+    var unpinnedForForms: [[String]] = []
+
     /// The cases of a query: one per disjunct of its filter in disjunctive normal form and per combination of
-    /// `in` values (Firestore caps both at 30 in all).
+    /// `in` values (Firestore caps both at 30 in all), and per form of the numbers pinned (`matchedForms`).
+    /// Those forms multiply the cases up to `maxCases` for the whole query, fields in the order of their
+    /// paths, whatever the order of the filters; a field whose forms would take it beyond stays unpinned.
     static func cases(of query: ValidQuery) -> [ListCase] {
         var out: [ListCase] = []
         for term in query.disjuncts {
             var partial = [ListCase()]
+            // Values as the query gives them first; the fields with other forms after, in path order.
+            var withForms: [(field: FieldPath, values: [(value: Value, other: Bool)]?)] = []
             for atom in term {
                 let segs = atom.field.segments
                 switch atom.op {
                 case .equal, .in:
                     let isName = atom.field.isDocumentID
                     let listed = atom.op == .in ? atom.value.arrayValue ?? [] : [atom.value]
-                    // Names are strings or references, matched exactly.
                     var values: [(value: Value, other: Bool)] = []
                     var tooMany = false
                     for v in listed {
+                        // Names are strings or references, matched exactly.
                         if isName { values.append((v, false)); continue }
                         guard let forms = matchedForms(v, limit: maxCases) else { tooMany = true; break }
                         values += forms.enumerated().map { ($1, $0 > 0) }
                     }
-                    // More cases than judged: the field stays unpinned, so what the rules need of it is
-                    // undecidable (a denial), never a guess.
-                    guard isName || (!tooMany && partial.count * values.count <= maxCases) else { continue }
-                    partial = partial.flatMap { c in
-                        values.map { v in
-                            var copy = c
-                            copy.pin(segs, v.value, isName: isName)
-                            if v.other {
-                                copy.otherForms.append("\(atom.field) as \(RuleValue(v.value).shortDescription)")
-                            }
-                            return copy
-                        }
+                    if tooMany || values.count > listed.count {
+                        withForms.append((atom.field, tooMany ? nil : values))
+                        continue
                     }
+                    partial = pinned(partial, segs, values, isName: isName, field: atom.field)
                 case .lessThan, .lessThanOrEqual:
                     guard !atom.field.isDocumentID else { continue }
                     let b = Bound(value: RuleValue(atom.value), inclusive: atom.op == .lessThanOrEqual)
@@ -65,18 +65,73 @@ struct ListCase {
                     continue
                 }
             }
+            // The disjuncts share `maxCases`; each may have at least the cases of its own values.
+            let cap = max(partial.count, maxCases / max(1, query.disjuncts.count))
+            var unpinned: [[String]] = []
+            for (field, values) in withForms.sorted(by: { $0.field.segments.lexicographicallyPrecedes($1.field.segments) }) {
+                // More cases than judged: the field stays unpinned, so what the rules need of it is undecidable
+                // (a denial), never a guess.
+                guard let values, partial.count * values.count <= cap else { unpinned.append(field.segments); continue }
+                partial = pinned(partial, field.segments, values, isName: false, field: field)
+            }
+            if !unpinned.isEmpty { for i in partial.indices { partial[i].unpinnedForForms = unpinned } }
             out += partial
         }
         return out
     }
 
-    /// The most cases judged for one disjunct of a query.
+    /// Every case of `partial`, once per value of `values` pinned on `segs`.
+    private static func pinned(_ partial: [ListCase], _ segs: [String], _ values: [(value: Value, other: Bool)],
+                               isName: Bool, field: FieldPath) -> [ListCase] {
+        partial.flatMap { c in
+            values.map { v in
+                var copy = c
+                copy.pin(segs, v.value, isName: isName)
+                if v.other { copy.otherForms.append("\(field) as \(RuleValue(v.value).shortDescription)") }
+                return copy
+            }
+        }
+    }
+
+    /// The most cases judged for a query: judging one costs at most that many evaluations of the rules for the
+    /// forms of its numbers.
     static let maxCases = 256
+    /// The most members (counted through nested lists and maps) of a value whose forms are enumerated.
+    static let maxFormMembers = 64
 
     /// The forms of the values a query's `== v` matches that rules can tell apart, `v` first: an integer also
     /// as a float (and 0 also as -0.0) when the float is exactly it, an integral float also as an integer, and
-    /// lists and maps with every combination of their members' forms. nil when there are more than `limit`.
+    /// lists and maps with every combination of their members' forms. `[v]` when it holds no such number
+    /// (found in one pass, whatever its size); nil when there are more than `limit` forms, or when a list or
+    /// map with such numbers has more than `maxFormMembers` members.
     static func matchedForms(_ v: Value, limit: Int) -> [Value]? {
+        var members = 0, count = 1
+        guard formCount(v, &members, &count, limit: limit) else { return nil }
+        if count == 1 { return [v] }
+        if members > maxFormMembers { return nil }
+        return forms(v)
+    }
+
+    /// Counts `v`'s members and multiplies `count` by its forms; false once `count` exceeds `limit`.
+    private static func formCount(_ v: Value, _ members: inout Int, _ count: inout Int, limit: Int) -> Bool {
+        members += 1
+        switch v {
+        case .int(let i):
+            if Int64(exactly: Double(i)) == i { count *= i == 0 ? 3 : 2 }
+        case .double(let d):
+            if Int64(exactly: d) != nil { count *= d == 0 ? 3 : 2 }
+        case .array(let items):
+            for item in items where !formCount(item, &members, &count, limit: limit) { return false }
+        case .map(let m):
+            for f in m.fields where !formCount(f.value, &members, &count, limit: limit) { return false }
+        default:
+            break
+        }
+        return count <= limit
+    }
+
+    /// Every form of `v` (`matchedForms`, once bounded), `v` first.
+    private static func forms(_ v: Value) -> [Value] {
         switch v {
         case .int(let i):
             let d = Double(i)
@@ -88,15 +143,15 @@ struct ListCase {
         case .array(let items):
             var combos: [[Value]] = [[]]
             for item in items {
-                guard let forms = matchedForms(item, limit: limit), combos.count * forms.count <= limit else { return nil }
-                combos = combos.flatMap { c in forms.map { c + [$0] } }
+                let f = forms(item)
+                combos = combos.flatMap { c in f.map { c + [$0] } }
             }
             return combos.map(Value.array)
         case .map(let m):
             var combos: [[MapValue.Field]] = [[]]
-            for f in m.fields {
-                guard let forms = matchedForms(f.value, limit: limit), combos.count * forms.count <= limit else { return nil }
-                combos = combos.flatMap { c in forms.map { c + [MapValue.Field(key: f.key, value: $0)] } }
+            for field in m.fields {
+                let f = forms(field.value)
+                combos = combos.flatMap { c in f.map { c + [MapValue.Field(key: field.key, value: $0)] } }
             }
             return combos.map { .map(MapValue(sorted: $0)) }
         default:
@@ -120,9 +175,15 @@ extension Evaluator {
         switch s {
         case .resource: message = "needs the whole resource, which a query cannot pin (use resource.data.<field>)"
         case .data(let segs):
-            message = segs.isEmpty
-                ? "needs resource.data as a whole, which a query cannot pin (compare single fields)"
-                : "needs the query to constrain \"\(FieldPath(segs).description)\" with == (or in)"
+            if let f = listCase?.unpinnedForForms.first(where: { segs.starts(with: $0) }) {
+                message = "needs \"\(FieldPath(f).description)\", which the query's == (or in) matches in more forms than "
+                    + "are judged (a number matches both an int and a float: at most \(ListCase.maxCases) cases per query, "
+                    + "and lists or maps of up to \(ListCase.maxFormMembers) members)"
+            } else {
+                message = segs.isEmpty
+                    ? "needs resource.data as a whole, which a query cannot pin (compare single fields)"
+                    : "needs the query to constrain \"\(FieldPath(segs).description)\" with == (or in)"
+            }
         case .documentID: message = "needs the query to fix the document ID (a __name__ == filter)"
         case .wildcard(let name): message = "needs path variable '\(name)', which spans segments the query does not fix"
         case .unknown(let what): message = "needs \(what), which the query does not determine"

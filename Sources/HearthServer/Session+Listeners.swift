@@ -40,8 +40,6 @@ extension Session: ListenerSink {
     func subscribe(_ target: Listener.Target, resumeAfter: UInt64?, history: UInt64?, id: [UInt8]?, ctx: Context,
                    guarding: (ListenTarget, [DocumentPath])) throws(HearthError) -> Bool {
         let tag = String(nextSubscription)
-        // Listeners behind first: the new one's first snapshot is at the published seq (seq order).
-        server.engine.listeners.catchUp(self)
         heldEvents = []
         let added: Listener?
         do {
@@ -169,7 +167,6 @@ extension Session: ListenerSink {
             }
             return
         }
-        server.engine.listeners.catchUp(self)   // as in `subscribe`
         heldEvents = []
         let completion = server.engine.listeners.complete(listener, with: first, sinkSendsInitial: line != nil)
         let held = heldEvents ?? []

@@ -85,8 +85,9 @@ struct RulesUndecidableTests {
         #expect(!q("ints", eq("n", .double(9_007_199_254_740_992))), "2^53 is a float and an integer")
     }
 
-    /// The forms of a pinned value, and their bound: a map of many integers has too many to judge, so the field
-    /// is left unpinned (undecidable), never pinned in one form.
+    /// The forms of a pinned value, and their bounds: a map of many integers, or a long list holding one, has
+    /// too many to judge, so the field is left unpinned (undecidable), never pinned in one form; a value without
+    /// such numbers is taken as it is, whatever its size, in one pass.
     @Test("the forms of a pinned value")
     func matchedForms() {
         #expect(ListCase.matchedForms(.string("a"), limit: 256)?.count == 1)
@@ -97,6 +98,10 @@ struct RulesUndecidableTests {
         #expect(ListCase.matchedForms(.array([1, 2, "x"]), limit: 256)?.count == 4)
         let many = Value.map(MapValue((0..<10).map { MapValue.Field(key: "k\($0)", value: .int(Int64($0 + 1))) }))
         #expect(ListCase.matchedForms(many, limit: 256) == nil)
+        // Long lists: 200,000 members (quadratic work would not finish).
+        let nulls = [Value](repeating: .null, count: 200_000)
+        #expect(ListCase.matchedForms(.array(nulls), limit: 256)?.count == 1, "no number: the value itself")
+        #expect(ListCase.matchedForms(.array([1, 2, 3] + nulls), limit: 256) == nil, "too many members to enumerate")
         let rules = compileRules("""
             rules_version = '2';
             service cloud.firestore {
@@ -107,7 +112,37 @@ struct RulesUndecidableTests {
             """, file: "many.rules")
         let d = rules.evaluate(listRequest(Query.collection(col("many")).filtered(eq("m", many)), uid: "u"),
                                reader: NoDocumentReader())
-        #expect(!d.allowed && d.reason.contains("needs the query to constrain \"m.k0\""), "\(d.reason)")
+        #expect(!d.allowed && d.reason.contains("needs \"m\", which the query's == (or in) matches in more forms than are judged"),
+                "\(d.reason)")
+    }
+
+    /// The forms of several numbers multiply the cases, up to `ListCase.maxCases` for the query; fields are
+    /// expanded in the order of their paths, so the filters' order changes nothing, and the disjuncts of an
+    /// `or` share the bound.
+    @Test("the cases of many pinned numbers are bounded, whatever the filters' order")
+    func manyPinnedNumbers() {
+        let rules = compileRules("""
+            rules_version = '2';
+            service cloud.firestore {
+              match /databases/{database}/documents {
+                match /t/{id} { allow read: if resource.data.tenant == 7; }
+              }
+            }
+            """, file: "tenant.rules")
+        func judge(_ filters: [Filter]) -> RuleDecision {
+            rules.evaluate(listRequest(Query.collection(col("t")).filtered(.composite(.and, filters)), uid: "u"),
+                           reader: NoDocumentReader())
+        }
+        let others = (1...8).map { eq("a\($0)", .int(Int64($0))) }
+        let first = judge([eq("tenant", 7)] + others), last = judge(others + [eq("tenant", 7)])
+        #expect(first.allowed == last.allowed && first.reason == last.reason, "\(first.reason) | \(last.reason)")
+        #expect(ListCase.cases(of: try! Query.collection(col("t")).filtered(.composite(.and, others + [eq("tenant", 7)])).validated()).count <= ListCase.maxCases)
+        // Fewer numbers: every one pinned in each form.
+        #expect(judge(Array(others.prefix(4)) + [eq("tenant", 7)]).allowed)
+        // Thirty disjuncts of eight numbers each: still at most maxCases in all.
+        let or = Filter.composite(.or, (0..<30).map { i in .composite(.and, (1...8).map { eq("f\($0)", .int(Int64(i * 10 + $0))) }) })
+        let cases = ListCase.cases(of: try! Query.collection(col("t")).filtered(or).validated())
+        #expect(cases.count <= ListCase.maxCases + 30, "\(cases.count) cases")
     }
 
     /// `RuleMembership` (sets, `hasAny`, `hasAll`, `hasOnly`, `removeAll`, `toSet`) hashes scalars; it must

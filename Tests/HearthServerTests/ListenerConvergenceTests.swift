@@ -147,9 +147,10 @@ struct AppliedView {
         }
     }
 
-    /// A subscriber that reads slower than commits reach its two listeners: while one listener is behind, the
-    /// connection's other listener waits with it, so its snapshots arrive in seq order, coalesced, and both
-    /// views converge (contracts 3 and 9). `ListenerBudgetTests` has the drains that broke the order before.
+    /// A subscriber that reads slower than commits reach its two listeners: its snapshots arrive coalesced, in
+    /// seq order across both, and both views converge (contracts 3 and 9), over TCP end to end. The partial
+    /// drains that broke the order before are hard to bring about over a socket; `ListenerBudgetTests`
+    /// reproduces them on the engine.
     @Test func aSlowReaderGetsItsListenersCoalescedInSeqOrder() throws {
         let daemon = try DaemonProcess(extraArgs: ["--subscriber-budget", "16384"])
         let w = try daemon.connect()

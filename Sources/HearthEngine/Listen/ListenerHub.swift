@@ -26,6 +26,9 @@ public final class ListenerHub {
     /// Listeners holding back changes, per sink: draining costs what is pending, not every listener. While a
     /// sink has any, every listener of it holds back, so its snapshots stay in seq order (`emit`).
     @exclusivity(unchecked) private var dirtyBySink: [ObjectIdentifier: [Listener]] = [:]   // read on every delivery
+    /// True during `publish`; sinks to drain once it ends (`forgetBehind`).
+    private var publishing = false
+    private var drainAfterPublication: [ListenerSink] = []
 
     /// Window refills read before the publication they are for (`ListenerHub+WindowReads.swift`), or why
     /// they could not be. Forgotten at the end of each publication.
@@ -228,12 +231,15 @@ public final class ListenerHub {
         guard !listeners.isEmpty || !pending.isEmpty else { return refillRows.removeAll() }
         // Views applied in this publication: their last changes are let go at its end.
         var appliedViews: [SharedView] = []
+        publishing = true
         defer {
             for v in appliedViews {
                 v.lastChanges = []
                 v.rowsBefore = nil
             }
             refillRows.removeAll()
+            publishing = false
+            while let sink = drainAfterPublication.popLast() { drained(sink) }
         }
         for (i, record) in records.enumerated() where !record.mutations.isEmpty {
             let affected = self.affected(by: record)
@@ -442,7 +448,9 @@ public final class ListenerHub {
             }
             if !l.dirty { dirtyBySink[ObjectIdentifier(sink), default: []].append(l) }
             l.dirty = true
-            if !l.held || !sink.canAcceptEvents { sink.coalescing() }
+            // The deadline runs for a subscriber over its budget only: one behind because a listener is held
+            // (judged again) drains when it is released.
+            if !sink.canAcceptEvents { sink.coalescing() }
             return
         }
         if let changes {
@@ -472,25 +480,16 @@ public final class ListenerHub {
     /// (from the first held one on, so that none overtakes it).
     public func drained(_ sink: ListenerSink) {
         engine.thread.check("ListenerHub.drained")
-        sendBehind(sink, whateverTheBudget: false)
+        sendBehind(sink)
     }
 
-    /// Sends every coalesced listener of `sink` its net changes now, in seq order, whatever its budget (up to
-    /// the first held one): before a listener is registered on the sink, since its first snapshot, at the
-    /// published seq, must not overtake them. A `listen` costs the subscriber at most one snapshot per
-    /// listener beyond its budget, as its own answer does.
-    public func catchUp(_ sink: ListenerSink) {
-        engine.thread.check("ListenerHub.catchUp")
-        sendBehind(sink, whateverTheBudget: true)
-    }
-
-    private func sendBehind(_ sink: ListenerSink, whateverTheBudget: Bool) {
+    private func sendBehind(_ sink: ListenerSink) {
         guard !dirtyBySink.isEmpty else { return }    // no subscriber is behind: the common case, without a lookup
         let key = ObjectIdentifier(sink)
         guard let pending = dirtyBySink[key] else { return }
         var remaining: [Listener] = []
         for l in pending.sorted(by: { $0.seq < $1.seq }) where l.dirty && listeners[l.id] != nil {
-            if remaining.isEmpty && !l.held && (whateverTheBudget || sink.canAcceptEvents) {
+            if remaining.isEmpty && !l.held && sink.canAcceptEvents {
                 send(l, to: sink)
             } else {
                 remaining.append(l)
@@ -505,14 +504,17 @@ public final class ListenerHub {
     }
 
     /// The dirty `l` is being removed: the sink's other listeners no longer wait for it. One held (judged
-    /// again) may have kept them back after the last drain, with no drain to come: they are sent now.
+    /// again) may have kept them back after the last drain, with no drain to come: they are sent now, or at
+    /// the end of the publication under way (a view may be applied for this commit, and its members' seq not
+    /// yet moved).
     private func forgetBehind(_ l: Listener, of sink: ListenerSink) {
         let key = ObjectIdentifier(sink)
         guard var list = dirtyBySink[key] else { return }
         list.removeAll { $0 === l }
         l.dirty = false
         dirtyBySink[key] = list.isEmpty ? nil : list
-        if l.held && !list.isEmpty { drained(sink) }
+        guard l.held && !list.isEmpty else { return }
+        if publishing { drainAfterPublication.append(sink) } else { drained(sink) }
     }
 
     /// Keeps the listener's changes back, coalesced, until as many `release`s (it is being judged again).
