@@ -28,11 +28,13 @@ public final class EventLoop {
     private var turnRequested = false
 
     private var hooks: [LoopHook] = []
-    private var dirty: [TCPConnection] = []
+    // @exclusivity(unchecked): appended to on every send that dirties a connection; loop thread only, and never
+    // modified in place across a call (docs/architecture.md, "Decisions").
+    @exclusivity(unchecked) private var dirty: [TCPConnection] = []
     private var flushing: [TCPConnection] = []
     /// Connections flushed first in the next pass (`TCPConnection.expedite()`): those holding an answer a
     /// client waits for, ahead of those holding only pushed lines.
-    private var urgent: [TCPConnection] = []
+    @exclusivity(unchecked) private var urgent: [TCPConnection] = []
     private var flushingUrgent: [TCPConnection] = []
 
     private var isRunning = false
@@ -42,7 +44,7 @@ public final class EventLoop {
 
     /// Output buffer capacity a connection keeps after its output drains; larger buffers are freed.
     /// Keeps idle connections small. Default 16 KiB.
-    public var outputRetainLimit = 16 * 1024
+    @exclusivity(unchecked) public var outputRetainLimit = 16 * 1024   // read on every flush
 
     /// How long a graceful ``TCPConnection/close()`` may wait for pending output before aborting. Default 2000 ms.
     public var closeDeadlineMs: UInt64 = 2000

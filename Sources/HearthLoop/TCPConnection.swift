@@ -37,7 +37,7 @@ public final class TCPConnection: LoopHandleOwner {
     /// Called whenever pending output falls to zero after having been above zero (every flush that
     /// empties the buffers). Set it only while you wait for a drain (for example while reading is paused
     /// for backpressure). Not called once ``close()`` has been requested.
-    public var onDrain: (() -> Void)?
+    @exclusivity(unchecked) public var onDrain: (() -> Void)?   // read on every flush that empties the output
     /// Called once when the peer has finished sending (EOF; for TLS, its close_notify): reading stops and the
     /// connection stays open for output until the owner calls ``close()``, once it has answered everything the
     /// peer asked (a client that sends its requests and shuts down its side still gets every response). When

@@ -14,6 +14,9 @@ public final class Server {
     let logger: Logger
     package let loop: EventLoop
     package let engine: Engine
+    /// The engine's listener hub, held here as a constant: the engine's is made on first use, and reading it
+    /// costs a run-time exclusivity check, once per delivery on the drain path.
+    let listenerHub: ListenerHub
     let store: any DocumentStore
     /// Identity and rules (docs/security.md).
     let access: AccessControl
@@ -92,6 +95,7 @@ public final class Server {
         self.loop = try socket?.loop ?? EventLoop()
         self.engine = try Engine(store: store, codec: JSONDocumentCodec(), indexCatalogCodec: JSONIndexCatalogCodec(),
                                  cacheBytes: config.cacheBytes)
+        self.listenerHub = engine.listeners
         self.dispatcher = Dispatcher()
         self.budget = ConnectionBudget(config.budgetLimits)
         self.readers = WorkerPool(loop: loop, threads: config.readers, name: "hearth-reader")

@@ -233,9 +233,10 @@ extension Session: ListenerSink {
 
     /// Output fell to zero: send each coalesced listener its net changes.
     func drainedListeners() {
-        guard !subscriptions.isEmpty else { return }
-        server.engine.listeners.drained(self)
-        if slowDeadline != nil, server.engine.listeners.isCaughtUp(self) {
+        let hub = server.listenerHub
+        guard hub.hasListenersBehind || slowDeadline != nil else { return }   // every drain: the common case
+        hub.drained(self)
+        if slowDeadline != nil, hub.isCaughtUp(self) {
             slowDeadline?.cancel()
             slowDeadline = nil
         }

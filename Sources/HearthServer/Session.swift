@@ -27,7 +27,7 @@ final class Session: SnapshotWaiter {
     /// Writes submitted and not yet durable (or failed).
     private(set) var pendingWrites = 0
     /// Lines waiting behind the read barrier, oldest first.
-    private var parked: [Parked] = []
+    @exclusivity(unchecked) private var parked: [Parked] = []   // read on every drain (`isParked`)
     private enum Parked {
         case line([UInt8])
         case error(HearthError)
@@ -108,7 +108,10 @@ final class Session: SnapshotWaiter {
 
     func start() {
         conn.onRead = { [unowned self] bytes in self.received(bytes) }
-        conn.onDrain = { [unowned self] in
+        // unowned(unsafe): the handler runs once per flush that empties the output (every delivery to a
+        // subscriber), and `unowned` would take a strong reference each time; it is cleared in `onClose`,
+        // before the server lets the session go, and the connection calls it only while open.
+        conn.onDrain = { [unowned(unsafe) self] in
             // The lines that waited for the drain first, so requests are not held behind listener catch-up.
             self.outputDrained()
             self.drainedListeners()
@@ -432,9 +435,9 @@ final class Session: SnapshotWaiter {
     }
 
     /// The output was all taken by the client: lines parked behind the backlog run (those waiting for
-    /// something else wait on: re-dispatched, they park again), then reading resumes.
+    /// something else wait on: re-dispatched, they park again). The drain's handler updates reading after it.
     private func outputDrained() {
-        guard !closed, isParked, !readInFlight, heldRead == nil else { return updateReading() }
+        guard !closed, isParked, !readInFlight, heldRead == nil else { return }
         // A drain never comes during a publication; a read that must wait for one parks again (the dispatcher
         // asks the gate). The drain may come from the loop's last pass before it polls, after the group commit
         // was started: a write run here queues a commit, which one more pass starts.

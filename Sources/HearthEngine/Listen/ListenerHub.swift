@@ -51,6 +51,8 @@ public final class ListenerHub {
     public var sharedViewCount: Int { views.count }
     /// Subscribers (sinks) whose listeners hold back changes while they are over their output budget.
     public var coalescingSinkCount: Int { dirtyBySink.count }
+    /// True while any subscriber has listeners holding back changes.
+    public var hasListenersBehind: Bool { !dirtyBySink.isEmpty }
 
     // MARK: Registration
 
