@@ -33,26 +33,28 @@ struct ListCase {
         for term in query.disjuncts {
             var partial = [ListCase()]
             // Values as the query gives them first; the fields with other forms after, in path order.
-            var withForms: [(field: FieldPath, values: [(value: Value, other: Bool)]?)] = []
+            // Their values and how many forms each has (nil: too many), made into forms only once a field is
+            // taken (`forms` of `values`), so no more than the pinned fields' forms are ever built.
+            var withForms: [(field: FieldPath, values: [Value], count: Int?)] = []
             for atom in term {
                 let segs = atom.field.segments
                 switch atom.op {
                 case .equal, .in:
                     let isName = atom.field.isDocumentID
                     let listed = atom.op == .in ? atom.value.arrayValue ?? [] : [atom.value]
-                    var values: [(value: Value, other: Bool)] = []
-                    var tooMany = false
-                    for v in listed {
-                        // Names are strings or references, matched exactly.
-                        if isName { values.append((v, false)); continue }
-                        guard let forms = matchedForms(v, limit: maxCases) else { tooMany = true; break }
-                        values += forms.enumerated().map { ($1, $0 > 0) }
+                    // Names are strings or references, matched exactly.
+                    var count: Int? = isName ? listed.count : 0
+                    if !isName {
+                        for v in listed {
+                            guard let n = formCount(v, limit: maxCases), let c = count else { count = nil; break }
+                            count = c + n
+                        }
                     }
-                    if tooMany || values.count > listed.count {
-                        withForms.append((atom.field, tooMany ? nil : values))
+                    if count != listed.count {
+                        withForms.append((atom.field, listed, count))
                         continue
                     }
-                    partial = pinned(partial, segs, values, isName: isName, field: atom.field)
+                    partial = pinned(partial, segs, listed.map { ($0, false) }, isName: isName, field: atom.field)
                 case .lessThan, .lessThanOrEqual:
                     guard !atom.field.isDocumentID else { continue }
                     let b = Bound(value: RuleValue(atom.value), inclusive: atom.op == .lessThanOrEqual)
@@ -68,10 +70,11 @@ struct ListCase {
             // The disjuncts share `maxCases`; each may have at least the cases of its own values.
             let cap = max(partial.count, maxCases / max(1, query.disjuncts.count))
             var unpinned: [[String]] = []
-            for (field, values) in withForms.sorted(by: { $0.field.segments.lexicographicallyPrecedes($1.field.segments) }) {
+            for (field, listed, count) in withForms.sorted(by: { $0.field.segments.lexicographicallyPrecedes($1.field.segments) }) {
                 // More cases than judged: the field stays unpinned, so what the rules need of it is undecidable
                 // (a denial), never a guess.
-                guard let values, partial.count * values.count <= cap else { unpinned.append(field.segments); continue }
+                guard let count, partial.count * count <= cap else { unpinned.append(field.segments); continue }
+                let values = listed.flatMap { v in forms(v).enumerated().map { ($1, $0 > 0) } }
                 partial = pinned(partial, field.segments, values, isName: false, field: field)
             }
             if !unpinned.isEmpty { for i in partial.indices { partial[i].unpinnedForForms = unpinned } }
@@ -105,11 +108,17 @@ struct ListCase {
     /// (found in one pass, whatever its size); nil when there are more than `limit` forms, or when a list or
     /// map with such numbers has more than `maxFormMembers` members.
     static func matchedForms(_ v: Value, limit: Int) -> [Value]? {
+        guard let count = formCount(v, limit: limit) else { return nil }
+        return count == 1 ? [v] : forms(v)
+    }
+
+    /// How many forms `matchedForms` gives `v` (one pass, whatever its size), nil for none.
+    static func formCount(_ v: Value, limit: Int) -> Int? {
         var members = 0, count = 1
         guard formCount(v, &members, &count, limit: limit) else { return nil }
-        if count == 1 { return [v] }
-        if members > maxFormMembers { return nil }
-        return forms(v)
+        // The members of a list or map, not counting itself.
+        if count > 1 && members - 1 > maxFormMembers { return nil }
+        return count
     }
 
     /// Counts `v`'s members and multiplies `count` by its forms; false once `count` exceeds `limit`.

@@ -131,6 +131,8 @@ let invalidQueryCases: [InvalidQueryCase] = [
                                          QT.f("j", .in, QT.ints(1...30)), QT.f("k", .in, QT.ints(1...30)), QT.f("l", .in, QT.ints(1...30)),
                                          QT.f("m", .in, QT.ints(1...30)), QT.f("n", .in, QT.ints(1...30)))),
           message: "the filter has more than 30 disjunctions"),
+    .init(name: "101 field filters", query: QT.query(filter: .composite(.and, (0...100).map { QT.f("f\($0)", .equal, 1) })),
+          message: "the filter has 101 field filters; at most 100 are allowed"),
     .init(name: "empty and", query: QT.query(filter: .composite(.and, [])), message: "an 'and' filter needs at least one filter"),
     .init(name: "empty nested or", query: QT.query(filter: QT.and(QT.f("a", .equal, 1), .composite(.or, []))),
           message: "an 'or' filter needs at least one filter"),
@@ -250,12 +252,14 @@ let invalidQueryCases: [InvalidQueryCase] = [
         // ANDs with ORs between one-term children: the one-term children are appended to every term in place.
         let mixed = QT.valid(QT.query(filter: QT.and(a, QT.or(b, d), QT.and(QT.f("e", .equal, 5), QT.f("f", .equal, 6)))))
         #expect(show(mixed.disjuncts) == ["a==&b==&e==&f==", "a==&d>&e==&f=="], "\(show(mixed.disjuncts))")
-        // A long AND is one term with every atom, in order (it was quadratic to build: 20,000 atoms held the
-        // loop for 3 s).
-        let atoms = (0..<20_000).map { QT.f("a\($0 % 7)", .equal, .int(Int64($0))) }
+        // A long AND is one term with every atom, in order.
+        let atoms = (0..<QueryLimits.maxFilters).map { QT.f("a\($0 % 7)", .equal, .int(Int64($0))) }
         let long = QT.valid(QT.query(filter: .composite(.and, atoms)))
         #expect(long.disjuncts.count == 1)
         #expect(long.disjuncts.first?.map(\.value) == atoms.map { if case .field(_, _, let v) = $0 { return v } else { return .null } })
+        // Far more is refused from its count, before any expansion (20,000 atoms once held the loop for 3 s).
+        let tooMany = (0..<20_000).map { QT.f("a\($0 % 7)", .equal, .int(Int64($0))) }
+        #expect(throws: HearthError.self) { try QT.query(filter: .composite(.and, tooMany)).validated() }
     }
 
     @Test func limitToLastExecutesReversed() {

@@ -257,7 +257,7 @@ public final class ListenerHub {
                 if let v = l.view, v.seq == record.seq {
                     // Applied for an earlier member in this commit.
                     l.seq = record.seq
-                    if !v.lastChanges.isEmpty { emit(l, changes: v.lastChanges, size: v.rows.count, shareKey: v.shareKey) }
+                    if !v.lastChanges.isEmpty { emit(l, changes: (v.lastChanges, v.rows.count), shareKey: v.shareKey) }
                     continue
                 }
                 do throws(HearthError) {
@@ -290,7 +290,7 @@ public final class ListenerHub {
                         shareCounter += 1
                         v.shareKey = v.members.count > 1 ? shareCounter : nil
                         l.seq = record.seq
-                        if !changes!.isEmpty { emit(l, changes: changes!, size: v.rows.count, shareKey: v.shareKey) }
+                        if !changes!.isEmpty { emit(l, changes: (changes!, v.rows.count), shareKey: v.shareKey) }
                     } else {
                         try apply(record, to: l)
                     }
@@ -440,12 +440,12 @@ public final class ListenerHub {
     /// client holds (`sent`): the view's rows before this commit, rebuilt once from `changes` for every member falling behind in it (its subscriber may have
     /// been over budget before the commit, or the snapshots of this commit sent to the members before it may
     /// have taken it there). `changes`, when known, are the changes from `sent` to `current` (the common case:
-    /// nothing pending), and `size` the view's size after them.
-    private func emit(_ l: Listener, changes: [ViewChange]? = nil, size: Int = 0, shareKey: UInt64? = nil) {
+    /// nothing pending), with the view's size after them.
+    private func emit(_ l: Listener, changes: (list: [ViewChange], size: Int)? = nil, shareKey: UInt64? = nil) {
         guard let sink = l.sink else { return }
         if l.dirty || l.held || !sink.canAcceptEvents || isBehind(sink) {
             if !l.dirty, let changes, let v = l.view {
-                if v.rowsBefore == nil { v.rowsBefore = ViewChange.rowsBefore(changes, after: v.rows, query: v.query) }
+                if v.rowsBefore == nil { v.rowsBefore = ViewChange.rowsBefore(changes.list, after: v.rows, query: v.query) }
                 l.sent = v.rowsBefore!
             }
             if !l.dirty { dirtyBySink[ObjectIdentifier(sink), default: []].append(l) }
@@ -456,7 +456,7 @@ public final class ListenerHub {
             return
         }
         if let changes {
-            sink.deliverChanges(seq: l.seq, size: size, changes: changes, for: l, shareKey: shareKey)
+            sink.deliverChanges(seq: l.seq, size: changes.size, changes: changes.list, for: l, shareKey: shareKey)
         } else {
             send(l, to: sink)
         }

@@ -6,6 +6,8 @@ public enum QueryLimits {
     public static let maxInValues = 30
     /// Most values in a `not-in` list.
     public static let maxNotInValues = 10
+    /// Most field filters in a query (before expansion), so that planning and judging one is bounded.
+    public static let maxFilters = 100
     /// Largest `limit`, `limitToLast` and `offset` (2^31 - 1).
     public static let maxCount = Int(Int32.max)
 }
@@ -30,7 +32,7 @@ extension Query {
 /// 5. across the query: at most one `!=`, at most one `not-in`, not both; `not-in` not with `in`,
 ///    `array-contains-any` or an `or` filter; an explicit orderBy `__name__` only after every inequality
 ///    field (checked after 6);
-/// 6. at most 30 disjunctions in DNF; per DNF term at most one `array-contains` or `array-contains-any`;
+/// 6. at most 100 field filters, and at most 30 disjunctions in DNF; per DNF term at most one `array-contains` or `array-contains-any`;
 /// 7. cursors: at least one value and no more than the normalized order has; `__name__` positions
 ///    converted like operands.
 struct QueryValidator {
@@ -42,6 +44,9 @@ struct QueryValidator {
         try checkOrderBy()
         let filter: Filter? = try query.filter.map { f throws(HearthError) in try normalize(f) }
         let atoms = filter?.fieldFilters ?? []
+        if atoms.count > QueryLimits.maxFilters {
+            throw .invalid("the filter has \(atoms.count) field filters; at most \(QueryLimits.maxFilters) are allowed")
+        }
         try checkOperatorCombinations(atoms, hasOr: filter.map(containsOr) ?? false)
         let count = filter.map(disjunctionCount) ?? 1
         if count > QueryLimits.maxDisjunctions {
