@@ -7,11 +7,12 @@
 #
 #   clients/python/bench/fanout_instructions.sh [HEARTHD...]   (default .build/release/hearthd)
 #
-# Environment: HEARTH (default .build/release/hearth). Needs valgrind. Each binary is copied without its debug
+# Environment: HEARTH (default .build/release/hearth), HEARTH_BENCH_PIPELINE (writes in flight, default 64). Needs valgrind. Each binary is copied without its debug
 # information first (valgrind 3.19 cannot read the DWARF 5 the Swift compiler writes).
 set -euo pipefail
 hearth=${HEARTH:-.build/release/hearth}
 port=${HEARTH_BENCH_PORT:-7435}
+pipeline=${HEARTH_BENCH_PIPELINE:-64}
 dir=$(mktemp -d /tmp/hearth-fanout-XXXXXX)
 pid=
 stop() { if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; pid=; fi; }
@@ -23,10 +24,11 @@ for bin in "$@"; do
   valgrind --tool=callgrind --callgrind-out-file="$dir/cg.out" "$dir/hearthd" --port "$port" --data-dir "$dir/data" --quiet > "$dir/cg.log" 2>&1 &
   pid=$!
   for _ in $(seq 300); do (echo > /dev/tcp/127.0.0.1/"$port") 2> /dev/null && break; sleep 0.2; done
-  out=$("$hearth" bench listen --port "$port" --listeners 1000 --connections 1 --pipeline 64 --duration 20 --server-pid "$pid")
+  out=$("$hearth" bench listen --port "$port" --listeners 1000 --connections 1 --pipeline "$pipeline" --duration 20 --server-pid "$pid")
   stop
   n=$(echo "$out" | grep -E '^  deliveries' | awk '{print $2}' | tr -d ,)
   callgrind_annotate --inclusive=yes "$(ls "$dir"/cg.out* | head -1)" > "$dir/annotate.txt" 2> /dev/null
   publish=$(awk '/ListenerHubC7publish/ { gsub(",", "", $1); print $1; exit }' "$dir/annotate.txt")
-  echo "$bin: $((publish / n)) instructions per delivery in ListenerHub.publish ($n deliveries)"
+  total=$(awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }' "$dir/annotate.txt")
+  echo "$bin: $((publish / n)) instructions per delivery in ListenerHub.publish, $((total / n)) in the daemon ($n deliveries, $pipeline in flight)"
 done
