@@ -143,6 +143,22 @@ enum QueryPlanner {
                                         cursorsAlign: cursorsAlign)
             }
         }
+        if let last = orderFields.last, last.direction != nameOrder.direction {
+            // An index orders documents with equal fields by name in the direction of its last field: none
+            // can serve a name ordered against it, so no index is worth suggesting.
+            let why: String
+            if let named = q.orderBy.dropLast().last, named.field != last.field {
+                // The implicit name order follows the last orderBy, here a field an equality fixes.
+                why = "its last orderBy, \"\(named.field)\" \(named.direction.rawValue), fixed by an equality, orders the "
+                    + "document name \(nameOrder.direction.rawValue) after \"\(last.field)\" \(last.direction.rawValue); "
+                    + "order \"\(named.field)\" \(last.direction.rawValue) or leave it out"
+            } else {
+                why = "it orders the document name \(nameOrder.direction.rawValue) after \"\(last.field)\" "
+                    + "\(last.direction.rawValue); order __name__ \(last.direction.rawValue) or leave it out"
+            }
+            throw HearthError(.unimplemented, "no index can serve this query: an index orders documents with equal "
+                + "fields by name in the direction of its last field, and \(why) (and reverse the ties in the client)")
+        }
         throw missingIndex(parts, orderFields, q, collectionID: collection?.id ?? groupID, indexes: indexes)
     }
 

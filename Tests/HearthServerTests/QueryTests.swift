@@ -136,6 +136,22 @@ import Testing
         #expect(wide.errorCode == "INVALID_ARGUMENT" && wide.errorMessage?.contains("at most 100") == true, "\(wide)")
     }
 
+    /// An index orders documents with equal fields by name in the direction of its last field: a query ordering
+    /// the name against it (explicitly, or through a last orderBy on a field an equality fixes) gets a clear
+    /// UNIMPLEMENTED saying how to order it instead, not an index that cannot be created or already exists.
+    @Test func aNameOrderedAgainstItsFieldIsUnimplementedWithTheWayOut() throws {
+        try load([("nd/a", #"{"a":1,"n":1}"#), ("nd/b", #"{"a":1,"n":1}"#)])
+        let explicit = try c.request(#"{"op":"query","collection":"nd","orderBy":[["n","asc"],["__name__","desc"]]}"#)
+        #expect(explicit.errorCode == "UNIMPLEMENTED", "\(explicit)")
+        #expect(explicit.errorMessage?.contains("order __name__ asc or leave it out") == true, "\(explicit)")
+        let implicit = try c.request(#"{"op":"query","collection":"nd","where":[["a","==",1]],"orderBy":[["n","asc"],["a","desc"]]}"#)
+        #expect(implicit.errorCode == "UNIMPLEMENTED", "\(implicit)")
+        #expect(implicit.errorMessage?.contains("order \"a\" asc or leave it out") == true, "\(implicit)")
+        // The way out works: the same order with the name along.
+        #expect(ids(try c.request(#"{"op":"query","collection":"nd","orderBy":[["n","asc"],["__name__","asc"]]}"#)) == ["a", "b"])
+        #expect(ids(try c.request(#"{"op":"query","collection":"nd","orderBy":[["n","desc"],["__name__","desc"]]}"#)) == ["b", "a"])
+    }
+
     @Test func aggregates() throws {
         try load([("agg/a", #"{"v":1}"#), ("agg/b", #"{"v":2}"#), ("agg/c", #"{"v":2.5}"#), ("agg/d", #"{"v":"x"}"#), ("agg/e", "{}")])
         let r = try c.request(#"{"op":"aggregate","query":{"collection":"agg"},"aggregations":{"n":{"count":{}},"s":{"sum":"v"},"m":{"avg":"v"},"none":{"avg":"missing"}}}"#)
