@@ -437,9 +437,9 @@ public final class ListenerHub {
     /// budget, or another listener of the subscriber is behind: the connection's snapshots then all wait for
     /// the drain, which sends them in seq order (a listener not behind sent a later commit at once would
     /// overtake the older net changes of one behind). A query listener falling behind keeps the rows its
-    /// client holds (`sent`): the view's rows before this commit, rebuilt once from `changes` for every member falling behind in it (its subscriber may have
-    /// been over budget before the commit, or the snapshots of this commit sent to the members before it may
-    /// have taken it there). `changes`, when known, are the changes from `sent` to `current` (the common case:
+    /// client holds (`sent`): the view's rows before this commit, rebuilt once from `changes` for every member
+    /// falling behind in it (its subscriber may have been over budget before the commit, or the snapshots of
+    /// this commit sent to the members before it may have taken it there). `changes`, when known, are the changes from `sent` to `current` (the common case:
     /// nothing pending), with the view's size after them.
     private func emit(_ l: Listener, changes: (list: [ViewChange], size: Int)? = nil, shareKey: UInt64? = nil) {
         guard let sink = l.sink else { return }
@@ -482,10 +482,6 @@ public final class ListenerHub {
     /// (from the first held one on, so that none overtakes it).
     public func drained(_ sink: ListenerSink) {
         engine.thread.check("ListenerHub.drained")
-        sendBehind(sink)
-    }
-
-    private func sendBehind(_ sink: ListenerSink) {
         guard !dirtyBySink.isEmpty else { return }    // no subscriber is behind: the common case, without a lookup
         let key = ObjectIdentifier(sink)
         guard let pending = dirtyBySink[key] else { return }
