@@ -147,7 +147,7 @@ enum QueryPlanner {
             // An index orders documents with equal fields by name in the direction of its last field: none
             // can serve a name ordered against it, so no index is worth suggesting.
             let why: String
-            if let named = q.orderBy.dropLast().last, named.field != last.field {
+            if q.explicitOrderBy.last?.field.isDocumentID != true, let named = q.orderBy.dropLast().last, named.field != last.field {
                 // The implicit name order follows the last orderBy, here a field an equality fixes.
                 why = "its last orderBy, \"\(named.field)\" \(named.direction.rawValue), fixed by an equality, orders the "
                     + "document name \(nameOrder.direction.rawValue) after \"\(last.field)\" \(last.direction.rawValue); "

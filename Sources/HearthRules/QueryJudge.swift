@@ -35,7 +35,7 @@ struct ListCase {
             // Values as the query gives them first; the fields with other forms after, in path order.
             // Their values and how many forms each has (nil: too many), made into forms only once a field is
             // taken (`forms` of `values`), so no more than the pinned fields' forms are ever built.
-            var withForms: [(field: FieldPath, values: [Value], count: Int?)] = []
+            var withForms: [(field: FieldPath, values: [Value], counts: [Int]?)] = []
             for atom in term {
                 let segs = atom.field.segments
                 switch atom.op {
@@ -43,18 +43,19 @@ struct ListCase {
                     let isName = atom.field.isDocumentID
                     let listed = atom.op == .in ? atom.value.arrayValue ?? [] : [atom.value]
                     // Names are strings or references, matched exactly.
-                    var count: Int? = isName ? listed.count : 0
+                    var counts: [Int]? = []
                     if !isName {
                         for v in listed {
-                            guard let n = formCount(v, limit: maxCases), let c = count else { count = nil; break }
-                            count = c + n
+                            guard let n = formCount(v, limit: maxCases) else { counts = nil; break }
+                            counts!.append(n)
                         }
                     }
-                    if count != listed.count {
-                        withForms.append((atom.field, listed, count))
-                        continue
+                    if let counts, counts.allSatisfy({ $0 == 1 }) {
+                        partial = pinned(partial, segs, listed.map { ($0, false) }, isName: isName, field: atom.field)
+                    } else {
+                        withForms.append((atom.field, listed, counts))
                     }
-                    partial = pinned(partial, segs, listed.map { ($0, false) }, isName: isName, field: atom.field)
+                    continue
                 case .lessThan, .lessThanOrEqual:
                     guard !atom.field.isDocumentID else { continue }
                     let b = Bound(value: RuleValue(atom.value), inclusive: atom.op == .lessThanOrEqual)
@@ -70,11 +71,12 @@ struct ListCase {
             // The disjuncts share `maxCases`; each may have at least the cases of its own values.
             let cap = max(partial.count, maxCases / max(1, query.disjuncts.count))
             var unpinned: [[String]] = []
-            for (field, listed, count) in withForms.sorted(by: { $0.field.segments.lexicographicallyPrecedes($1.field.segments) }) {
+            for (field, listed, counts) in withForms.sorted(by: { $0.field.segments.lexicographicallyPrecedes($1.field.segments) }) {
                 // More cases than judged: the field stays unpinned, so what the rules need of it is undecidable
                 // (a denial), never a guess.
-                guard let count, partial.count * count <= cap else { unpinned.append(field.segments); continue }
-                let values = listed.flatMap { v in forms(v).enumerated().map { ($1, $0 > 0) } }
+                guard let counts, partial.count * counts.reduce(0, +) <= cap else { unpinned.append(field.segments); continue }
+                // A value of one form is taken as it is, whatever its size (`forms` copies lists member by member).
+                let values = zip(listed, counts).flatMap { v, n in (n == 1 ? [v] : forms(v)).enumerated().map { ($1, $0 > 0) } }
                 partial = pinned(partial, field.segments, values, isName: false, field: field)
             }
             if !unpinned.isEmpty { for i in partial.indices { partial[i].unpinnedForForms = unpinned } }

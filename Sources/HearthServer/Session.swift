@@ -109,13 +109,16 @@ final class Session: SnapshotWaiter {
     func start() {
         conn.onRead = { [unowned self] bytes in self.received(bytes) }
         // unowned(unsafe): the handler runs once per flush that empties the output (every delivery to a
-        // subscriber), and `unowned` would take a strong reference each time; it is cleared in `onClose`,
-        // before the server lets the session go, and the connection calls it only while open.
+        // subscriber), and `unowned` costs a checked strong reference each time (`swift_unownedRetainStrong`);
+        // it is cleared in `onClose`, before the server lets the session go, and the connection calls it only
+        // while open. `session` keeps it alive to the end, should the handler close the connection and a
+        // connection call `onClose` at once.
         conn.onDrain = { [unowned(unsafe) self] in
+            let session = self
             // The lines that waited for the drain first, so requests are not held behind listener catch-up.
-            self.outputDrained()
-            self.drainedListeners()
-            self.updateReading()   // the listeners' catch-up may have filled the output again
+            session.outputDrained()
+            session.drainedListeners()
+            session.updateReading()   // the listeners' catch-up may have filled the output again
         }
         conn.onEndOfInput = { [unowned self] in
             self.inputEnded = true

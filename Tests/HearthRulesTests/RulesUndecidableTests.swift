@@ -142,6 +142,10 @@ struct RulesUndecidableTests {
         #expect(ListCase.cases(of: try! Query.collection(col("t")).filtered(.composite(.and, others + [eq("tenant", 7)])).validated()).count <= ListCase.maxCases)
         // Fewer numbers: every one pinned in each form.
         #expect(judge(Array(others.prefix(4)) + [eq("tenant", 7)]).allowed)
+        // A one-form value inside an `in` is taken as it is, however long (copying it member by member to
+        // make its forms was quadratic): one `in` of 1 and a list of 200,000 nulls makes three cases.
+        let huge = Filter.field(fp("x"), .in, [1, .array([Value](repeating: .null, count: 200_000))])
+        #expect(ListCase.cases(of: try! Query.collection(col("t")).filtered(huge).validated()).count == 3)
         // Twelve disjuncts of eight numbers each (96 filters of the 100 a query may have): still at most
         // maxCases in all.
         let or = Filter.composite(.or, (0..<12).map { i in .composite(.and, (1...8).map { eq("f\($0)", .int(Int64(i * 10 + $0))) }) })

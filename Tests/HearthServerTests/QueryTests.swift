@@ -147,6 +147,9 @@ import Testing
         let implicit = try c.request(#"{"op":"query","collection":"nd","where":[["a","==",1]],"orderBy":[["n","asc"],["a","desc"]]}"#)
         #expect(implicit.errorCode == "UNIMPLEMENTED", "\(implicit)")
         #expect(implicit.errorMessage?.contains("order \"a\" asc or leave it out") == true, "\(implicit)")
+        // An explicit __name__ is named as what to change, also after a field an equality fixes.
+        let both = try c.request(#"{"op":"query","collection":"nd","where":[["a","==",1]],"orderBy":[["n","asc"],["a","desc"],["__name__","desc"]]}"#)
+        #expect(both.errorMessage?.contains("order __name__ asc or leave it out") == true, "\(both)")
         // The way out works: the same order with the name along.
         #expect(ids(try c.request(#"{"op":"query","collection":"nd","orderBy":[["n","asc"],["__name__","asc"]]}"#)) == ["a", "b"])
         #expect(ids(try c.request(#"{"op":"query","collection":"nd","orderBy":[["n","desc"],["__name__","desc"]]}"#)) == ["b", "a"])

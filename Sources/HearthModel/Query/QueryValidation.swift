@@ -32,7 +32,8 @@ extension Query {
 /// 5. across the query: at most one `!=`, at most one `not-in`, not both; `not-in` not with `in`,
 ///    `array-contains-any` or an `or` filter; an explicit orderBy `__name__` only after every inequality
 ///    field (checked after 6);
-/// 6. at most 100 field filters, and at most 30 disjunctions in DNF; per DNF term at most one `array-contains` or `array-contains-any`;
+/// 6. at most 100 field filters, and at most 30 disjunctions in DNF; per DNF term at most one
+///    `array-contains` or `array-contains-any`;
 /// 7. cursors: at least one value and no more than the normalized order has; `__name__` positions
 ///    converted like operands.
 struct QueryValidator {

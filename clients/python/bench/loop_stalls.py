@@ -112,6 +112,7 @@ def listen_and_drain(query):
 
 
 def case_and():
+    # Queries hold at most 100 field filters now: these are refused at validation (the case measures that).
     d = Daemon()
     try:
         c = connect()
