@@ -46,11 +46,9 @@ struct OutputBuffer {
         #if DEBUG
         precondition(!appending, "OutputBuffer: appended to from inside append(reserving:)'s writer")
         #endif
-        let n = bytes.count
-        guard n > 0, let src = bytes.baseAddress else { return }
-        reserve(n)
-        (storage! + tail).copyMemory(from: src, byteCount: n)
-        tail += n
+        guard bytes.count > 0 else { return }
+        reserve(bytes.count)
+        copyIn(bytes)
     }
 
     /// Appends `first`, then `second`, making room once.
@@ -61,14 +59,16 @@ struct OutputBuffer {
         let n = first.count + second.count
         guard n > 0 else { return }
         reserve(n)
-        if let src = first.baseAddress, first.count > 0 {
-            (storage! + tail).copyMemory(from: src, byteCount: first.count)
-            tail += first.count
-        }
-        if let src = second.baseAddress, second.count > 0 {
-            (storage! + tail).copyMemory(from: src, byteCount: second.count)
-            tail += second.count
-        }
+        copyIn(first)
+        copyIn(second)
+    }
+
+    /// Copies `bytes` to the tail, room having been made.
+    @inline(__always)
+    private mutating func copyIn(_ bytes: UnsafeRawBufferPointer) {
+        guard let src = bytes.baseAddress, bytes.count > 0 else { return }
+        (storage! + tail).copyMemory(from: src, byteCount: bytes.count)
+        tail += bytes.count
     }
 
     /// Lets `write` fill up to `maxBytes` directly at the tail; `write` returns how many it wrote.

@@ -14,9 +14,8 @@ extension Dispatcher {
     /// (`Listener.sinkBytes`, made on its first shared delivery), so a change set shared by many listeners
     /// costs each one two copies.
     func sendEvent(_ event: ListenerEvent, for listener: Listener, shareKey: UInt64?, on conn: ClientConnection) {
-        guard let shareKey, sendShared(shareKey, for: listener, on: conn) else {
-            return sendEvent(event, sub: listener.tag, shareKey: shareKey, on: conn)
-        }
+        if let shareKey, sendShared(shareKey, for: listener, on: conn) { return }
+        sendEvent(event, sub: listener.tag, shareKey: shareKey, on: conn)
     }
 
     /// Sends the listener's line for the shared change set `shareKey` when its encoding is the one held: the

@@ -49,12 +49,12 @@ extension Server {
     /// another).
     func windowsReady(for records: [CommitRecord], whenRead: @escaping () -> Void) -> Bool {
         guard engine.storeIsRemote else { return true }
-        let reads = engine.listeners.windowReads(for: records)
+        let reads = listenerHub.windowReads(for: records)
         guard !reads.isEmpty else { return true }
         let left = Counter(reads.count)
         for w in reads {
             readForListeners(w.read, waitForPublication: false) { [unowned self] result, _ in
-                engine.listeners.provide(w, result)
+                listenerHub.provide(w, result)
                 left.value -= 1
                 if left.value == 0 { whenRead() }
             }

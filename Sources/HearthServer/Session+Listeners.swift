@@ -18,8 +18,7 @@ extension Session: ListenerSink {
             forgetGuard(listener.tag)
         }
         server.dispatcher.sendEvent(event, for: listener, shareKey: shareKey, on: conn)
-        sentSinceTick = true
-        if !canAcceptEvents { startSlowDeadline() }
+        pushed()
     }
 
     /// A shared change set whose encoding the dispatcher holds goes out as the listener's prefix and those
@@ -29,6 +28,12 @@ extension Session: ListenerSink {
             return deliver(.query(seq: seq, initial: false, reset: false, size: size, changes: changes), for: listener,
                            shareKey: shareKey)
         }
+        pushed()
+    }
+
+    /// A line was pushed: no heartbeat is due this tick, and past its budget the subscriber's drain deadline
+    /// starts.
+    private func pushed() {
         sentSinceTick = true
         if !canAcceptEvents { startSlowDeadline() }
     }
@@ -43,7 +48,7 @@ extension Session: ListenerSink {
         heldEvents = []
         let added: Listener?
         do {
-            added = try server.engine.listeners.add(target, tag: tag, sink: self, resumeAfter: resumeAfter, history: history,
+            added = try server.listenerHub.add(target, tag: tag, sink: self, resumeAfter: resumeAfter, history: history,
                                                     confirm: { ctx.confirmSnapshot() })
         } catch {
             heldEvents = nil
@@ -76,7 +81,7 @@ extension Session: ListenerSink {
     func subscribeOffLoop(_ target: Listener.Target, resumeAfter: UInt64?, history: UInt64?, id: [UInt8]?, ctx: Context,
                           guarding: (ListenTarget, [DocumentPath])) throws(HearthError) {
         let tag = String(nextSubscription)
-        let (listener, read) = try server.engine.listeners.begin(target, tag: tag, sink: self, resumeAfter: resumeAfter, history: history)
+        let (listener, read) = try server.listenerHub.begin(target, tag: tag, sink: self, resumeAfter: resumeAfter, history: history)
         nextSubscription += 1
         subscriptions[tag] = listener
         guardListener(tag, target: guarding.0, dependsOn: guarding.1)
@@ -127,7 +132,7 @@ extension Session: ListenerSink {
         let outcome: ListenerHub.Completion
         switch result {
         case .failure(let error): outcome = .failed(error)
-        case .success(let first): outcome = server.engine.listeners.complete(listener, with: first)
+        case .success(let first): outcome = server.listenerHub.complete(listener, with: first)
         }
         switch outcome {
         case .registered:
@@ -137,7 +142,7 @@ extension Session: ListenerSink {
             readAfterReset(listener, next)
         case .failed(let error):
             subscriptions[tag] = nil
-            server.engine.listeners.remove(listener)
+            server.listenerHub.remove(listener)
             forgetGuard(tag)
             awaitingReset.remove(tag)
             sendResetEnd(tag, error)
@@ -168,7 +173,7 @@ extension Session: ListenerSink {
             return
         }
         heldEvents = []
-        let completion = server.engine.listeners.complete(listener, with: first, sinkSendsInitial: line != nil)
+        let completion = server.listenerHub.complete(listener, with: first, sinkSendsInitial: line != nil)
         let held = heldEvents ?? []
         heldEvents = nil
         switch completion {
@@ -188,8 +193,7 @@ extension Session: ListenerSink {
                 if !delivered, let line {
                     server.firstSnapshotsSentAsRead += 1
                     line.send(at: listener.seq, on: conn)
-                    sentSinceTick = true
-                    if !canAcceptEvents { startSlowDeadline() }
+                    pushed()
                 }
                 for e in held { deliver(e, for: listener) }
             }
@@ -202,7 +206,7 @@ extension Session: ListenerSink {
         let tag = listener.tag
         if subscriptions[tag] === listener { subscriptions[tag] = nil }
         refusedWhilePending[tag] = nil
-        server.engine.listeners.remove(listener)
+        server.listenerHub.remove(listener)
         forgetGuard(tag)
         server.requestFinished(timing, failed: true, id: id, session: self)
         answerOffLoopRead(slot, line: server.dispatcher.errorLine(error.prefixed("listen"), id: id))
@@ -211,20 +215,20 @@ extension Session: ListenerSink {
     func unsubscribe(_ tag: String) -> Bool {
         guard let l = subscriptions.removeValue(forKey: tag) else { return false }
         awaitingReset.remove(tag)
-        server.engine.listeners.remove(l)
+        server.listenerHub.remove(l)
         forgetGuard(tag)
         return true
     }
 
     func endSubscriptions() {
-        for l in subscriptions.values { server.engine.listeners.remove(l) }
+        for l in subscriptions.values { server.listenerHub.remove(l) }
         for tag in Array(listenTargets.keys) { forgetGuard(tag) }
         subscriptions.removeAll()
         completionsAfterJudging.removeAll()
         awaitingReset.removeAll()
         expiryTimer?.cancel()
         expiryTimer = nil
-        server.engine.listeners.forget(self)
+        server.listenerHub.forget(self)
         heartbeatTimer?.cancel()
         heartbeatTimer = nil
         slowDeadline?.cancel()
@@ -252,7 +256,7 @@ extension Session: ListenerSink {
             guard !self.closed else { return }
             self.slowDeadline = nil
             if self.conn.pendingOutputBytes <= self.server.config.subscriberBudget
-                && self.server.engine.listeners.isCaughtUp(self) { return }
+                && self.server.listenerHub.isCaughtUp(self) { return }
             let e = HearthError(.resourceExhausted,
                                 "subscriber did not drain its output within \(self.server.config.slowSubscriberTimeoutMs) ms; closing")
             self.server.logger.warn("closing slow subscriber \(self.conn.peer): \(counted(self.conn.pendingOutputBytes, "byte")) unsent")
@@ -279,7 +283,7 @@ extension Session: ListenerSink {
     private func heartbeatTick() {
         guard !closed else { return }
         defer { sentSinceTick = false }
-        guard !sentSinceTick, !responses.hasOutstanding, awaitingReset.isEmpty, server.engine.listeners.isCaughtUp(self) else { return }
+        guard !sentSinceTick, !responses.hasOutstanding, awaitingReset.isEmpty, server.listenerHub.isCaughtUp(self) else { return }
         var w = JSONWriter(capacity: 64)
         w.beginObject()
         w.key("type"); w.string("heartbeat")

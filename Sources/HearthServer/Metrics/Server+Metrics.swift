@@ -48,9 +48,9 @@ extension Server {
         r.uptimeSeconds = metrics.uptimeSeconds
         r.startTimeSeconds = Double(metrics.startedWallMicros) / 1e6
         r.connections = connectionCount
-        r.listeners = engine.listeners.count
-        r.sharedViews = engine.listeners.sharedViewCount
-        r.coalescingSubscribers = engine.listeners.coalescingSinkCount
+        r.listeners = listenerHub.count
+        r.sharedViews = listenerHub.sharedViewCount
+        r.coalescingSubscribers = listenerHub.coalescingSinkCount
         r.pendingCommits = engine.pendingCommitCount
         r.readsInFlight = readsInFlight
         r.commits = metrics.commits

@@ -113,7 +113,7 @@ extension Session {
     func rejudge(_ tag: String, read: MissedReads = MissedReads()) {
         let round = read.rounds
         guard !closed, let target = listenTargets[tag], let listener = subscriptions[tag] else { return }
-        let hub = server.engine.listeners
+        let hub = server.listenerHub
         // One judgement reading at a time: the one under way judges at the state published when it is back.
         if round == 0 && listener.held { return }
         if let e = expiredCredentials() { revoke(tag, e); return }
@@ -144,7 +144,7 @@ extension Session {
         forgetGuard(tag)
         guard let l = subscriptions.removeValue(forKey: tag) else { return }
         let pending = l.isPending
-        server.engine.listeners.remove(l)
+        server.listenerHub.remove(l)
         // A listener whose first snapshot is still being read: its listen is answered with the refusal (now,
         // if the snapshot came back while the listener was judged again).
         if pending && awaitingReset.remove(tag) != nil {
