@@ -43,8 +43,8 @@ public final class Engine {
     /// Reads a write needs, made off the loop (`Engine+WriteReads.swift`).
     var writeReads = WriteReadState()
     /// Reads of the store are round trips across the network (`DocumentStore.readsAreRemote`, which sets it):
-    /// the server then makes the reads a write needs (`readsNeeded`) and the limit windows a publication would
-    /// refill (`ListenerHub.windowReads`) on reader threads rather than on the loop.
+    /// the server then makes the reads a write needs (`readsNeeded`) on reader threads rather than on the
+    /// loop. (Listeners' reads are off the loop over every store: `ListenerHub.readsOffLoop`.)
     public var storeIsRemote: Bool
     /// Reads of the store made on the loop thread since start (`stats`' `store.loopReads`): those the gate
     /// confirms, a follower's reads at its published seq, and a reset's.

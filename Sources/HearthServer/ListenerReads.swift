@@ -44,11 +44,11 @@ extension Server {
     }
 
     /// True when `records` can be published now without a listener's limit window read on the loop. Else
-    /// (the store is across the network and some window would be refilled) those reads are under way on
-    /// reader threads, and `whenRead` runs once they are all back: ask again then (a refill can lead to
-    /// another).
+    /// (some window would be refilled) those reads are under way on reader threads, and `whenRead` runs once
+    /// they are all back: ask again then (a refill can lead to another). Over every store: a refill over
+    /// many index entries the query's filters skip would hold every client (`ListenerHub.readsOffLoop`).
     func windowsReady(for records: [CommitRecord], whenRead: @escaping () -> Void) -> Bool {
-        guard engine.storeIsRemote else { return true }
+        guard listenerHub.readsOffLoop else { return true }
         let reads = listenerHub.windowReads(for: records)
         guard !reads.isEmpty else { return true }
         let left = Counter(reads.count)

@@ -96,6 +96,7 @@ public final class Server {
         self.engine = try Engine(store: store, codec: JSONDocumentCodec(), indexCatalogCodec: JSONIndexCatalogCodec(),
                                  cacheBytes: config.cacheBytes)
         self.listenerHub = engine.listeners
+        listenerHub.readsOffLoop = true
         self.dispatcher = Dispatcher()
         self.budget = ConnectionBudget(config.budgetLimits)
         self.readers = WorkerPool(loop: loop, threads: config.readers, name: "hearth-reader")

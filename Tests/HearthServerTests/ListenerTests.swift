@@ -135,10 +135,20 @@ import Testing
         try write(#"{"op":"commit","writes":[{"op":"set","path":"w/a","data":{"v":1}},{"op":"set","path":"w/b","data":{"v":2}},{"op":"set","path":"w/c","data":{"v":3}}]}"#)
         let (sub, first) = try listen(c, #""query":{"collection":"w","orderBy":["v"],"limit":2}"#)
         #expect(changes(first) == ["added a -1 0", "added b -1 1"])
+        #expect(try c.request(#"{"op":"get","path":"w/a"}"#).isOK)   // cached: the delete reads nothing itself
+        let loopReads = try self.loopReads()
         try write(#"{"op":"delete","path":"w/a"}"#)
         let e = try nextEvent(c, sub: sub)
         #expect(changes(e) == ["removed a 0 -1", "added c -1 1"])
         #expect(e["size"] as? Int == 2)
+        // The refill (w/c) was read on a reader thread before the publication, not on the loop.
+        #expect(try self.loopReads() == loopReads)
+    }
+
+    /// The store reads the loop thread made since start (`stats`' `store.loopReads`).
+    func loopReads() throws -> Int {
+        let stats = try c.request(#"{"op":"stats"}"#)
+        return try #require((stats["store"] as? [String: Any])?["loopReads"] as? Int, "\(stats)")
     }
 
     @Test func aBatchArrivesAsOneSnapshotAndUnrelatedCommitsSendNothing() throws {

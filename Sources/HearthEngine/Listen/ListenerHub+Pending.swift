@@ -15,7 +15,7 @@ import HearthStorage
 /// after P that can affect the listener (the matching index is the one publication uses), so the result is
 /// exact at the seq it is registered at, as `add`'s. When the backlog cannot bring it there (a limit window
 /// lost a row only the store knows, the hub reset every listener, the backlog outgrew its bound), `complete`
-/// starts over at the current seq: nothing is ever read on the loop.
+/// starts over at the current seq: with `readsOffLoop` (a server), nothing is ever read on the loop.
 extension ListenerHub {
     /// The most commits a pending listener keeps before its read is started over.
     static let maxBacklog = 50_000
@@ -118,9 +118,9 @@ extension ListenerHub {
                         if let c = WindowView.apply(mutations, to: &rows, query: window, minimum: l.widen > 0 ? n : nil) {
                             changes = c
                             if l.widen > 0 && rows.count >= n + l.widen { truncated = true }
-                        } else if l.attempts < Self.maxAttempts || engine.storeIsRemote {
-                            // Over a store across the network the loop does not read: it is read again, with
-                            // more rows beyond the window each time (`startOver`).
+                        } else if l.attempts < Self.maxAttempts || readsOffLoop {
+                            // With reads off the loop it is read again, with more rows beyond the window each
+                            // time (`startOver`).
                             return .again(startOver(l))
                         } else {
                             // A window that keeps losing rows while it is read: refilled here as a publication
@@ -167,19 +167,19 @@ extension ListenerHub {
         return .registered(delivered: true)
     }
 
-    /// How many times a pending listener's read starts over before a window it cannot bring forward is
-    /// refilled on the loop.
+    /// How many times a pending listener's read starts over before it takes rows beyond its window (with
+    /// `readsOffLoop`), or before a window it cannot bring forward is refilled on the loop (without).
     static let maxAttempts = 3
 
     /// The most rows a first read takes beyond its window.
     static let maxWiden = 4096
 
-    /// `l`'s read starts over from the current seq. Over a store across the network, once its window lost a
+    /// `l`'s read starts over from the current seq. With `readsOffLoop`, once its window lost a
     /// row during `maxAttempts` reads, each read takes more rows beyond the window (twice the window, then
     /// doubling, up to `maxWiden`), which replace those it loses while it is read.
     private func startOver(_ l: Listener) -> FirstSnapshotRead {
         l.attempts += 1
-        if engine.storeIsRemote, l.attempts >= Self.maxAttempts, case .query(let q) = l.target,
+        if readsOffLoop, l.attempts >= Self.maxAttempts, case .query(let q) = l.target,
            let n = q.limit ?? q.limitToLast {
             l.widen = min(Self.maxWiden, max(2 * n, 2 * l.widen))
         }

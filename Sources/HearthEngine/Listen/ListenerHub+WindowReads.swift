@@ -2,9 +2,10 @@ import HearthModel
 import HearthStorage
 
 /// When a row leaves a full limit window and the commit brings none to take its place, publication refills
-/// the window from the store, exact at that commit. Where the store is across the network, that read is made
-/// before the publication, on a reader thread, so the loop never waits for it and the listeners' snapshots
-/// stay exactly what they would have been (one per commit, in seq order on every connection):
+/// the window from the store, exact at that commit. With `readsOffLoop` (a server, over every store), that read
+/// is made before the publication, on a reader thread, so the loop never waits for it (a window over many
+/// index entries the query's filters skip can take a reader a long time to refill) and the listeners'
+/// snapshots stay exactly what they would have been (one per commit, in seq order on every connection):
 ///
 /// 1. `windowReads(for:)` runs the publication of `records` dry, on copies of the windows' rows, and returns
 ///    the refills it would make that are not known yet (the first of each window: the later ones depend on it);
@@ -21,6 +22,17 @@ extension ListenerHub {
     public func windowReads(for records: [CommitRecord]) -> [WindowRead] {
         engine.thread.check("ListenerHub.windowReads")
         guard !listeners.isEmpty else { return [] }
+        // A row leaves a window only when its document changes or goes, so only the windows of listeners that a
+        // changed or deleted document affects can lose one: a batch that only creates documents (a post's
+        // fan-out to feeds) costs this pass and nothing more.
+        let changed = records.lazy.filter { [publishedSeq] in $0.seq > publishedSeq }.flatMap { $0.mutations.lazy.filter { $0.before != nil } }
+        guard !changed.isEmpty, views.values.contains(where: { $0.query.limit != nil || $0.query.limitToLast != nil }) else { return [] }
+        var mayLose = Set<ObjectIdentifier>()
+        for l in affected(by: changed) {
+            guard let v = l.view, v.query.limit != nil || v.query.limitToLast != nil else { continue }
+            mayLose.insert(ObjectIdentifier(v))
+        }
+        guard !mayLose.isEmpty else { return [] }
         var rowsOf: [ObjectIdentifier: [ResultDocument]] = [:]
         var appliedAt: [ObjectIdentifier: UInt64] = [:]
         var blocked = Set<ObjectIdentifier>()
@@ -29,7 +41,7 @@ extension ListenerHub {
         for record in records where !record.mutations.isEmpty && record.seq > publishedSeq {
             var decoded: DecodedCommit?
             for l in affected(by: record) where l.backlog == nil && l.isRegistered && l.seq < record.seq {
-                guard let v = l.view, v.query.limit != nil || v.query.limitToLast != nil else { continue }
+                guard let v = l.view, mayLose.contains(ObjectIdentifier(v)) else { continue }
                 let id = ObjectIdentifier(v)
                 guard !blocked.contains(id), appliedAt[id] != record.seq else { continue }
                 if decoded == nil {
@@ -84,8 +96,8 @@ extension ListenerHub {
 enum WindowRefill {
     /// The window's rows at the commit's seq.
     case rows([ResultDocument])
-    /// Not readable: over a local store the publication reads it on the loop; over one across the network
-    /// the view's listeners end with this error.
+    /// Not readable: the view's listeners end with this error (without `readsOffLoop`, the publication
+    /// reads it on the loop instead).
     case unreadable(HearthError)
     /// Its read failed this many times with an error that may pass: `windowReads` asks for it again.
     case failed(Int)

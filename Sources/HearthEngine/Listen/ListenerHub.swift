@@ -37,6 +37,13 @@ public final class ListenerHub {
     /// The most commits a resume replays before falling back to a reset.
     public var maxResumeCommits = 100_000
 
+    /// The loop never reads the store for a listener (the server sets it, over every store): each window
+    /// refill a publication makes is read before it on a reader thread (`windowReads`), one that cannot be
+    /// read ends its listeners, and a first read whose window keeps losing rows is read again with rows
+    /// beyond the window (`startOver`). False (an engine driven without a server: tests, tools): the loop
+    /// reads those itself.
+    public var readsOffLoop = false
+
     /// The last commit applied to the listeners (every view has applied every commit up to it that
     /// affects it).
     public private(set) var publishedSeq: UInt64
@@ -269,15 +276,16 @@ public final class ListenerHub {
                             // Read before this publication, on a reader thread.
                             changes = QueryView.changes(from: v.rows, to: rows, query: v.query)
                             v.rows = rows
-                        } else if case .unreadable(let error) = readBefore, engine.storeIsRemote {
-                            // The store is across the network: the loop does not read it instead (a read that
-                            // failed there would fail here too), and the view's listeners end with the error.
+                        } else if case .unreadable(let error) = readBefore, readsOffLoop {
+                            // The loop does not read it instead (a read that failed on a reader would fail
+                            // here too, and one that is slow would hold every client): the view's listeners
+                            // end with the error.
                             throw error
                         }
                         if changes == nil {
-                            // Over a store across the network every refill is read before the publication
+                            // With reads off the loop every refill is read before the publication
                             // (`windowReads` runs it dry in the same turn); one it did not foresee is read here.
-                            assert(!engine.storeIsRemote, "a window refill the dry run did not foresee: \(v.query)")
+                            assert(!readsOffLoop, "a window refill the dry run did not foresee: \(v.query)")
                             // A document left a full window: re-read it as of this commit (later commits of
                             // the batch are already in the store, so they are rolled back).
                             if rollback == nil { rollback = Self.stateBefore(records[(i + 1)...]) }
@@ -350,9 +358,12 @@ public final class ListenerHub {
     /// The listeners `record` may affect, by ascending ID, each once. One index entry (the usual case: one
     /// document changed, listened to through one key) is returned as it is; several are merged. A listener
     /// removed while the commit is published stays in the list with `isRegistered` false.
-    func affected(by record: CommitRecord) -> [Listener] {
+    func affected(by record: CommitRecord) -> [Listener] { affected(by: record.mutations) }
+
+    /// The listeners whose results `mutations` may change (see above).
+    func affected(by mutations: some Sequence<Mutation>) -> [Listener] {
         var sources: [[Listener]] = []
-        for m in record.mutations {
+        for m in mutations {
             if let s = index[.document(m.path)] { sources.append(s) }
             let coll = m.path.collectionDescription
             if let s = index[.collection(coll)] { sources.append(s) }
