@@ -27,7 +27,12 @@ public protocol SnapshotWaiter: AnyObject {
 ///   store, it is confirmed afterwards: exact only if the batch still has not landed (`confirm`). In-memory
 ///   state (the document cache, shared listener views) only ever holds the published state, so a read that
 ///   touched nothing else needs no confirmation.
-/// - `landed`, `publishing`: a read waits (`wait`) and its waiter runs when the publication has finished.
+/// - `landed`: a read still runs at once, for the same reason: one that touched only memory is exact, and
+///   one that read the store is known to be torn (`confirm` says so without asking the store) and runs again
+///   after the publication. A batch can stay landed for a while (its limit-window refills are read on reader
+///   threads first, `Server.windowsReady`), and a cached `get` need not wait for that.
+/// - `publishing`: nothing reads (a read dispatched then is a re-entrancy bug); a parked read's waiter runs
+///   when the publication has finished.
 ///
 /// Publication order (`Engine.finish`), so nothing can observe a half-published batch: the engine's state
 /// moves to the new seq, every listener and shared view applies the batch, each commit's completion fills its
@@ -99,18 +104,19 @@ public final class SnapshotGate {
         case .quiet:
             return .run(Ticket(optimistic: false, storeReads: storeReads))
         case .inFlight:
-            if batch?.hasLanded == true { phase = .landed; return .wait }
+            if batch?.hasLanded == true { phase = .landed }
             return .run(Ticket(optimistic: true, storeReads: storeReads))
         case .landed:
-            return .wait
+            return .run(Ticket(optimistic: true, storeReads: storeReads))
         case .publishing:
             assertionFailure("a read was dispatched while a batch was being published (re-entrancy)")
             return .wait
         }
     }
 
-    /// True when the read admitted with `ticket` saw exactly the published state. False when the batch in
-    /// flight may have landed while it read: drop what it read, `wait`, and run it again.
+    /// True when the read admitted with `ticket` saw exactly the published state. False when it read the
+    /// store and the batch in flight may have landed (or had) while it read: drop what it read, `wait`, and
+    /// run it again.
     public func confirm(_ ticket: Ticket) -> Bool {
         thread.check("SnapshotGate.confirm")
         guard ticket.optimistic, storeReads != ticket.storeReads else { return true }

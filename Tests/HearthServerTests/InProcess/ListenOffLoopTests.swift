@@ -257,3 +257,46 @@ import Testing
         #expect(s.engine.listeners.count == 0)
     }
 }
+
+/// A window refill read on a reader before its publication, over the embedded store: the loop reads nothing,
+/// and other connections' cached reads are answered meanwhile.
+@Suite struct WindowRefillOffLoopTests {
+    /// Over the embedded store too, a limit window the publication would refill is read before it on a
+    /// reader, and meanwhile (the batch landed, not yet published) other connections go on: a cached `get`
+    /// is answered at once at the published seq, a ping too, and a query's answer waits for the publication.
+    @Test func whileAWindowIsRefilledOnAReaderCachedReadsAreAnsweredAtThePublishedSeq() throws {
+        let s = try InProcessServer { $0.readers = 1 }
+        let w = s.connect(), l = s.connect(), r = s.connect()
+        w.write([#"{"op":"commit","writes":[{"op":"set","path":"c/a","data":{"n":1}},{"op":"set","path":"c/b","data":{"n":2}},{"op":"set","path":"c/c","data":{"n":3}},{"op":"set","path":"c/d","data":{"n":4}}]}"#])
+        s.flush()
+        #expect(w.take().first?["ok"] as? Bool == true)
+        l.write([#"{"op":"listen","query":{"collection":"c","orderBy":["n"],"limit":2},"id":"l"}"#])
+        r.write([#"{"op":"get","path":"c/a"}"#, #"{"op":"get","path":"c/d"}"#])   // now cached
+        s.settle()
+        #expect(l.take().count == 2 && r.take().count == 2)
+        let published = s.engine.lastDurableSeq
+        w.write([#"{"op":"delete","path":"c/a","id":"w"}"#])
+        let batch = try #require(s.takeBatch())
+        s.land(batch)
+        let loopReads = s.engine.loopStoreReads
+        s.publish(batch)                         // the window loses c/a: c/c is read on the reader first
+        #expect(s.server.readsInFlight == 1 && s.engine.lastDurableSeq == published && w.take().isEmpty)
+        // The loop has not turned since: the refill's result, even if read already, has not reached it.
+        r.write([#"{"op":"get","path":"c/d","id":"g"}"#, #"{"op":"get","path":"c/a","id":"g2"}"#, #"{"op":"ping","id":"p"}"#])
+        let during = r.take()
+        #expect(during.map { $0["id"] as? String } == ["g", "g2", "p"], "\(during)")
+        #expect(during.last?["seq"] as? Int == Int(published), "\(during)")
+        #expect((during[1]["doc"] as? [String: Any])?["path"] as? String == "c/a", "the published state: c/a is still there")
+        let q = s.connect()
+        q.write([#"{"op":"query","collection":"c","orderBy":["n"],"id":"q"}"#])
+        s.settle()
+        #expect(s.engine.lastDurableSeq == published + 1)
+        #expect(w.take().first?["ok"] as? Bool == true)
+        let event = try #require(l.take().first)
+        let changes = (event["changes"] as? [[String: Any]])?.map { "\($0["type"]!) \((($0["doc"] as? [String: Any])?["id"])!)" }
+        #expect(event["seq"] as? Int == Int(published) + 1 && changes == ["removed a", "added c"])
+        let answer = try #require(q.take().first)
+        #expect(answer["seq"] as? Int == Int(published) + 1 && (answer["docs"] as? [Any])?.count == 3, "\(answer)")
+        #expect(s.engine.loopStoreReads == loopReads, "nothing read on the loop")
+    }
+}

@@ -176,7 +176,8 @@ import Testing
     }
 
     /// While a batch is in flight and not landed, reads (a query on a reader thread, a get) run at once at the
-    /// published seq; once it has landed (flag seen) they wait for its publication and then see it.
+    /// published seq; once it has landed (flag seen) a read on a reader runs on a snapshot that holds it, and
+    /// its answer waits for its publication (the connection's later lines behind it).
     @Test func readsRunDuringAnFsyncAndWaitOnceTheBatchHasLanded() throws {
         let s = try InProcessServer()
         let w = s.connect(), r = s.connect()
@@ -274,7 +275,8 @@ import Testing
         #expect(r.closed)                  // then the shutdown went on
     }
 
-    /// A connection that closes while parked is forgotten by the gate.
+    /// A connection that closes while parked is forgotten by the gate. (Its get runs at once, on a reader
+    /// whose snapshot holds the landed batch, and the answer waits for the batch's publication.)
     @Test func aClosedConnectionIsForgottenByTheGate() throws {
         let s = try InProcessServer()
         let w = s.connect(), r = s.connect()
@@ -282,6 +284,7 @@ import Testing
         let batch = try #require(s.takeBatch())
         s.land(batch)
         r.write([#"{"op":"get","path":"c/x","id":1}"#])
+        s.settle()
         #expect(s.engine.gate.waiterCount == 1)
         r.close()
         #expect(s.engine.gate.waiterCount == 0)

@@ -7,6 +7,9 @@ worst ping (the event loop's longest hold) and the daemon's RSS before and after
 
     python3 clients/python/bench/loop_stalls.py [case ...]     (cases: and, deletes, commit, rules, pipelined, refill)
 
+VICTIM=get makes the victim `get` one cached document instead (victim/v, written first), VICTIM=set `set`
+one of ten documents (victim/v0..v9): what a client reading or writing data waits, beside the loop's hold.
+
 Standard library only; binds 127.0.0.1 (PORT, default 7491).
 """
 
@@ -45,14 +48,28 @@ def rss_mib(pid):
     return 0
 
 
+VICTIM = os.environ.get("VICTIM", "ping")
+
+
 def _victim(started, stop, out):
     c = connect()
     worst = 0.0
+    if VICTIM == "get":
+        assert call(c, {"op": "set", "path": "victim/v", "data": {"n": 0}})["ok"]
+        assert call(c, {"op": "get", "path": "victim/v"})["ok"]
     started.set()
+    i = 0
     while not stop.is_set():
+        i += 1
+        request = {"op": "ping"}
+        if VICTIM == "get":
+            request = {"op": "get", "path": "victim/v"}
+        elif VICTIM == "set":
+            request = {"op": "set", "path": f"victim/v{i % 10}", "data": {"n": i}}
         t = time.perf_counter()
-        call(c, {"op": "ping"})
+        answer = call(c, request)
         worst = max(worst, time.perf_counter() - t)
+        assert answer and answer.get("ok"), answer
     out.send(worst)
 
 
@@ -92,7 +109,7 @@ def measure(d, label, request):
     worst = receive.recv()
     v.join()
     ok = answer if isinstance(answer, str) else ("ok" if answer and answer.get("ok") else f"error {answer}")
-    print(f"{label:<58} request {took * 1000:8.1f} ms   worst ping {worst * 1000:8.1f} ms   "
+    print(f"{label:<58} request {took * 1000:8.1f} ms   worst {VICTIM} {worst * 1000:8.1f} ms   "
           f"RSS {before} -> {rss_mib(d.p.pid)} MiB   {ok[:60]}", flush=True)
 
 
