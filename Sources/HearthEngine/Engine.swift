@@ -392,9 +392,10 @@ public final class Engine {
             var after: StoredDocument?
             if let newState = t.state {
                 // One write compared its result with the original already (`Outcome.changed`); several may have
-                // changed the document and changed it back.
+                // changed the document and changed it back. A document deleted and created again is a new
+                // document (its createTime is the commit's), whatever its fields.
                 if t.before != nil, let orig = t.original,
-                   t.writes == 1 ? !t.lastChanged : orig.fields == newState.fields {
+                   t.writes == 1 ? !t.lastChanged : orig.fields == newState.fields && orig.createTime == newState.createTime {
                     // Unchanged by the commit as a whole (possibly changed and changed back): keep its times.
                     if unchanged == nil { unchanged = [Bool](repeating: false, count: touched.count) }
                     unchanged![k] = true

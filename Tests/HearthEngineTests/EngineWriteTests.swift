@@ -63,6 +63,21 @@ import Testing
         #expect(h.published[2].mutations.map(\.path) == [path("c/b")])
     }
 
+    /// A document deleted and created again in one commit is a new document, even with the same fields: its
+    /// createTime and updateTime are the commit's, and the commit carries its mutation.
+    @Test func deletedAndCreatedAgainInOneCommitIsANewDocument() throws {
+        let h = try EngineHarness()
+        let t1 = try h.commit([set("c/a", m(["x": 1]))]).get().results[0].updateTime
+        h.now += 10
+        let again = try h.commit([delete("c/a"), set("c/a", m(["x": 1]))]).get()
+        #expect(again.commitTime > t1)
+        #expect(again.results.map(\.updateTime) == [again.commitTime, again.commitTime])
+        let doc = try #require(try h.doc("c/a"))
+        #expect(doc.createTime == again.commitTime && doc.updateTime == again.commitTime)
+        #expect(h.published.last?.mutations.map(\.path) == [path("c/a")])
+        #expect(h.published.last?.mutations.first?.before?.createTime == t1)
+    }
+
     @Test func preconditionUpdateTime() throws {
         let h = try EngineHarness()
         let t = try h.commit([set("c/a", m(["x": 1]))]).get().results[0].updateTime
