@@ -19,6 +19,8 @@ public enum Limits {
     public static let maxDocumentBytes = 1_048_576
     /// Deepest nesting of maps and arrays in a document (a top-level field is depth 1).
     public static let maxDepth = 20
+    /// Longest field name (a map key at any depth) and longest field path, in UTF-8 bytes.
+    public static let maxFieldNameBytes = 1_500
     /// Most writes in one commit. Firestore allows 500; Hearth allows 10,000 so that a fan-out (a post
     /// written into every follower's feed) stays one atomic commit for authors with thousands of followers.
     /// A commit is applied on the loop thread, so this also bounds how long one commit can hold it: other

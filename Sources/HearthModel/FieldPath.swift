@@ -13,8 +13,14 @@ public struct FieldPath: Sendable, Hashable, Comparable, CustomStringConvertible
     public static let documentID = FieldPath(["__name__"])
     public var isDocumentID: Bool { segments.count == 1 && segments[0] == "__name__" }
 
-    /// Parses the dotted form (as `update` keys, `mergeFields`, filters and orders are written).
-    public static func parse(_ text: String) throws(HearthError) -> FieldPath {
+    /// Parses the dotted form (as `update` keys, `mergeFields`, filters and orders are written), of at most
+    /// `maxBytes` UTF-8 bytes (Firestore's limit for a field path; the index catalog, stored before the limit,
+    /// is read without one).
+    public static func parse(_ text: String, maxBytes: Int = Limits.maxFieldNameBytes) throws(HearthError) -> FieldPath {
+        let n = text.utf8.count
+        if n > maxBytes {
+            throw .invalid("field path \"\(String(decoding: text.utf8.prefix(32), as: UTF8.self))...\" is \(n) bytes, above the limit of \(maxBytes)")
+        }
         if let segments = plainSegments(text) { return FieldPath(segments) }
         return try parseGeneral(text)
     }

@@ -50,6 +50,7 @@ public struct FieldsJSON: Sendable {
     /// Decodes stored fields with `parser` (whose earlier refs become invalid).
     public func decodeFields(_ bytes: [UInt8], parser: JSONParser) throws(HearthError) -> MapValue {
         let root = try parser.parse(bytes)
-        return try ValueCodec.decodeFields(root, path: "fields")
+        // Stored fields: a key longer than requests may now send was valid when it was written.
+        return try ValueCodec.decodeFields(root, path: "fields", options: ValueCodec.Options(maxKeyBytes: .max))
     }
 }

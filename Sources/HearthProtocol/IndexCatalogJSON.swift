@@ -31,7 +31,7 @@ public enum IndexCatalogJSON {
                   let mode = IndexDefinition.Mode(rawValue: items[1].string!) else {
                 throw .invalid("fields[\(i)] must be [\"field\",\"asc\"|\"desc\"|\"array-contains\"]")
             }
-            do { fields.append(IndexDefinition.Field(try FieldPath.parse(items[0].string!), mode)) } catch {
+            do { fields.append(IndexDefinition.Field(try FieldPath.parse(items[0].string!, maxBytes: .max), mode)) } catch {
                 throw .invalid("fields[\(i)]: \(error.message)")
             }
         }
@@ -122,7 +122,7 @@ public enum IndexCatalogJSON {
                     throw .invalid("index catalog: ttl[\(i)] needs a collectionGroup and a field")
                 }
                 do {
-                    catalog.ttl.append(TTLPolicy(collectionGroup: group, field: try FieldPath.parse(fieldText)))
+                    catalog.ttl.append(TTLPolicy(collectionGroup: group, field: try FieldPath.parse(fieldText, maxBytes: .max)))
                 } catch {
                     throw error.prefixed("index catalog: ttl[\(i)]")
                 }

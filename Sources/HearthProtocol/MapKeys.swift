@@ -2,11 +2,15 @@ import HearthModel
 
 /// Rules for map keys in decoded values, and key-sorted access to an object's members with duplicate detection.
 enum MapKeys {
-    /// Why `key` cannot be a map key, or nil. Keys are non-empty, not of the form `__...__`, and do not start
-    /// with `$` (reserved for typed values and sentinels, which must be alone in their object).
-    static func problem(_ key: UnsafeRawBufferPointer) -> String? {
+    /// Why `key` cannot be a map key, or nil. Keys are non-empty, at most `maxBytes` long, not of the form
+    /// `__...__`, and do not start with `$` (reserved for typed values and sentinels, which must be alone in
+    /// their object).
+    static func problem(_ key: UnsafeRawBufferPointer, maxBytes: Int = Limits.maxFieldNameBytes) -> String? {
         let n = key.count
         if n == 0 { return "map keys must not be empty" }
+        if n > maxBytes {
+            return "map key \"\(text(UnsafeRawBufferPointer(rebasing: key.prefix(32))))...\" is \(n) bytes, above the limit of \(maxBytes) for a field name"
+        }
         if key[0] == 36 {
             return "map key \"\(text(key))\" is not allowed: keys starting with '$' name typed values or sentinels, which must be alone in their object"
         }
@@ -27,14 +31,14 @@ enum MapKeys {
     /// keys or values), after checking every key with `problem(_:)` and rejecting duplicates. `JSONParser`
     /// already refuses repeated keys at every depth (requests are checked once, there); this check stays
     /// for documents from a lenient parser, because sorted map storage must not hold a key twice.
-    static func withSortedMembers<R>(_ r: JSONRef,
+    static func withSortedMembers<R>(_ r: JSONRef, maxKeyBytes: Int,
                                      _ body: (UnsafeMutableBufferPointer<JSONRef.Member>) throws(DecodeFailure) -> R) throws(DecodeFailure) -> R {
         let n = r.count
         return try withUnsafeTemporaryAllocation(of: JSONRef.Member.self, capacity: n) { (buf) throws(DecodeFailure) -> R in
             var i = 0
             var sorted = true
             for m in r.members {
-                if let problem = problem(m.keyBytes) { throw DecodeFailure(problem) }
+                if let problem = problem(m.keyBytes, maxBytes: maxKeyBytes) { throw DecodeFailure(problem) }
                 if sorted && i > 0 && UTF8Order.compareBytes(buf[i - 1].keyBytes, m.keyBytes) >= 0 { sorted = false }
                 buf.baseAddress!.advanced(by: i).initialize(to: m)
                 i += 1

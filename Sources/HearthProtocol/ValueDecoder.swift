@@ -6,12 +6,16 @@ import HearthModel
 struct ValueDecoder {
     var allowNestedArrays: Bool
     var maxDepth: Int
+    /// Longest map key, in UTF-8 bytes (`ValueCodec.Options.maxKeyBytes`).
+    var maxKeyBytes: Int
     /// When set, `{"$documentId":true}` decodes to this string; otherwise it is rejected.
     var documentID: String?
 
-    init(allowNestedArrays: Bool = false, maxDepth: Int = Limits.maxDepth, documentID: String? = nil) {
+    init(allowNestedArrays: Bool = false, maxDepth: Int = Limits.maxDepth, maxKeyBytes: Int = Limits.maxFieldNameBytes,
+         documentID: String? = nil) {
         self.allowNestedArrays = allowNestedArrays
         self.maxDepth = maxDepth
+        self.maxKeyBytes = maxKeyBytes
         self.documentID = documentID
     }
 
@@ -53,7 +57,7 @@ struct ValueDecoder {
     /// Decodes an object's members (each at `memberDepth`) as a map.
     func map(_ r: JSONRef, memberDepth: Int, inArray: Bool) throws(DecodeFailure) -> MapValue {
         if memberDepth > maxDepth && r.count > 0 { throw tooDeep() }
-        return try MapKeys.withSortedMembers(r) { (members) throws(DecodeFailure) -> MapValue in
+        return try MapKeys.withSortedMembers(r, maxKeyBytes: maxKeyBytes) { (members) throws(DecodeFailure) -> MapValue in
             var fields: [MapValue.Field] = []
             fields.reserveCapacity(members.count)
             for m in members {

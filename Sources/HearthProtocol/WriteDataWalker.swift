@@ -28,7 +28,7 @@ struct WriteDataWalker {
     /// Walks an object's members (each at `memberDepth`, in key order); returns them with sentinels taken out.
     mutating func map(_ r: JSONRef, memberDepth: Int) throws(DecodeFailure) -> MapValue {
         if memberDepth > values.maxDepth && r.count > 0 { throw values.tooDeep() }
-        return try MapKeys.withSortedMembers(r) { (members) throws(DecodeFailure) -> MapValue in
+        return try MapKeys.withSortedMembers(r, maxKeyBytes: values.maxKeyBytes) { (members) throws(DecodeFailure) -> MapValue in
             var fields: [MapValue.Field] = []
             fields.reserveCapacity(members.count)
             for m in members {

@@ -73,6 +73,23 @@ import Testing
         #expect(try decodeValue("{\"\u{E9}\":1,\"e\u{301}\":2}").mapValue?.count == 2)
     }
 
+    /// A field name (a map key at any depth) is at most 1,500 bytes, as in Firestore; stored documents,
+    /// perhaps written before the limit, are read whatever their keys' length.
+    @Test func mapKeysAreAtMost1500Bytes() throws {
+        let longest = String(repeating: "é", count: 750), over = String(repeating: "k", count: 1501)
+        #expect(try decodeValue(#"{"a":{"\#(longest)":1}}"#).mapValue?["a"]?.mapValue?[longest] == .int(1))
+        expectError("value.a: map key \"kkkk", "is 1501 bytes, above the limit of 1500 for a field name") {
+            _ = try decodeValue(#"{"a":{"\#(over)":1}}"#)
+        }
+        expectError("is 1501 bytes, above the limit of 1500") { _ = try decodeValue(#"[{"\#(over)":1}]"#) }
+        expectError("data: map key \"kkkk", "is 1501 bytes") { _ = try decodeWrite(#"{"\#(over)":1}"#, .set) }
+        expectError("is 1501 bytes") { _ = try decodeWrite(#"{"a":{"$arrayUnion":[{"\#(over)":1}]}}"#, .set) }
+        expectError("field path \"kkkk", "is 1501 bytes, above the limit of 1500") { _ = try decodeWrite(#"{"\#(over)":1}"#, .update) }
+        expectError("field path", "is 1503 bytes") { _ = try decodeWrite(#"{"a.\#(over)":1}"#, .update) }
+        let stored = try FieldsJSON().decodeFields(Array(#"{"\#(over)":1}"#.utf8))
+        #expect(stored[over] == .int(1))
+    }
+
     @Test func errorPathsNameTheField() {
         expectError("value.a.b[1]: $timestamp needs") { _ = try decodeValue(#"{"a":{"b":[1,{"$timestamp":"x"}]}}"#) }
         expectError("value.`first name`.x: unknown type") { _ = try decodeValue(#"{"first name":{"x":{"$x":1}}}"#) }
