@@ -29,6 +29,10 @@ public enum ValueCodec {
         }
     }
 
+    /// Why `name` cannot be a map key (a field name), or nil: empty, longer than 1,500 bytes, of the form
+    /// `__...__`, or starting with `$`.
+    public static func fieldNameProblem(_ name: String) -> String? { MapKeys.problem(name) }
+
     /// Decodes one value (at depth 1). `path` names it in error messages.
     public static func decodeValue(_ ref: JSONRef, path: @autoclosure () -> String = "value", options: Options = Options()) throws(HearthError) -> Value {
         let d = ValueDecoder(allowNestedArrays: options.allowNestedArrays, maxDepth: options.maxDepth, maxKeyBytes: options.maxKeyBytes)

@@ -84,6 +84,8 @@ enum QueryHandlers {
         var aliases: [String] = []
         var aggregations: [Aggregation] = []
         for m in spec.members {
+            // An alias names a field of the result, as in Firestore: a field name's rules apply.
+            if let problem = ValueCodec.fieldNameProblem(m.key) { throw .invalid("aggregations: alias: \(problem)") }
             let a = m.value
             guard a.kind == .object, a.count == 1, let kind = a.members.first(where: { _ in true }) else {
                 throw .invalid("aggregations.\(m.key) must be {\"count\":{}}, {\"sum\":\"field\"} or {\"avg\":\"field\"}")

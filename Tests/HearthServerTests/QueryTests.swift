@@ -172,6 +172,13 @@ import Testing
             let bad = try c.request(#"{"op":"aggregate","query":{"collection":"agg"},"aggregations":{"c":{"count":\#(spec)}}}"#)
             #expect(bad.errorCode == "INVALID_ARGUMENT" && bad.errorMessage?.contains(message) == true, "\(spec): \(bad)")
         }
+        // An alias names a field of the result: a field name's rules apply.
+        for (alias, message) in [("", "map keys must not be empty"), ("__n__", "is reserved"), ("$n", "starting with '$'"),
+                                 (String(repeating: "a", count: 1501), "above the limit of 1500")] {
+            let bad = try c.request(#"{"op":"aggregate","query":{"collection":"agg"},"aggregations":{"\#(alias)":{"count":{}}}}"#)
+            #expect(bad.errorCode == "INVALID_ARGUMENT" && bad.errorMessage?.hasPrefix("aggregate: aggregations: alias: ") == true
+                    && bad.errorMessage?.contains(message) == true, "\(alias.prefix(8)): \(bad)")
+        }
     }
 
     static let invalid: [(String, String)] = [
