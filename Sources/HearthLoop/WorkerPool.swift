@@ -13,7 +13,9 @@ import CThreadName
 /// thread, through one wakeup that drains every finished item (several finishing together cost one
 /// wake). Items submitted during one loop turn are handed to the threads together before the loop polls
 /// (one lock, and one wakeup per thread needed rather than per item: a wakeup of a thread on another core
-/// costs more than the short delay). Items start in submission order; they may finish in any order. `close()` (loop thread) lets
+/// costs more than the short delay). Items start in submission order, urgent ones first (work something
+/// everyone waits for, such as a publication's window refills, does not queue behind client reads); they may
+/// finish in any order. `close()` (loop thread) lets
 /// running items finish, runs nothing more, and joins the threads; `done` of an item that had not run is
 /// called anyway after its `work` runs inline, so every `done` runs exactly once.
 ///
@@ -24,6 +26,7 @@ public final class WorkerPool: @unchecked Sendable {
     private struct Item {
         let work: @Sendable () -> Void
         let done: () -> Void
+        var urgent = false
     }
 
     // Guarded by `mutex`: the queue, the finished list, `closing`.
@@ -31,6 +34,8 @@ public final class WorkerPool: @unchecked Sendable {
     private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var queue: [Item] = []
     private var queueHead = 0
+    /// Urgent items not yet started, taken before `queue`'s.
+    private var urgentQueue: [Item] = []
     private var finished: [() -> Void] = []
     private var closing = false
     private var running = 0
@@ -89,26 +94,26 @@ public final class WorkerPool: @unchecked Sendable {
 
     /// Items queued and not yet started, and items running. Loop thread only.
     public var load: (queued: Int, running: Int) {
-        locked { (queue.count - queueHead + submitted.count, running) }
+        locked { (queue.count - queueHead + urgentQueue.count + submitted.count, running) }
     }
 
     /// Queues `work` for a pool thread (handed over before the loop next polls); `done` runs on the loop
-    /// thread afterwards. Loop thread only.
-    public func submit(_ work: @escaping @Sendable () -> Void, done: @escaping () -> Void) {
+    /// thread afterwards. `urgent` work starts before every item queued without it. Loop thread only.
+    public func submit(_ work: @escaping @Sendable () -> Void, urgent: Bool = false, done: @escaping () -> Void) {
         guard !closed else {
             work()
             done()
             return
         }
         if submitted.isEmpty { loop.requestTurn() }   // queued during a before-poll pass: one more pass
-        submitted.append(Item(work: work, done: done))
+        submitted.append(Item(work: work, done: done, urgent: urgent))
     }
 
     /// Queues `work` for a pool thread; `done` runs on the loop thread afterwards with what it returned (carried
     /// across in a box the pool's lock orders: written before `done` runs). Loop thread only.
-    public func submit<T>(_ work: @escaping @Sendable () -> T, done: @escaping (T) -> Void) {
+    public func submit<T>(_ work: @escaping @Sendable () -> T, urgent: Bool = false, done: @escaping (T) -> Void) {
         let box = ResultBox<T>()
-        submit({ box.value = work() }, done: { done(box.value!) })
+        submit({ box.value = work() }, urgent: urgent, done: { done(box.value!) })
     }
 
     /// Moves this turn's items to the threads' queue and wakes as many waiting threads as there are items.
@@ -123,7 +128,7 @@ public final class WorkerPool: @unchecked Sendable {
         }
         let accepted: Bool = locked {
             guard !closing else { return false }
-            queue.append(contentsOf: items)
+            for item in items { if item.urgent { urgentQueue.append(item) } else { queue.append(item) } }
             if items.count >= idle { pthread_cond_broadcast(cond) } else { for _ in 0..<items.count { pthread_cond_signal(cond) } }
             return true
         }
@@ -146,8 +151,9 @@ public final class WorkerPool: @unchecked Sendable {
         let leftovers: [Item] = locked {
             guard !closing else { return [] }
             closing = true
-            let rest = Array(queue[queueHead...]) + submittedNow
+            let rest = urgentQueue + Array(queue[queueHead...]) + submittedNow
             queue.removeAll()
+            urgentQueue.removeAll()
             queueHead = 0
             pthread_cond_broadcast(cond)
             return rest
@@ -166,10 +172,14 @@ public final class WorkerPool: @unchecked Sendable {
     private func runThread() {
         while true {
             let item: Item? = locked {
-                while queueHead == queue.count && !closing {
+                while queueHead == queue.count && urgentQueue.isEmpty && !closing {
                     idle += 1
                     pthread_cond_wait(cond, mutex)
                     idle -= 1
+                }
+                if !urgentQueue.isEmpty {
+                    running += 1
+                    return urgentQueue.removeFirst()   // a few at a time: the front is cheap to take
                 }
                 guard queueHead < queue.count else { return nil }
                 let it = queue[queueHead]

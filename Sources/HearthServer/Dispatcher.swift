@@ -132,12 +132,19 @@ final class Dispatcher {
         do {
             try command.run(Context(dispatcher: self, session: session, server: session.server), request)
         } catch {
-            // An error reply depends on nothing read from a moving store: decoding and validation errors,
-            // or a store failure that the client may retry.
+            let unconfirmed = holdingReply
             holdingReply = false
             var error = error
             // Documents the loop does not read are read on a reader; the line runs again then.
             if session.readMissed(after: &error) { return .mustWait }
+            // An error can depend on what the line read: a rule's get() or exists() that read the store on the
+            // loop while a batch had landed there saw a state not yet published, and may deny what the
+            // published state allows. Such an error is confirmed like a reply, and the line runs again after
+            // the publication if it was torn. (Decoding and validation errors read nothing: `confirm` passes.)
+            if unconfirmed, let t = ticket, !gate.confirm(t) {
+                gate.wait(session)
+                return .mustWait
+            }
             replyError(error.prefixed(op), id: id, session: session)
             session.server.requestFinished(timing, failed: true, id: id, session: session)
             return .handled

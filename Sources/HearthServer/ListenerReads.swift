@@ -10,6 +10,7 @@ extension Server {
     /// `encodeInitialAs`, the reader also encodes the initial snapshot of the rows it read for that
     /// subscription (`InitialSnapshotLine`).
     func readForListeners(_ read: FirstSnapshotRead, waitForPublication: Bool = true, encodeInitialAs sub: String? = nil,
+                          urgent: Bool = false,
                           then done: @escaping (Result<FirstSnapshot, HearthError>, InitialSnapshotLine?) -> Void) {
         let store = self.store
         let catalog = engine.catalogView
@@ -20,7 +21,7 @@ extension Server {
             defer { snapshot.close() }
             let first = try read.read(on: snapshot, indexes: indexes, codec: codec, cache: cache)
             return (first, sub.map { InitialSnapshotLine(sub: $0, seq: first.seq, rows: first.rows) })
-        }, done: { [unowned self] outcome in
+        }, urgent: urgent, done: { [unowned self] outcome in
             let result = outcome.map(\.0)
             let line = try? outcome.get().1
             switch result {
@@ -53,7 +54,8 @@ extension Server {
         guard !reads.isEmpty else { return true }
         let left = Counter(reads.count)
         for w in reads {
-            readForListeners(w.read, waitForPublication: false) { [unowned self] result, _ in
+            // Urgent: the batch, and so every connection's writes, waits for it.
+            readForListeners(w.read, waitForPublication: false, urgent: true) { [unowned self] result, _ in
                 listenerHub.provide(w, result)
                 left.value -= 1
                 if left.value == 0 { whenRead() }

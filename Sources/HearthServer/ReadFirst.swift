@@ -33,12 +33,14 @@ extension Server {
     }
 
     /// Runs `read` on a reader thread; `done` runs on the loop with its outcome. The read counts as in flight
-    /// until then (`readsInFlight`: a shutdown waits for it).
-    func onReader<T>(_ read: @escaping @Sendable () throws(HearthError) -> T, done: @escaping (Result<T, HearthError>) -> Void) {
+    /// until then (`readsInFlight`: a shutdown waits for it). An `urgent` read (one a publication waits for,
+    /// and so every connection's writes) starts before the client reads queued on the readers.
+    func onReader<T>(_ read: @escaping @Sendable () throws(HearthError) -> T, urgent: Bool = false,
+                     done: @escaping (Result<T, HearthError>) -> Void) {
         offLoopReadStarted()
         readers.submit({ () -> Result<T, HearthError> in
             do throws(HearthError) { return .success(try read()) } catch { return .failure(error) }
-        }, done: { [unowned self] (outcome: Result<T, HearthError>) in
+        }, urgent: urgent, done: { [unowned self] (outcome: Result<T, HearthError>) in
             offLoopReadReturned()
             defer { maybeFinishShutdown() }
             done(outcome)

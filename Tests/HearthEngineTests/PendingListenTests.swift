@@ -363,4 +363,44 @@ import Testing
         }
         #expect(provided > 5 && rounds > 3, "\(provided) refills in \(rounds) rounds")
     }
+
+    /// A refill at a commit before the batch's last is read from a snapshot at the batch's last seq with the
+    /// batch's later commits rolled back from their before images, not from the change log: with a retention
+    /// that prunes every commit but the newest as it lands, the window is still refilled exactly.
+    @Test func aRefillNeedsNoChangeLog() throws {
+        let h = try EngineHarness(store: MemoryStore(retention: RetentionPolicy(maxAgeMicros: 0, maxBytes: 1 << 30)))
+        _ = h.commit((0..<6).map { set("c/d\($0)", m(["n": .int(Int64($0))])) })
+        var q = Query.collection(try CollectionPath(parsing: "c"))
+        q.orderBy = [.init(fp("n"))]
+        q.limit = 2
+        let sink = ListenerWindowTests.Sink()
+        _ = try #require(try h.engine.listeners.add(.query(try q.validated()), tag: "w", sink: sink, resumeAfter: nil))
+        h.engine.listeners.readsOffLoop = true
+        for w in [[delete("c/d0")], [set("x/1", m(["v": 1]))], [set("c/d1", m(["n": 10]))]] {
+            h.now += 1_000
+            _ = try h.engine.commit(w) { _ in }
+        }
+        let batch = try #require(h.engine.takeBatch())
+        #expect(batch.records.count == 3)
+        #expect(Engine.makeDurable(batch, in: h.store) == nil)
+        #expect(try h.store.changes(after: batch.records[0].seq, limit: 10) == nil, "the log no longer reaches the first commit")
+        var reads = 0
+        while true {
+            let needed = h.engine.listeners.windowReads(for: batch.records)
+            if needed.isEmpty { break }
+            for w in needed {
+                let snapshot = try h.store.snapshot()
+                defer { snapshot.close() }
+                h.engine.listeners.provide(w, .success(try w.read.read(on: snapshot, indexes: h.engine.indexes, codec: h.codec, cache: nil)))
+                reads += 1
+            }
+        }
+        #expect(reads == 2, "the first commit's refill, then the third's")
+        h.engine.finish(batch, error: nil)
+        let snapshots = sink.events.dropFirst().map { e -> [String] in
+            guard case .query(_, _, _, _, let changes) = e.event else { return ["\(e.event)"] }
+            return changes.map { "\($0.kind) \($0.document.stored.path)" }
+        }
+        #expect(snapshots == [["removed c/d0", "added c/d2"], ["removed c/d1", "added c/d3"]], "\(sink.events)")
+    }
 }

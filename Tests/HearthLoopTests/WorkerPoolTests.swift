@@ -59,6 +59,32 @@ struct WorkerPoolTests {
         #expect(!workThreads.get().contains(loopThread))
     }
 
+    @Test("an urgent item starts before the items queued ahead of it, and in order with other urgent ones")
+    func urgentItemsStartFirst() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let pool = WorkerPool(loop: loop, threads: 1)
+        defer { pool.close() }
+        let held = DispatchSemaphore(value: 0)
+        let started = Recorder<[String]>([])
+        var dones = 0
+        let total = 6
+        func note(_ name: String) -> @Sendable () -> Void { { started.set(started.get() + [name]) } }
+        func finished() { dones += 1; if dones == total { loop.stop() } }
+        pool.submit({ held.wait() }, done: finished)          // the only thread is busy with this
+        pool.handOverSubmitted()
+        for name in ["a", "b"] { pool.submit(note(name), done: finished) }
+        pool.handOverSubmitted()                               // queued, behind the running item
+        pool.submit(note("c"), done: finished)
+        pool.submit(note("u1"), urgent: true, done: finished)
+        pool.submit(note("u2"), urgent: true, done: finished)
+        pool.handOverSubmitted()
+        held.signal()
+        runBounded(loop, timeoutMs: 5000)
+        #expect(started.get() == ["u1", "u2", "a", "b", "c"])
+        #expect(dones == total)
+    }
+
     @Test("several threads share a turn's items")
     func severalThreadsShareTheWork() throws {
         let loop = try EventLoop()

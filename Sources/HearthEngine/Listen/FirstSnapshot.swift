@@ -11,6 +11,23 @@ public struct FirstSnapshotRead: Sendable {
     public let diffFrom: UInt64?
     /// The most commits a resume replays before falling back to a reset (`ListenerHub.maxResumeCommits`).
     public let maxResumeCommits: Int
+    /// For a window refill: the state before the commits of its batch after `diffFrom` (each document's
+    /// version before the first of them that changed it, for the documents the query may hold), which is the
+    /// result at `diffFrom` from a snapshot at the batch's last seq, `through`, without the change log (whose
+    /// retention may already have pruned those commits). Another snapshot seq reads the change log.
+    let rollback: (through: UInt64, versions: [DocumentPath: StoredDocument?])?
+
+    public init(target: Listener.Target, diffFrom: UInt64?, maxResumeCommits: Int) {
+        self.init(target: target, diffFrom: diffFrom, maxResumeCommits: maxResumeCommits, rollback: nil)
+    }
+
+    init(target: Listener.Target, diffFrom: UInt64?, maxResumeCommits: Int,
+         rollback: (through: UInt64, versions: [DocumentPath: StoredDocument?])?) {
+        self.target = target
+        self.diffFrom = diffFrom
+        self.maxResumeCommits = maxResumeCommits
+        self.rollback = rollback
+    }
 
     /// Reads the result at the snapshot's seq and, for a resume, the result at `diffFrom` (the snapshot's
     /// change log rolled back over it). Any thread; touches no engine state but the locked document cache.
@@ -31,6 +48,10 @@ public struct FirstSnapshotRead: Sendable {
             let rows = try QueryExecution.run(prepared, rollback: [:], reads: snapshot, codec: codec).rows
             guard let n = diffFrom else { return FirstSnapshot(seq: seq, rows: rows, document: nil, earlier: nil, damage: nil) }
             if n >= seq { return FirstSnapshot(seq: seq, rows: rows, document: nil, earlier: n == seq ? rows : nil, damage: nil) }
+            if let rollback, rollback.through == seq {
+                let then = try QueryExecution.run(prepared, rollback: rollback.versions, reads: snapshot, codec: codec).rows
+                return FirstSnapshot(seq: seq, rows: rows, document: nil, earlier: then, damage: nil)
+            }
             do {
                 // Nil (older than the log reaches) or too many commits to replay: a reset.
                 guard let commits = try snapshot.changes(after: n, limit: maxResumeCommits),

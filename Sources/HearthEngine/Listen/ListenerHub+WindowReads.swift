@@ -38,7 +38,7 @@ extension ListenerHub {
         var blocked = Set<ObjectIdentifier>()
         var asked = Set<WindowKey>()
         var needed: [WindowRead] = []
-        for record in records where !record.mutations.isEmpty && record.seq > publishedSeq {
+        for (i, record) in records.enumerated() where !record.mutations.isEmpty && record.seq > publishedSeq {
             var decoded: DecodedCommit?
             for l in affected(by: record) where l.backlog == nil && l.isRegistered && l.seq < record.seq {
                 guard let v = l.view, mayLose.contains(ObjectIdentifier(v)) else { continue }
@@ -57,8 +57,17 @@ extension ListenerHub {
                         // rest of this window depends on it.
                         blocked.insert(id)
                         if refillRows[key]?.isUnreadable != true && asked.insert(key).inserted {
-                            needed.append(WindowRead(read: FirstSnapshotRead(target: .query(v.query), diffFrom: record.seq,
-                                                                             maxResumeCommits: maxResumeCommits), key: key))
+                            // The batch's later commits rolled back from a snapshot at its last seq (the store's,
+                            // unless another node committed meanwhile): no change log needed.
+                            var versions: [DocumentPath: StoredDocument?] = [:]
+                            for later in records[(i + 1)...] {
+                                for m in later.mutations where versions[m.path] == nil && v.query.contains(m.path) {
+                                    versions[m.path] = .some(m.before)
+                                }
+                            }
+                            let read = FirstSnapshotRead(target: .query(v.query), diffFrom: record.seq, maxResumeCommits: maxResumeCommits,
+                                                         rollback: (records.last!.seq, versions))
+                            needed.append(WindowRead(read: read, key: key))
                         }
                         continue
                     }

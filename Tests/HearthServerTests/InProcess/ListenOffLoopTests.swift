@@ -258,12 +258,13 @@ import Testing
     }
 }
 
-/// A window refill read on a reader before its publication, over the embedded store: the loop reads nothing,
-/// and other connections' cached reads are answered meanwhile.
+/// A window refill read on a reader before its publication, over a local store (the in-process server's
+/// MemoryStore; `ListenerTests.limitWindowIsRefilledInTheSameSnapshot` runs SQLite over TCP): the loop reads
+/// nothing, and other connections' cached reads are answered meanwhile.
 @Suite struct WindowRefillOffLoopTests {
-    /// Over the embedded store too, a limit window the publication would refill is read before it on a
-    /// reader, and meanwhile (the batch landed, not yet published) other connections go on: a cached `get`
-    /// is answered at once at the published seq, a ping too, and a query's answer waits for the publication.
+    /// Over a local store too, a limit window the publication would refill is read before it on a reader, and
+    /// meanwhile (the batch landed, not yet published) other connections go on: a cached `get` is answered at
+    /// once at the published seq, a ping too, and a query sent meanwhile is answered at the new seq.
     @Test func whileAWindowIsRefilledOnAReaderCachedReadsAreAnsweredAtThePublishedSeq() throws {
         let s = try InProcessServer { $0.readers = 1 }
         let w = s.connect(), l = s.connect(), r = s.connect()
@@ -298,5 +299,50 @@ import Testing
         let answer = try #require(q.take().first)
         #expect(answer["seq"] as? Int == Int(published) + 1 && (answer["docs"] as? [Any])?.count == 3, "\(answer)")
         #expect(s.engine.loopStoreReads == loopReads, "nothing read on the loop")
+    }
+}
+
+/// Reads admitted while a batch has landed in the store and is not yet published (the snapshot gate runs them):
+/// what they read from the store on the loop is not trusted, errors included.
+@Suite struct LandedBatchReadTests {
+    static let rules = """
+    rules_version = '2';
+    service cloud.firestore {
+      match /databases/{database}/documents {
+        match /acl/{id} { allow read, write: if true; }
+        match /secret/{id} {
+          allow read: if !exists(/databases/$(database)/documents/acl/lock);
+          allow write: if true;
+        }
+      }
+    }
+    """
+
+    /// A rule's `exists()` read on the loop sees the landed batch's `acl/lock` and denies; the published state
+    /// allows. The denial is not sent: the line runs again after the publication, and is denied then, with the
+    /// ping behind it answered at the new seq.
+    @Test func aDenialReadFromALandedBatchWaitsForItsPublication() throws {
+        let file = NSTemporaryDirectory() + "hearth-rules-\(UUID().uuidString).rules"
+        try Self.rules.write(toFile: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let s = try InProcessServer { $0.security.rulesFile = file }
+        let w = s.connect(), r = s.connect()
+        w.write([#"{"op":"set","path":"secret/s","data":{"v":1}}"#])
+        s.flush()
+        r.write([#"{"op":"get","path":"secret/s","id":"g0"}"#])   // caches secret/s; acl/lock is absent
+        s.settle()
+        #expect(r.take().first?["ok"] as? Bool == true)
+        w.write([#"{"op":"set","path":"acl/lock","data":{}}"#])
+        let batch = try #require(s.takeBatch())
+        s.land(batch)
+        let published = s.engine.lastDurableSeq
+        r.write([#"{"op":"get","path":"secret/s","id":"g"}"#, #"{"op":"ping","id":"p"}"#])
+        #expect(r.take().isEmpty, "nothing decided on the unpublished lock")
+        s.publish(batch)
+        s.settle()
+        let lines = r.take()
+        #expect(lines.map { $0["id"] as? String } == ["g", "p"])
+        #expect(lines.first?.errorCode == "PERMISSION_DENIED", "\(lines)")
+        #expect(lines.last?["seq"] as? Int == Int(published) + 1)
     }
 }
