@@ -39,6 +39,8 @@ final class PendingCommit {
     let completion: (Result<CommitOutcome, HearthError>) -> Void
     /// Retries of the same request ID that arrived while this commit was pending: answered with its outcome.
     var retries: [(Result<CommitOutcome, HearthError>) -> Void] = []
+    /// Run once this commit has its outcome, whichever it is, after its completion (`Engine.afterPending`).
+    var settled: [() -> Void] = []
 
     init(record: CommitRecord, results: [WriteResult], completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) {
         self.record = record

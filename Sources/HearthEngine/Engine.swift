@@ -178,6 +178,18 @@ public final class Engine {
 
     /// True when no commit is queued or in flight.
     public var isIdle: Bool { queued.isEmpty && inFlight == nil }
+
+    /// Runs `body` once every commit pending now has its outcome (right after the newest one's completion, in
+    /// its publication or its failure), and returns true; false (`body` not kept) when none is pending. A
+    /// refusal decided against the engine's state, which holds the pending commits, is answered through it:
+    /// a failed precondition on a document a pending delete removed then tells the client nothing that is not
+    /// yet published.
+    public func afterPending(_ body: @escaping () -> Void) -> Bool {
+        thread.check("Engine.afterPending")
+        guard let newest = queued.last ?? inFlight?.pending.last else { return false }
+        newest.settled.append(body)
+        return true
+    }
     /// Commits queued or in flight.
     public var pendingCommitCount: Int { queued.count + (inFlight?.pending.count ?? 0) }
 
@@ -539,6 +551,7 @@ public final class Engine {
             for p in failed {
                 p.completion(.failure(e))
                 for retry in p.retries { retry(.failure(e)) }
+                for s in p.settled { s() }
             }
         } else {
             let lastSeq = batch.records.last?.seq ?? lastDurableSeq
@@ -570,6 +583,7 @@ public final class Engine {
                     again.duplicate = true
                     for retry in p.retries { retry(.success(again)) }
                 }
+                for s in p.settled { s() }
             }
             onCommitted?(batch.records)
         }

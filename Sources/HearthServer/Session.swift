@@ -381,9 +381,17 @@ final class Session: SnapshotWaiter {
         }
     }
 
-    private func refuseWrite(_ write: PreparedWrite, _ error: HearthError) {
+    /// Answers `write` with `error`. The refusal was decided against the engine's state, pending commits
+    /// included (a precondition, a rule's judgement, a transform's operand): while any is pending it is
+    /// answered once they all have their outcome, in its place like a write's answer (the connection's later
+    /// reads wait for it), so it never tells of a commit not yet published.
+    func refuseWrite(_ write: PreparedWrite, _ error: HearthError) {
         server.requestFinished(write.timing, failed: true, id: write.id, session: self)
-        server.dispatcher.replyError(error.prefixed(write.op), id: write.id, session: self)
+        let line = server.dispatcher.errorLine(error.prefixed(write.op), id: write.id)
+        var slot: ResponseQueue.Slot?
+        let held = server.engine.afterPending { [self] in if let slot { endWrite(slot, response: line) } }
+        guard held else { return server.dispatcher.replyError(error.prefixed(write.op), id: write.id, session: self) }
+        slot = beginWrite()
     }
 
     /// A reader thread's work, read at `seq`, came back: `finish` runs once `seq` is published (at once,

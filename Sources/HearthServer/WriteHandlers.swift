@@ -101,8 +101,10 @@ enum WriteHandlers {
         do {
             try write.run(on: ctx.session)
         } catch {
-            guard case .read(let next, let reads) = write.next(after: error, engine: ctx.engine) else { throw error }
-            ctx.session.readForWrite(reads, then: next)
+            switch write.next(after: error, engine: ctx.engine) {
+            case .refuse(let e): ctx.session.refuseWrite(write, e)
+            case .read(let next, let reads): ctx.session.readForWrite(reads, then: next)
+            }
         }
     }
 }

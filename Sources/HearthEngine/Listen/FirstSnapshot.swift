@@ -14,7 +14,9 @@ public struct FirstSnapshotRead: Sendable {
     /// For a window refill: the state before the commits of its batch after `diffFrom` (each document's
     /// version before the first of them that changed it, for the documents the query may hold), which is the
     /// result at `diffFrom` from a snapshot at the batch's last seq, `through`, without the change log (whose
-    /// retention may already have pruned those commits). Another snapshot seq reads the change log.
+    /// retention may already have pruned those commits). Another snapshot seq reads the change log. A read
+    /// that uses it returns that result alone (`earlier`; `rows` empty): a refill needs nothing else, and a
+    /// window scanned twice held the batch twice as long.
     let rollback: (through: UInt64, versions: [DocumentPath: StoredDocument?])?
 
     public init(target: Listener.Target, diffFrom: UInt64?, maxResumeCommits: Int) {
@@ -45,13 +47,13 @@ public struct FirstSnapshotRead: Sendable {
             return FirstSnapshot(seq: seq, rows: [], document: doc, earlier: nil, damage: nil)
         case .query(let q):
             let prepared = try PreparedQuery(q, indexes: indexes)
+            if let n = diffFrom, n < seq, let rollback, rollback.through == seq {
+                let then = try QueryExecution.run(prepared, rollback: rollback.versions, reads: snapshot, codec: codec).rows
+                return FirstSnapshot(seq: seq, rows: [], document: nil, earlier: then, damage: nil)
+            }
             let rows = try QueryExecution.run(prepared, rollback: [:], reads: snapshot, codec: codec).rows
             guard let n = diffFrom else { return FirstSnapshot(seq: seq, rows: rows, document: nil, earlier: nil, damage: nil) }
             if n >= seq { return FirstSnapshot(seq: seq, rows: rows, document: nil, earlier: n == seq ? rows : nil, damage: nil) }
-            if let rollback, rollback.through == seq {
-                let then = try QueryExecution.run(prepared, rollback: rollback.versions, reads: snapshot, codec: codec).rows
-                return FirstSnapshot(seq: seq, rows: rows, document: nil, earlier: then, damage: nil)
-            }
             do {
                 // Nil (older than the log reaches) or too many commits to replay: a reset.
                 guard let commits = try snapshot.changes(after: n, limit: maxResumeCommits),

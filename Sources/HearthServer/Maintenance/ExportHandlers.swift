@@ -50,6 +50,7 @@ enum ExportHandlers {
                 let snapshot: any StoreSnapshot
                 if let p = outcome.snapshot { snapshot = p } else { snapshot = try store.snapshot() }
                 outcome.snapshot = snapshot
+                outcome.seq = snapshot.seq
                 if let wanted, snapshot.seq != wanted {
                     if cursor == nil {
                         throw HearthError(.failedPrecondition, "the database is at seq \(snapshot.seq), not \(wanted): an export reads the latest state (a first page with \"seq\" only confirms it)")
@@ -92,7 +93,7 @@ enum ExportHandlers {
                     snapshot.close()
                 }
             }
-            session.offLoopReadDone(slot, line: outcome.line, seq: 0)
+            session.offLoopReadDone(slot, line: outcome.line, seq: outcome.seq)
         })
     }
 
@@ -124,6 +125,8 @@ enum ExportHandlers {
 final class ExportPage: @unchecked Sendable {
     var line: [UInt8] = []
     var snapshot: (any StoreSnapshot)?
+    /// The snapshot's seq: the page goes out once it is published (it may hold a batch that has landed).
+    var seq: UInt64 = 0
     var more = false
     var error: HearthError?
 }

@@ -345,4 +345,66 @@ import Testing
         #expect(lines.first?.errorCode == "PERMISSION_DENIED", "\(lines)")
         #expect(lines.last?["seq"] as? Int == Int(published) + 1)
     }
+
+    /// An export page read on a reader whose snapshot holds the landed batch answers once it is published, at
+    /// its seq, never before with a document no one has been told of.
+    @Test func anExportPageWaitsForTheBatchItHolds() throws {
+        let s = try InProcessServer()
+        let w = s.connect(), r = s.connect()
+        w.write([#"{"op":"set","path":"c/a","data":{"v":1}}"#])
+        s.flush()
+        w.write([#"{"op":"set","path":"c/b","data":{"v":2}}"#])
+        let batch = try #require(s.takeBatch())
+        s.land(batch)
+        let published = s.engine.lastDurableSeq
+        r.write([#"{"op":"export","id":"e"}"#, #"{"op":"ping","id":"p"}"#])
+        s.settle()
+        #expect(r.take().isEmpty, "held until the batch it read is published")
+        s.publish(batch)
+        s.settle()
+        let lines = r.take()
+        #expect(lines.map { $0["id"] as? String } == ["e", "p"], "\(lines)")
+        #expect(lines.first?["seq"] as? Int == Int(published) + 1)
+        #expect((lines.first?["docs"] as? [[String: Any]])?.map { $0["path"] as? String } == ["c/a", "c/b"])
+    }
+
+    /// A write refused against a pending commit's state (an update of a document a pending delete removed)
+    /// is answered once that commit has its outcome, in its place: the client never learns of the delete
+    /// before it is published, and a get behind the refusal sees it published.
+    @Test func aRefusalDecidedAgainstAPendingCommitWaitsForIt() throws {
+        let s = try InProcessServer()
+        let w = s.connect(), r = s.connect()
+        w.write([#"{"op":"set","path":"c/x","data":{"v":1}}"#])
+        s.flush()
+        _ = w.take()
+        w.write([#"{"op":"delete","path":"c/x","id":"d"}"#])
+        let batch = try #require(s.takeBatch())
+        s.land(batch)
+        r.write([#"{"op":"update","path":"c/x","data":{"v":2},"id":"u"}"#, #"{"op":"get","path":"c/x","id":"g"}"#])
+        s.settle()
+        #expect(r.take().isEmpty, "the refusal would tell of the unpublished delete")
+        s.publish(batch)
+        s.settle()
+        let lines = r.take()
+        #expect(lines.map { $0["id"] as? String } == ["u", "g"], "\(lines)")
+        #expect(lines.first?.errorCode == "NOT_FOUND")
+        #expect(lines.last?["doc"] is NSNull)
+        // With nothing pending, a refusal is answered at once.
+        r.write([#"{"op":"update","path":"c/x","data":{"v":3},"id":"u2"}"#])
+        #expect(r.take().first?.errorCode == "NOT_FOUND")
+    }
+
+    /// A refusal behind a commit that fails is answered after that failure.
+    @Test func aRefusalBehindAFailedCommitIsAnsweredAfterIt() throws {
+        let s = try InProcessServer()
+        let w = s.connect(), r = s.connect()
+        w.write([#"{"op":"create","path":"c/y","data":{"v":1},"id":"c"}"#])
+        let batch = try #require(s.takeBatch())
+        r.write([#"{"op":"create","path":"c/y","data":{"v":2},"id":"c2"}"#])
+        #expect(r.take().isEmpty)
+        s.publish(batch, error: .init(.unavailable, "disk gone"))
+        s.settle()
+        #expect(w.take().first?.errorCode == "UNAVAILABLE")
+        #expect(r.take().first?.errorCode == "ALREADY_EXISTS", "decided against the commit pending then")
+    }
 }
