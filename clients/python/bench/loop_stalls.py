@@ -5,7 +5,8 @@ Starts hearthd (HEARTHD, default .build/release/hearthd) on a fresh data directo
 "victim" connection that pings back to back in another process, sends one request, and prints the victim's
 worst ping (the event loop's longest hold) and the daemon's RSS before and after:
 
-    python3 clients/python/bench/loop_stalls.py [case ...]     (cases: and, deletes, commit, rules, pipelined, refill)
+    python3 clients/python/bench/loop_stalls.py [case ...]     (cases: and, deletes, commit, rules, pipelined, refill,
+                                                                 refill_reads)
 
 VICTIM=get makes the victim `get` one cached document instead (victim/v, written first), VICTIM=set `set`
 one of ten documents (victim/v0..v9): what a client reading or writing data waits, beside the loop's hold.
@@ -222,6 +223,45 @@ def case_refill():
         d.close()
 
 
+def case_refill_reads():
+    # The refill of case_refill while four clients keep the readers busy with slow queries: how long does an
+    # unrelated `set`, sent right behind the delete, wait? (The batch holding the delete waits for the refill;
+    # a refill queued behind the clients' reads would make every write wait for them.)
+    d = Daemon()
+    try:
+        c = connect()
+        n = 60000
+        load(c, "big", n, lambda i: {"a": 1, "b": 1 if i >= n - 200 else 0})
+        q = {"collection": "big", "where": [["a", "==", 1], ["b", "==", 1]]}
+        listen_and_drain(dict(q, limit=20))
+        stop = threading.Event()
+
+        def hammer():
+            h = connect()
+            while not stop.is_set():
+                call(h, dict(q, op="query", limit=150))
+        threads = [threading.Thread(target=hammer, daemon=True) for _ in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        w, v = connect(), connect()
+        for trial in range(1, 4):
+            t = time.perf_counter()
+            call(v, {"op": "set", "path": "v/x", "data": {"i": trial}})
+            alone = time.perf_counter() - t
+            w[0].sendall(json.dumps({"op": "delete", "path": f"big/d{n - 200 + trial:07d}"}).encode() + b"\n")
+            time.sleep(0.005)
+            t = time.perf_counter()
+            call(v, {"op": "set", "path": "v/y", "data": {"i": trial}})
+            behind = time.perf_counter() - t
+            w[1].readline()
+            print(f"an unrelated set alone {alone * 1000:7.1f} ms, right behind a window-row delete {behind * 1000:7.1f} ms", flush=True)
+            time.sleep(0.3)
+        stop.set()
+    finally:
+        d.close()
+
+
 def case_pipelined():
     d = Daemon()
     try:
@@ -240,7 +280,7 @@ def case_pipelined():
 
 
 CASES = {"and": case_and, "deletes": case_deletes, "commit": case_commit, "rules": case_rules, "pipelined": case_pipelined,
-         "refill": case_refill}
+         "refill": case_refill, "refill_reads": case_refill_reads}
 
 if __name__ == "__main__":
     for name in sys.argv[1:] or list(CASES):
