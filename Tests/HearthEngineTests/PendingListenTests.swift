@@ -321,6 +321,17 @@ import Testing
         _ = reference.commit(fill)
         var qs = try ListenerWindowTests.queries()
         qs += qs.prefix(2).map { ($0.0 + "-shared", $0.1) }
+        // Windows of another collection, found through equality keys: a batch that changes only one
+        // collection's documents (or only creates) runs the other's windows dry not at all.
+        for k in 0..<3 {
+            var o = Query.collection(try CollectionPath(parsing: "o"))
+            o.filter = .field(fp("k"), .equal, .int(Int64(k)))
+            o.limit = k + 1
+            qs.append(("o\(k)", try o.validated()))
+        }
+        let others = (0..<12).map { set("o/d\($0)", m(["n": .int(Int64(r.next() % 20)), "k": .int(Int64(r.next() % 3))])) }
+        _ = ahead.commit(others)
+        _ = reference.commit(others)
         let sinkAhead = ListenerWindowTests.Sink(), sinkReference = ListenerWindowTests.Sink()
         for (tag, q) in qs {
             _ = try ahead.engine.listeners.add(.query(q), tag: tag, sink: sinkAhead, resumeAfter: nil)
@@ -334,7 +345,15 @@ import Testing
         }
         var provided = 0, rounds = 0
         for _ in 0..<80 {
-            let writes = (0..<(1 + Int(r.next() % 5))).map { _ in window.randomCommit(&r) }
+            let writes = (0..<(1 + Int(r.next() % 5))).map { _ -> [Write] in
+                guard r.next() % 2 == 0 else { return window.randomCommit(&r) }
+                let i = Int(r.next() % 12)
+                switch r.next() % 4 {
+                case 0: return [delete("o/d\(i)")]
+                case 1: return [set("o/new\(r.next() % 1000)", m(["n": .int(Int64(r.next() % 20)), "k": .int(Int64(r.next() % 3))]))]
+                default: return [set("o/d\(i)", m(["n": .int(Int64(r.next() % 20)), "k": .int(Int64(r.next() % 3))]))]
+                }
+            }
             for w in writes {
                 _ = try? ahead.engine.commit(w) { _ in }
                 _ = try? reference.engine.commit(w) { _ in }
