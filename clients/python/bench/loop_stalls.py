@@ -207,16 +207,23 @@ service cloud.firestore {
         os.unlink(rules.name)
 
 
+REFILL_QUERY = {"collection": "big", "where": [["a", "==", 1], ["b", "==", 1]]}
+
+
+def refill_window(c, n, matching):
+    # n documents with a == 1; the last `matching` also have b == 1. The window `a == 1 && b == 1, limit 20` has
+    # no exact plan (one single-field index scanned, the other filter checked per document): when one of its
+    # rows is deleted, its refill scans a's n entries to find the next match.
+    load(c, "big", n, lambda i: {"a": 1, "b": 1 if i >= n - matching else 0})
+    listen_and_drain(dict(REFILL_QUERY, limit=20))
+
+
 def case_refill():
     d = Daemon()
     try:
         c = connect()
         n = 200000
-        # 200,000 documents with a == 1; the last 21 also have b == 1. The window `a == 1 && b == 1, limit 20` has
-        # no exact plan (one single-field index scanned, the other filter checked per document): when one of its
-        # rows is deleted, its refill scans a's 200,000 entries to find the 21st.
-        load(c, "big", n, lambda i: {"a": 1, "b": 1 if i >= n - 21 else 0})
-        listen_and_drain({"collection": "big", "where": [["a", "==", 1], ["b", "==", 1]], "limit": 20})
+        refill_window(c, n, 21)
         measure(d, f"delete of a row of a non-exact limit-20 window over {n:,}",
                 lambda: call(c, {"op": "delete", "path": f"big/d{n - 21:07d}"}))
     finally:
@@ -231,9 +238,8 @@ def case_refill_reads():
     try:
         c = connect()
         n = 60000
-        load(c, "big", n, lambda i: {"a": 1, "b": 1 if i >= n - 200 else 0})
-        q = {"collection": "big", "where": [["a", "==", 1], ["b", "==", 1]]}
-        listen_and_drain(dict(q, limit=20))
+        refill_window(c, n, 200)
+        q = REFILL_QUERY
         stop = threading.Event()
 
         def hammer():
