@@ -39,8 +39,9 @@ final class PendingCommit {
     let completion: (Result<CommitOutcome, HearthError>) -> Void
     /// Retries of the same request ID that arrived while this commit was pending: answered with its outcome.
     var retries: [(Result<CommitOutcome, HearthError>) -> Void] = []
-    /// Run once this commit has its outcome, whichever it is, after its completion (`Engine.afterPending`).
-    var settled: [() -> Void] = []
+    /// Run once this commit has its outcome, after its completion, with whether it was published
+    /// (`Engine.afterPending`).
+    var settled: [(Bool) -> Void] = []
 
     init(record: CommitRecord, results: [WriteResult], completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) {
         self.record = record

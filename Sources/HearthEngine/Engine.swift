@@ -180,11 +180,12 @@ public final class Engine {
     public var isIdle: Bool { queued.isEmpty && inFlight == nil }
 
     /// Runs `body` once every commit pending now has its outcome (right after the newest one's completion, in
-    /// its publication or its failure), and returns true; false (`body` not kept) when none is pending. A
-    /// refusal decided against the engine's state, which holds the pending commits, is answered through it:
-    /// a failed precondition on a document a pending delete removed then tells the client nothing that is not
-    /// yet published.
-    public func afterPending(_ body: @escaping () -> Void) -> Bool {
+    /// its publication or its failure), with true if they were all published (a failed batch fails every
+    /// commit queued behind it, so the newest one's outcome is theirs), and returns true; false (`body` not
+    /// kept) when none is pending. A refusal decided against the engine's state, which holds the pending
+    /// commits, is answered through it: a failed precondition on a document a pending delete removed then
+    /// tells the client nothing that is not yet published, and nothing that never will be.
+    public func afterPending(_ body: @escaping (Bool) -> Void) -> Bool {
         thread.check("Engine.afterPending")
         guard let newest = queued.last ?? inFlight?.pending.last else { return false }
         newest.settled.append(body)
@@ -551,7 +552,7 @@ public final class Engine {
             for p in failed {
                 p.completion(.failure(e))
                 for retry in p.retries { retry(.failure(e)) }
-                for s in p.settled { s() }
+                for s in p.settled { s(false) }
             }
         } else {
             let lastSeq = batch.records.last?.seq ?? lastDurableSeq
@@ -583,7 +584,7 @@ public final class Engine {
                     again.duplicate = true
                     for retry in p.retries { retry(.success(again)) }
                 }
-                for s in p.settled { s() }
+                for s in p.settled { s(true) }
             }
             onCommitted?(batch.records)
         }

@@ -34,8 +34,9 @@ public final class WorkerPool: @unchecked Sendable {
     private let cond = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var queue: [Item] = []
     private var queueHead = 0
-    /// Urgent items not yet started, taken before `queue`'s.
+    /// Urgent items not yet started, taken before `queue`'s (from `urgentHead`).
     private var urgentQueue: [Item] = []
+    private var urgentHead = 0
     private var finished: [() -> Void] = []
     private var closing = false
     private var running = 0
@@ -94,7 +95,7 @@ public final class WorkerPool: @unchecked Sendable {
 
     /// Items queued and not yet started, and items running. Loop thread only.
     public var load: (queued: Int, running: Int) {
-        locked { (queue.count - queueHead + urgentQueue.count + submitted.count, running) }
+        locked { (queue.count - queueHead + urgentQueue.count - urgentHead + submitted.count, running) }
     }
 
     /// Queues `work` for a pool thread (handed over before the loop next polls); `done` runs on the loop
@@ -151,10 +152,11 @@ public final class WorkerPool: @unchecked Sendable {
         let leftovers: [Item] = locked {
             guard !closing else { return [] }
             closing = true
-            let rest = urgentQueue + Array(queue[queueHead...]) + submittedNow
+            let rest = Array(urgentQueue[urgentHead...]) + Array(queue[queueHead...]) + submittedNow
             queue.removeAll()
             urgentQueue.removeAll()
             queueHead = 0
+            urgentHead = 0
             pthread_cond_broadcast(cond)
             return rest
         }
@@ -172,14 +174,17 @@ public final class WorkerPool: @unchecked Sendable {
     private func runThread() {
         while true {
             let item: Item? = locked {
-                while queueHead == queue.count && urgentQueue.isEmpty && !closing {
+                while queueHead == queue.count && urgentHead == urgentQueue.count && !closing {
                     idle += 1
                     pthread_cond_wait(cond, mutex)
                     idle -= 1
                 }
-                if !urgentQueue.isEmpty {
+                if urgentHead < urgentQueue.count {
+                    let it = urgentQueue[urgentHead]
+                    urgentHead += 1
+                    if urgentHead == urgentQueue.count { urgentQueue.removeAll(keepingCapacity: true); urgentHead = 0 }
                     running += 1
-                    return urgentQueue.removeFirst()   // a few at a time: the front is cheap to take
+                    return it
                 }
                 guard queueHead < queue.count else { return nil }
                 let it = queue[queueHead]

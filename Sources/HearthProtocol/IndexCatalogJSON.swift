@@ -12,7 +12,10 @@ import HearthModel
 public enum IndexCatalogJSON {
     /// Parses a definition's shape from a request or a stored catalog (`collection`, optional `scope`,
     /// `fields`); `id` and `state` are given by the caller. Validates it.
-    public static func definition(_ obj: JSONRef, id: Int64, state: IndexDefinition.State) throws(HearthError) -> IndexDefinition {
+    /// `maxPathBytes`: the longest field path (a request's; the stored catalog, which may predate the limit,
+    /// is read without one).
+    public static func definition(_ obj: JSONRef, id: Int64, state: IndexDefinition.State,
+                                  maxPathBytes: Int = Limits.maxFieldNameBytes) throws(HearthError) -> IndexDefinition {
         guard let c = obj["collection"], c.kind == .string else { throw .invalid("field \"collection\" (a collection ID) is required") }
         var scope = IndexDefinition.Scope.collection
         if let s = obj["scope"], s.kind != .null {
@@ -31,7 +34,7 @@ public enum IndexCatalogJSON {
                   let mode = IndexDefinition.Mode(rawValue: items[1].string!) else {
                 throw .invalid("fields[\(i)] must be [\"field\",\"asc\"|\"desc\"|\"array-contains\"]")
             }
-            do { fields.append(IndexDefinition.Field(try FieldPath.parse(items[0].string!, maxBytes: .max), mode)) } catch {
+            do { fields.append(IndexDefinition.Field(try FieldPath.parse(items[0].string!, maxBytes: maxPathBytes), mode)) } catch {
                 throw .invalid("fields[\(i)]: \(error.message)")
             }
         }
@@ -102,7 +105,7 @@ public enum IndexCatalogJSON {
                     throw .invalid("index catalog: indexes[\(i)] needs a positive integer id")
                 }
                 let state = IndexDefinition.State(rawValue: el["state"]?.string ?? "") ?? .building
-                do { catalog.indexes.append(try definition(el, id: id, state: state)) } catch {
+                do { catalog.indexes.append(try definition(el, id: id, state: state, maxPathBytes: .max)) } catch {
                     throw error.prefixed("index catalog: indexes[\(i)]")
                 }
             }

@@ -384,12 +384,19 @@ final class Session: SnapshotWaiter {
     /// Answers `write` with `error`. The refusal was decided against the engine's state, pending commits
     /// included (a precondition, a rule's judgement, a transform's operand): while any is pending it is
     /// answered once they all have their outcome, in its place like a write's answer (the connection's later
-    /// reads wait for it), so it never tells of a commit not yet published.
+    /// reads wait for it), so it never tells of a commit not yet published. If they failed, the state it was
+    /// decided against never existed: the write is answered UNAVAILABLE instead, to be sent again.
     func refuseWrite(_ write: PreparedWrite, _ error: HearthError) {
         server.requestFinished(write.timing, failed: true, id: write.id, session: self)
-        let line = server.dispatcher.errorLine(error.prefixed(write.op), id: write.id)
+        let dispatcher = server.dispatcher
+        let line = dispatcher.errorLine(error.prefixed(write.op), id: write.id)
         var slot: ResponseQueue.Slot?
-        let held = server.engine.afterPending { [self] in if let slot { endWrite(slot, response: line) } }
+        let held = server.engine.afterPending { [self] published in
+            guard let slot else { return }
+            if published { return endWrite(slot, response: line) }
+            let failed = HearthError(.unavailable, "not applied: it was judged against a commit that did not become durable (it would have failed with \(error.code.rawValue): \(error.message)); send it again")
+            endWrite(slot, response: dispatcher.errorLine(failed.prefixed(write.op), id: write.id))
+        }
         guard held else { return server.dispatcher.replyError(error.prefixed(write.op), id: write.id, session: self) }
         slot = beginWrite()
     }

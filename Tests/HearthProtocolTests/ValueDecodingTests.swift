@@ -88,6 +88,14 @@ import Testing
         expectError("field path", "is 1503 bytes") { _ = try decodeWrite(#"{"a.\#(over)":1}"#, .update) }
         let stored = try FieldsJSON().decodeFields(Array(#"{"\#(over)":1}"#.utf8))
         #expect(stored[over] == .int(1))
+        // An index on such a path: refused in a request, read from a catalog stored before the limit.
+        let index = #"{"collection":"c","scope":"collection","fields":[["\#(over)","asc"],["g","asc"]]}"#
+        expectError("is 1501 bytes, above the limit of 1500") {
+            _ = try withJSON(index) { (r) throws(HearthError) in try IndexCatalogJSON.definition(r, id: 0, state: .building) }
+        }
+        let old = try withJSON(index) { (r) throws(HearthError) in try IndexCatalogJSON.definition(r, id: 7, state: .ready, maxPathBytes: .max) }
+        let catalog = try IndexCatalogJSON.decode(IndexCatalogJSON.encode(IndexCatalog(indexes: [old], nextID: 8)))
+        #expect(catalog.indexes.first?.fields.first?.path.segments == [over])
     }
 
     @Test func errorPathsNameTheField() {
