@@ -19,7 +19,7 @@ public struct FieldPath: Sendable, Hashable, Comparable, CustomStringConvertible
     public static func parse(_ text: String, maxBytes: Int = Limits.maxFieldNameBytes) throws(HearthError) -> FieldPath {
         let n = text.utf8.count
         if n > maxBytes {
-            throw .invalid("field path \"\(String(decoding: text.utf8.prefix(32), as: UTF8.self))...\" is \(n) bytes, above the limit of \(maxBytes)")
+            throw .invalid("field path \"\(String(text.prefix(32)))...\" is \(n) bytes, above the limit of \(maxBytes)")
         }
         if let segments = plainSegments(text) { return FieldPath(segments) }
         return try parseGeneral(text)

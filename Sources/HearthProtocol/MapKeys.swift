@@ -9,7 +9,7 @@ enum MapKeys {
         let n = key.count
         if n == 0 { return "map keys must not be empty" }
         if n > maxBytes {
-            return "map key \"\(text(UnsafeRawBufferPointer(rebasing: key.prefix(32))))...\" is \(n) bytes, above the limit of \(maxBytes) for a field name"
+            return "map key \"\(String(text(key).prefix(32)))...\" is \(n) bytes, above the limit of \(maxBytes) for a field name"
         }
         if key[0] == 36 {
             return "map key \"\(text(key))\" is not allowed: keys starting with '$' name typed values or sentinels, which must be alone in their object"

@@ -82,6 +82,10 @@ import Testing
             _ = try decodeValue(#"{"a":{"\#(over)":1}}"#)
         }
         expectError("is 1501 bytes, above the limit of 1500") { _ = try decodeValue(#"[{"\#(over)":1}]"#) }
+        // The message quotes whole characters, however many bytes each takes.
+        expectError("map key \"\(String(repeating: "é", count: 32))...\" is 1502 bytes") {
+            _ = try decodeValue(#"{"\#(longest)é":1}"#)
+        }
         expectError("data: map key \"kkkk", "is 1501 bytes") { _ = try decodeWrite(#"{"\#(over)":1}"#, .set) }
         expectError("is 1501 bytes") { _ = try decodeWrite(#"{"a":{"$arrayUnion":[{"\#(over)":1}]}}"#, .set) }
         expectError("field path \"kkkk", "is 1501 bytes, above the limit of 1500") { _ = try decodeWrite(#"{"\#(over)":1}"#, .update) }
