@@ -394,7 +394,8 @@ final class Session: SnapshotWaiter {
         let held = server.engine.afterPending { [self] published in
             guard let slot else { return }
             if published { return endWrite(slot, response: line) }
-            let failed = HearthError(.unavailable, "not applied: it was judged against a commit that did not become durable (it would have failed with \(error.code.rawValue): \(error.message)); send it again")
+            // The refusal itself is not told: it describes a state that never existed.
+            let failed = HearthError(.unavailable, "not applied: it was judged against a commit that did not become durable; send it again")
             endWrite(slot, response: dispatcher.errorLine(failed.prefixed(write.op), id: write.id))
         }
         guard held else { return server.dispatcher.replyError(error.prefixed(write.op), id: write.id, session: self) }

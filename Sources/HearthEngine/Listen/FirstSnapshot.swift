@@ -12,7 +12,7 @@ public struct FirstSnapshotRead: Sendable {
     /// The most commits a resume replays before falling back to a reset (`ListenerHub.maxResumeCommits`).
     public let maxResumeCommits: Int
     /// For a window refill: the state before the commits of its batch after `diffFrom` (each document's
-    /// version before the first of them that changed it, for the documents the query may hold), which is the
+    /// version before the first of them that changed it; the read keeps those the query may hold), which is the
     /// result at `diffFrom` from a snapshot at the batch's last seq, `through`, without the change log (whose
     /// retention may already have pruned those commits). Another snapshot seq reads the change log. A read
     /// that uses it returns that result alone (`earlier`; `rows` empty): a refill needs nothing else, and a
@@ -48,7 +48,8 @@ public struct FirstSnapshotRead: Sendable {
         case .query(let q):
             let prepared = try PreparedQuery(q, indexes: indexes)
             if let n = diffFrom, n < seq, let rollback, rollback.through == seq {
-                let then = try QueryExecution.run(prepared, rollback: rollback.versions, reads: snapshot, codec: codec).rows
+                let versions = rollback.versions.filter { q.contains($0.key) }
+                let then = try QueryExecution.run(prepared, rollback: versions, reads: snapshot, codec: codec).rows
                 return FirstSnapshot(seq: seq, rows: [], document: nil, earlier: then, damage: nil)
             }
             let rows = try QueryExecution.run(prepared, rollback: [:], reads: snapshot, codec: codec).rows

@@ -38,6 +38,8 @@ extension ListenerHub {
         var blocked = Set<ObjectIdentifier>()
         var asked = Set<WindowKey>()
         var needed: [WindowRead] = []
+        // The state before the batch's commits after record i, made once per record and shared by its refills.
+        var laterState: [Int: [DocumentPath: StoredDocument?]] = [:]
         for (i, record) in records.enumerated() where !record.mutations.isEmpty && record.seq > publishedSeq {
             var decoded: DecodedCommit?
             for l in affected(by: record) where l.backlog == nil && l.isRegistered && l.seq < record.seq {
@@ -59,12 +61,8 @@ extension ListenerHub {
                         if refillRows[key]?.isUnreadable != true && asked.insert(key).inserted {
                             // The batch's later commits rolled back from a snapshot at its last seq (the store's,
                             // unless another node committed meanwhile): no change log needed.
-                            var versions: [DocumentPath: StoredDocument?] = [:]
-                            for later in records[(i + 1)...] {
-                                for m in later.mutations where versions[m.path] == nil && v.query.contains(m.path) {
-                                    versions[m.path] = .some(m.before)
-                                }
-                            }
+                            let versions = laterState[i] ?? Self.stateBefore(records[(i + 1)...])
+                            laterState[i] = versions
                             let read = FirstSnapshotRead(target: .query(v.query), diffFrom: record.seq, maxResumeCommits: maxResumeCommits,
                                                          rollback: (records.last!.seq, versions))
                             needed.append(WindowRead(read: read, key: key))
