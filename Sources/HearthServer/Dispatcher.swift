@@ -182,7 +182,8 @@ final class Dispatcher {
         let line = Array(text.utf8)
         let own = session.principal
         session.principal = principal
-        defer { session.principal = own }
+        session.answeringForward = true
+        defer { session.principal = own; session.answeringForward = false }
         return line.withUnsafeBytes { dispatchLine($0, session: session) }
     }
 
@@ -220,8 +221,8 @@ final class Dispatcher {
         writer.withBytes { session.emitLine($0) }
     }
 
-    func errorLine(_ error: HearthError, id: [UInt8]?) -> [UInt8] {
-        writeError(error, id: id)
+    func errorLine(_ error: HearthError, id: [UInt8]?, seq: UInt64? = nil) -> [UInt8] {
+        ResponseLine.error(&writer, error, id: id, seq: seq)
         return writer.bytes
     }
 

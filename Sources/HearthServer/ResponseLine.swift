@@ -19,12 +19,15 @@ enum ResponseLine {
     }
 
     /// A whole error line.
-    static func error(_ w: inout JSONWriter, _ error: HearthError, id: [UInt8]?) {
+    /// `seq`: the published seq a refusal was decided at, on an answer to a line a follower forwarded (the
+    /// follower answers its client once it has published that seq too).
+    static func error(_ w: inout JSONWriter, _ error: HearthError, id: [UInt8]?, seq: UInt64? = nil) {
         w.reset()
         w.beginObject()
         if let id { w.key("id"); w.raw(id) }
         w.key("ok"); w.bool(false)
         errorField(&w, error)
+        if let seq { w.key("seq"); w.uint(seq) }
         end(&w)
     }
 

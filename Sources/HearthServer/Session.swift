@@ -86,6 +86,9 @@ final class Session: SnapshotWaiter {
 
     // Identity and access (see Security/Session+Access.swift).
     var principal: Principal = .anonymous
+    /// True while a line a follower forwarded runs (`Dispatcher.forwarded`): a write made of it remembers that
+    /// (`PreparedWrite.forwarded`), so that its refusal carries the seq it was decided at.
+    var answeringForward = false
     /// Fires when the connection's token expires.
     var expiryTimer: LoopTimer?
     /// While rules are enforced: what each listener listens to, to judge it again.
@@ -386,19 +389,28 @@ final class Session: SnapshotWaiter {
     /// answered once they all have their outcome, in its place like a write's answer (the connection's later
     /// reads wait for it), so it never tells of a commit not yet published. If they failed, the state it was
     /// decided against never existed: the write is answered UNAVAILABLE instead, to be sent again.
+    /// A refusal of a line a follower forwarded names the seq it was decided at (published by then), which the
+    /// follower publishes before it answers its client.
     func refuseWrite(_ write: PreparedWrite, _ error: HearthError) {
         server.requestFinished(write.timing, failed: true, id: write.id, session: self)
         let dispatcher = server.dispatcher
-        let line = dispatcher.errorLine(error.prefixed(write.op), id: write.id)
+        let forwarded = write.forwarded
+        let engine = server.engine
         var slot: ResponseQueue.Slot?
-        let held = server.engine.afterPending { [self] published in
+        let held = engine.afterPending { [self] published in
             guard let slot else { return }
-            if published { return endWrite(slot, response: line) }
+            if published {
+                let line = dispatcher.errorLine(error.prefixed(write.op), id: write.id, seq: forwarded ? engine.lastDurableSeq : nil)
+                return endWrite(slot, response: line)
+            }
             // The refusal itself is not told: it describes a state that never existed.
             let failed = HearthError(.unavailable, "not applied: it was judged against a commit that did not become durable; send it again")
             endWrite(slot, response: dispatcher.errorLine(failed.prefixed(write.op), id: write.id))
         }
-        guard held else { return server.dispatcher.replyError(error.prefixed(write.op), id: write.id, session: self) }
+        guard held else {
+            let line = dispatcher.errorLine(error.prefixed(write.op), id: write.id, seq: forwarded ? engine.lastDurableSeq : nil)
+            return line.withUnsafeBytes { emitLine($0) }
+        }
         slot = beginWrite()
     }
 

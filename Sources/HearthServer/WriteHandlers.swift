@@ -93,7 +93,7 @@ enum WriteHandlers {
         let requestID = try requestID(req).map { (id) throws(HearthError) in try ctx.scopedRequestID(id) }
         let write = PreparedWrite(writes: writes, nameIndexes: nameIndexes, requestID: requestID, id: req.id, op: req.op,
                                   review: ctx.commitReviewer(nameWrites: nameIndexes), timing: ctx.deferTiming(),
-                                  fields: fields)
+                                  forwarded: ctx.session.answeringForward, fields: fields)
         if let reads = ctx.engine.readsFirst(for: writes, requestID: requestID) {
             ctx.session.readForWrite(reads, then: write)
             return
@@ -120,6 +120,8 @@ struct PreparedWrite {
     /// The rules' review, made with the identity the write was sent as.
     let review: ((CommitReview) throws(HearthError) -> Void)?
     let timing: RequestTiming
+    /// A line a follower forwarded: a refusal of it names the seq it was decided at (`Session.refuseWrite`).
+    let forwarded: Bool
     let fields: (inout JSONWriter, CommitOutcome) -> Void
     /// Documents earlier runs missed (`Engine+WriteReads.swift`; a rule's `get()`), read with its own, and
     /// how many runs missed.

@@ -38,7 +38,7 @@ final class ClusterCoordinator {
     /// The link to the committer, made on the first write forwarded to it.
     private var link: PeerLink?
     /// Forwarded writes the committer answered, waiting until this node has published their seq.
-    private var answered: [(seq: UInt64, pending: PeerLink.Pending, line: [UInt8])] = []
+    private var answered: [(seq: UInt64, pending: PeerLink.Pending, line: [UInt8], failed: Bool)] = []
     /// Failures of the election or the feed, logged at most once a second.
     private lazy var problems = LogThrottle(loop: server.loop, logger: server.logger, summary: "more cluster errors")
     /// Commits published from the feed, and writes forwarded (for stats).
@@ -360,12 +360,14 @@ final class ClusterCoordinator {
         link = nil
     }
 
-    /// The committer's answer to a forwarded write: sent once this node has published its seq.
+    /// The committer's answer to a forwarded write: sent once this node has published its seq (a commit's, or
+    /// the seq a refusal was decided at: the client's next read here must not find what the refusal saw
+    /// missing, or miss what it saw).
     private func forwardAnswered(_ p: PeerLink.Pending, line: [UInt8], _ answer: PeerLink.Answer) {
         var bytes = line
         bytes.append(0x0A)
         guard let seq = answer.seq, seq > engine.lastDurableSeq else { return finish(p, line: bytes, failed: !answer.ok) }
-        answered.append((seq, p, bytes))
+        answered.append((seq, p, bytes, !answer.ok))
     }
 
     /// After a publication: answers the forwarded writes whose seq it reached, in the order they were answered.
@@ -374,7 +376,7 @@ final class ClusterCoordinator {
         guard answered.contains(where: { $0.seq <= published }) else { return }
         let ready = answered.filter { $0.seq <= published }
         answered.removeAll { $0.seq <= published }
-        for a in ready { finish(a.pending, line: a.line, failed: false) }
+        for a in ready { finish(a.pending, line: a.line, failed: a.failed) }
     }
 
     private func finish(_ p: PeerLink.Pending, line: [UInt8], failed: Bool) {

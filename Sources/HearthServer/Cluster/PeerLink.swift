@@ -100,20 +100,16 @@ final class PeerLink {
     /// Sends a client's write line to the committer: as it came, or while rules are enforced inside a
     /// `forward` op naming the client's identity (`ForwardedIdentity`).
     func forward(_ line: UnsafeRawBufferPointer, as principal: Principal, _ p: Pending) {
-        var bytes: [UInt8]
-        if adminKey != nil {
-            var w = JSONWriter(capacity: line.count + 256)
-            w.beginObject()
-            w.key("op"); w.string("forward")
-            w.key("as"); ForwardedIdentity.write(principal, into: &w)
-            w.key("request"); w.string(bytes: line)
-            w.endObject()
-            w.newline()
-            bytes = w.bytes
-        } else {
-            bytes = [UInt8](line)
-            bytes.append(0x0A)
-        }
+        // Always as `forward`, rules or not: the committer then knows the line is a follower's, and its refusal
+        // names the seq it was decided at, which this node publishes before it answers (`Answer.seq`).
+        var w = JSONWriter(capacity: line.count + 256)
+        w.beginObject()
+        w.key("op"); w.string("forward")
+        w.key("as"); ForwardedIdentity.write(principal, into: &w)
+        w.key("request"); w.string(bytes: line)
+        w.endObject()
+        w.newline()
+        let bytes = w.bytes
         if unanswered == 0 { lastHeard = loop.now }   // the silence counts from the first write waiting
         unanswered += 1
         pending.append(p)
@@ -159,7 +155,7 @@ final class PeerLink {
     }
 
     /// What a line from the committer is, read once: a push (`"type"`, no `"ok"`) or an answer, whether ok,
-    /// and the seq of an ok answer that carries one (a durable commit).
+    /// and its seq when it carries one (a durable commit's, or the seq a refusal was decided at).
     struct Answer {
         var isPush = false
         var ok = false
@@ -170,7 +166,7 @@ final class PeerLink {
         guard let root = try? parser.parse(line), root.kind == .object else { return Answer() }
         guard let ok = root["ok"] else { return Answer(isPush: root["type"] != nil) }
         var a = Answer(ok: ok.bool == true)
-        if a.ok, let s = root["seq"], s.kind == .int, let v = s.int64, v >= 0 { a.seq = UInt64(v) }
+        if let s = root["seq"], s.kind == .int, let v = s.int64, v >= 0 { a.seq = UInt64(v) }
         return a
     }
 

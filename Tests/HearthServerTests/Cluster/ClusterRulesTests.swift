@@ -51,6 +51,39 @@ extension ClusterSuites {
             #expect(try c[k].connect().request(#"{"op":"get","path":"notes/bob/items/x"}"#).errorCode == "PERMISSION_DENIED")
         }
 
+        /// A write a follower forwards and the committer refuses (here: an update of what another client just
+        /// deleted through the committer) is answered once the follower has published the seq the refusal was
+        /// decided at: the client's get behind it, answered by the follower from its cache, does not still find
+        /// the document the refusal found gone. Twenty rounds, each document cached on the follower first.
+        @Test func aRefusalThroughAFollowerIsAnsweredOnceTheFollowerHasPublishedWhatItSaw() throws {
+            let c = try ClusterNodes()
+            let k = try c.committer()
+            let direct = try c[k].connect(), follower = try c[(k + 1) % 3].connect()
+            let n = 20
+            #expect(try direct.request(#"{"op":"commit","writes":[\#((0..<n).map { #"{"op":"set","path":"race/d\#($0)","data":{"v":0}}"# }.joined(separator: ","))]}"#).isOK)
+            for i in 0..<n {
+                // Through the follower, until it has published the set (and so caches the document).
+                var seen = false
+                for _ in 0..<200 where !seen {
+                    seen = try follower.request(#"{"op":"get","path":"race/d\#(i)"}"#)["doc"] is [String: Any]
+                }
+                #expect(seen)
+            }
+            var refused = 0
+            for i in 0..<n {
+                try direct.send(#"{"op":"delete","path":"race/d\#(i)","id":"d"}"#)
+                try follower.send(#"{"op":"update","path":"race/d\#(i)","data":{"v":1},"id":"u"}"#)
+                try follower.send(#"{"op":"get","path":"race/d\#(i)","id":"g"}"#)
+                _ = try direct.readObject()
+                let update = try follower.readObject(), get = try follower.readObject()
+                #expect(update["id"] as? String == "u" && get["id"] as? String == "g")
+                guard update.errorCode == "NOT_FOUND" else { #expect(update.isOK, "\(update)"); continue }
+                refused += 1
+                #expect(get["doc"] is NSNull, "round \(i): the update was refused (\(update)), then the get found \(get)")
+            }
+            #expect(refused > 0, "no update was refused: the race was never run")
+        }
+
         /// A `requestId` is scoped to its sender's identity on every node: a follower forwards it with the
         /// client's identity, so a retry through another node is the same write (a duplicate), while another
         /// identity naming the same ID, through any node, gets its own write judged, never the first one's answer.
