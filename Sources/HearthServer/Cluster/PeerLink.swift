@@ -97,8 +97,9 @@ final class PeerLink {
         }
     }
 
-    /// Sends a client's write line to the committer: as it came, or while rules are enforced inside a
-    /// `forward` op naming the client's identity (`ForwardedIdentity`).
+    /// Sends a client's write line to the committer inside a `forward` op naming the client's identity
+    /// (`ForwardedIdentity`; the committer takes it only from a link opened with the admin key while rules are
+    /// enforced).
     func forward(_ line: UnsafeRawBufferPointer, as principal: Principal, _ p: Pending) {
         // Always as `forward`, rules or not: the committer then knows the line is a follower's, and its refusal
         // names the seq it was decided at, which this node publishes before it answers (`Answer.seq`).
