@@ -103,10 +103,8 @@ public final class SnapshotGate {
         switch phase {
         case .quiet:
             return .run(Ticket(optimistic: false, storeReads: storeReads))
-        case .inFlight:
-            if batch?.hasLanded == true { phase = .landed }
-            return .run(Ticket(optimistic: true, storeReads: storeReads))
-        case .landed:
+        case .inFlight, .landed:
+            if phase == .inFlight, batch?.hasLanded == true { phase = .landed }
             return .run(Ticket(optimistic: true, storeReads: storeReads))
         case .publishing:
             assertionFailure("a read was dispatched while a batch was being published (re-entrancy)")

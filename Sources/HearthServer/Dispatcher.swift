@@ -222,12 +222,12 @@ final class Dispatcher {
     }
 
     func errorLine(_ error: HearthError, id: [UInt8]?, seq: UInt64? = nil) -> [UInt8] {
-        ResponseLine.error(&writer, error, id: id, seq: seq)
+        writeError(error, id: id, seq: seq)
         return writer.bytes
     }
 
-    private func writeError(_ error: HearthError, id: [UInt8]?) {
-        ResponseLine.error(&writer, error, id: id)
+    private func writeError(_ error: HearthError, id: [UInt8]?, seq: UInt64? = nil) {
+        ResponseLine.error(&writer, error, id: id, seq: seq)
     }
 }
 

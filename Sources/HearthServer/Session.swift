@@ -394,23 +394,18 @@ final class Session: SnapshotWaiter {
     func refuseWrite(_ write: PreparedWrite, _ error: HearthError) {
         server.requestFinished(write.timing, failed: true, id: write.id, session: self)
         let dispatcher = server.dispatcher
-        let forwarded = write.forwarded
         let engine = server.engine
+        // Made when sent: a forwarded line's refusal names the seq published then.
+        let refusal = { dispatcher.errorLine(error.prefixed(write.op), id: write.id, seq: write.forwarded ? engine.lastDurableSeq : nil) }
         var slot: ResponseQueue.Slot?
         let held = engine.afterPending { [self] published in
             guard let slot else { return }
-            if published {
-                let line = dispatcher.errorLine(error.prefixed(write.op), id: write.id, seq: forwarded ? engine.lastDurableSeq : nil)
-                return endWrite(slot, response: line)
-            }
+            if published { return endWrite(slot, response: refusal()) }
             // The refusal itself is not told: it describes a state that never existed.
             let failed = HearthError(.unavailable, "not applied: it was judged against a commit that did not become durable; send it again")
             endWrite(slot, response: dispatcher.errorLine(failed.prefixed(write.op), id: write.id))
         }
-        guard held else {
-            let line = dispatcher.errorLine(error.prefixed(write.op), id: write.id, seq: forwarded ? engine.lastDurableSeq : nil)
-            return line.withUnsafeBytes { emitLine($0) }
-        }
+        guard held else { return refusal().withUnsafeBytes { emitLine($0) } }
         slot = beginWrite()
     }
 

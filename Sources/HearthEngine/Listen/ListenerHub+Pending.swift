@@ -113,7 +113,7 @@ extension ListenerHub {
                         return .failed(error)
                     }
                     let changes: [ViewChange]
-                    if q.limit != nil || q.limitToLast != nil {
+                    if q.isWindow {
                         let window = truncated ? q.widened(by: rows.count - n) : wq
                         if let c = WindowView.apply(mutations, to: &rows, query: window, minimum: l.widen > 0 ? n : nil) {
                             changes = c

@@ -26,10 +26,10 @@ extension ListenerHub {
         // changed or deleted document affects can lose one: a batch that only creates documents (a post's
         // fan-out to feeds) costs this pass and nothing more.
         let changed = records.lazy.filter { [publishedSeq] in $0.seq > publishedSeq }.flatMap { $0.mutations.lazy.filter { $0.before != nil } }
-        guard !changed.isEmpty, views.values.contains(where: { $0.query.limit != nil || $0.query.limitToLast != nil }) else { return [] }
+        guard !changed.isEmpty, views.values.contains(where: { $0.query.isWindow }) else { return [] }
         var mayLose = Set<ObjectIdentifier>()
         for l in affected(by: changed) {
-            guard let v = l.view, v.query.limit != nil || v.query.limitToLast != nil else { continue }
+            guard let v = l.view, v.query.isWindow else { continue }
             mayLose.insert(ObjectIdentifier(v))
         }
         guard !mayLose.isEmpty else { return [] }

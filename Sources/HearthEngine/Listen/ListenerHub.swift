@@ -432,7 +432,7 @@ public final class ListenerHub {
     private func apply(_ mutations: [DecodedMutation], to v: SharedView) -> [ViewChange]? {
         v.rowsBefore = nil
         let q = v.query
-        if q.limit != nil || q.limitToLast != nil { return WindowView.apply(mutations, to: &v.rows, query: q) }
+        if q.isWindow { return WindowView.apply(mutations, to: &v.rows, query: q) }
         return IncrementalView.apply(mutations, to: &v.rows, query: q)
     }
 

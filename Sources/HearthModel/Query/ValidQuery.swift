@@ -30,6 +30,10 @@ public struct ValidQuery: Sendable, Hashable {
     /// Fields under `<`, `<=`, `>`, `>=`, `!=` or `not-in` filters anywhere in the tree, sorted, unique.
     public internal(set) var inequalityFields: [FieldPath]
 
+    /// True when the result is a window (`limit` or `limitToLast`): a listener's rows can leave it without a
+    /// commit bringing others in, and it is then refilled from the store.
+    public var isWindow: Bool { limit != nil || limitToLast != nil }
+
     /// True for a collection-group query.
     public var isCollectionGroup: Bool {
         if case .collectionGroup = target { return true }

@@ -241,28 +241,32 @@ def case_refill_reads():
         refill_window(c, n, 200)
         q = REFILL_QUERY
         stop = threading.Event()
+        querying = threading.Barrier(5)   # the four clients have each had a query answered
 
         def hammer():
             h = connect()
+            call(h, dict(q, op="query", limit=150))
+            querying.wait()
             while not stop.is_set():
                 call(h, dict(q, op="query", limit=150))
         threads = [threading.Thread(target=hammer, daemon=True) for _ in range(4)]
         for t in threads:
             t.start()
-        time.sleep(1.0)
+        querying.wait()
         w, v = connect(), connect()
         for trial in range(1, 4):
             t = time.perf_counter()
             call(v, {"op": "set", "path": "v/x", "data": {"i": trial}})
             alone = time.perf_counter() - t
             w[0].sendall(json.dumps({"op": "delete", "path": f"big/d{n - 200 + trial:07d}"}).encode() + b"\n")
-            time.sleep(0.005)
+            # Once the daemon holds the delete (pending while its window's refill is read), the set follows it.
+            while call(v, {"op": "stats"})["queues"]["pendingCommits"] == 0:
+                pass
             t = time.perf_counter()
             call(v, {"op": "set", "path": "v/y", "data": {"i": trial}})
             behind = time.perf_counter() - t
             w[1].readline()
             print(f"an unrelated set alone {alone * 1000:7.1f} ms, right behind a window-row delete {behind * 1000:7.1f} ms", flush=True)
-            time.sleep(0.3)
         stop.set()
     finally:
         d.close()
