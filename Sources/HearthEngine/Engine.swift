@@ -191,6 +191,16 @@ public final class Engine {
         newest.settled.append(body)
         return true
     }
+    /// `afterPending` for an answer judged against the index catalog in memory (an index that exists, a TTL
+    /// policy in force, a listing), which can be ahead of the durable one: a change not yet carried by any
+    /// commit (one whose commit failed is carried again by the next) is queued in a commit of its own first,
+    /// so `body` learns whether the catalog the answer describes is durable. False when it already is.
+    public func afterCatalogDurable(_ body: @escaping (Bool) -> Void) -> Bool {
+        thread.check("Engine.afterCatalogDurable")
+        if catalogDirty { commitIndexChanges(IndexChanges(), completion: { _ in }) }
+        return afterPending(body)
+    }
+
     /// Commits queued or in flight.
     public var pendingCommitCount: Int { queued.count + (inFlight?.pending.count ?? 0) }
 

@@ -242,6 +242,26 @@ struct Context {
         dispatcher.replyOK(request.id, session: session, fields)
     }
 
+    /// Answers `request` from the index catalog in memory (an index that exists, a TTL policy in force, a
+    /// listing): once the catalog it describes is durable (`Engine.afterCatalogDurable`), so the answer never
+    /// tells of a declaration, drop or policy a failed commit took back; UNAVAILABLE in its place if it is
+    /// not. `fields` runs when the answer is sent: take what it describes from the catalog before.
+    func replyFromCatalog(_ request: Request, _ fields: @escaping (inout JSONWriter) -> Void) {
+        let dispatcher = dispatcher, id = request.id
+        session.answerJudged(op: request.op, id: id, unsettled: "not answered", settle: engine.afterCatalogDurable) {
+            dispatcher.okLine(id, fields)
+        }
+    }
+
+    /// `replyFromCatalog` for a refusal judged against the catalog in memory (NOT_FOUND for an index or a
+    /// policy a pending commit removed).
+    func refuseFromCatalog(_ request: Request, _ error: HearthError) {
+        let dispatcher = dispatcher, id = request.id, op = request.op
+        session.answerJudged(op: op, id: id, unsettled: "not answered", settle: engine.afterCatalogDurable) {
+            dispatcher.errorLine(error.prefixed(op), id: id)
+        }
+    }
+
     /// The running read's admission: a handler with side effects confirms it before them.
     var ticket: SnapshotGate.Ticket? { dispatcher.ticket }
 

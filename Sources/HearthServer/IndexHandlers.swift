@@ -4,7 +4,9 @@ import HearthProtocol
 
 /// `index`: create, list and drop declared composite indexes. A create or a drop that changes the catalog is
 /// answered once the catalog change is durable (it is stored with a commit, docs/storage.md "Index catalog"),
-/// like a write; a following read on the connection waits for it.
+/// like a write; a following read on the connection waits for it. So is an answer read from the catalog (a
+/// listing, a create of an existing shape, a drop of an unknown id): the catalog in memory can hold changes
+/// not yet durable (`Context.replyFromCatalog`).
 enum IndexHandlers {
     static func index(_ ctx: Context, _ req: Request) throws(HearthError) {
         let action = try req.string("action")
@@ -27,11 +29,11 @@ enum IndexHandlers {
                 declared = created
                 slot = session.beginWrite()
             } else {
-                ctx.reply(req) { w in w.key("index"); IndexCatalogJSON.write(created, into: &w) }
+                ctx.replyFromCatalog(req) { w in w.key("index"); IndexCatalogJSON.write(created, into: &w) }
             }
         case "list":
             let defs = ctx.engine.indexes
-            ctx.reply(req) { w in
+            ctx.replyFromCatalog(req) { w in
                 w.key("indexes")
                 w.beginArray()
                 for d in defs { IndexCatalogJSON.write(d, into: &w) }
@@ -41,14 +43,19 @@ enum IndexHandlers {
             guard let indexID = try req.optionalInt("indexId", min: 1) else { throw .invalid("field \"indexId\" is required to drop an index") }
             var slot: ResponseQueue.Slot?
             let session = ctx.session, dispatcher = ctx.dispatcher, id = req.id
-            try ctx.engine.dropIndex(id: indexID) { result in
-                guard let slot else { return }
-                let line: [UInt8]
-                switch result {
-                case .success: line = dispatcher.okLine(id) { _ in }
-                case .failure(let error): line = dispatcher.errorLine(error, id: id)
+            do {
+                try ctx.engine.dropIndex(id: indexID) { result in
+                    guard let slot else { return }
+                    let line: [UInt8]
+                    switch result {
+                    case .success: line = dispatcher.okLine(id) { _ in }
+                    case .failure(let error): line = dispatcher.errorLine(error, id: id)
+                    }
+                    session.endWrite(slot, response: line)
                 }
-                session.endWrite(slot, response: line)
+            } catch {
+                guard error.code == .notFound else { throw error }
+                return ctx.refuseFromCatalog(req, error)   // dropped by a commit perhaps not yet durable
             }
             slot = session.beginWrite()
         default:

@@ -396,16 +396,28 @@ final class Session: SnapshotWaiter {
         let dispatcher = server.dispatcher
         let engine = server.engine
         // Made when sent: a forwarded line's refusal names the seq published then.
-        let refusal = { dispatcher.errorLine(error.prefixed(write.op), id: write.id, seq: write.forwarded ? engine.lastDurableSeq : nil) }
-        var slot: ResponseQueue.Slot?
-        let held = engine.afterPending { [self] published in
-            guard let slot else { return }
-            if published { return endWrite(slot, response: refusal()) }
-            // The refusal itself is not told: it describes a state that never existed.
-            let failed = HearthError(.unavailable, "not applied: it was judged against a commit that did not become durable; send it again")
-            endWrite(slot, response: dispatcher.errorLine(failed.prefixed(write.op), id: write.id))
+        answerJudged(op: write.op, id: write.id, unsettled: "not applied", settle: engine.afterPending) {
+            dispatcher.errorLine(error.prefixed(write.op), id: write.id, seq: write.forwarded ? engine.lastDurableSeq : nil)
         }
-        guard held else { return refusal().withUnsafeBytes { emitLine($0) } }
+    }
+
+    /// Answers with `line` (made when it is sent), an answer judged against state that can hold commits not
+    /// yet published: `settle` (`Engine.afterPending`, `Engine.afterCatalogDurable`) says whether any is
+    /// pending, and runs its body once they have their outcome. The answer then waits in its place like a
+    /// write's (the connection's later lines wait for it), and is sent once they are published; if they
+    /// failed, the state it describes never existed, and UNAVAILABLE ("`unsettled`: it was judged against a
+    /// commit that did not become durable; send it again") goes in its place. At once when none is pending.
+    func answerJudged(op: String, id: [UInt8]?, unsettled: String, settle: (@escaping (Bool) -> Void) -> Bool,
+                      _ line: @escaping () -> [UInt8]) {
+        let dispatcher = server.dispatcher
+        var slot: ResponseQueue.Slot?
+        let held = settle { [self] published in
+            guard let slot else { return }
+            if published { return endWrite(slot, response: line()) }
+            let failed = HearthError(.unavailable, "\(unsettled): it was judged against a commit that did not become durable; send it again")
+            endWrite(slot, response: dispatcher.errorLine(failed.prefixed(op), id: id))
+        }
+        guard held else { return line().withUnsafeBytes { emitLine($0) } }
         slot = beginWrite()
     }
 

@@ -98,7 +98,7 @@ enum AdminHandlers {
         switch action {
         case "list":
             let policies = engine.ttlPolicies
-            ctx.reply(req) { w in
+            ctx.replyFromCatalog(req) { w in
                 w.key("policies")
                 w.beginArray()
                 for p in policies {
@@ -127,13 +127,17 @@ enum AdminHandlers {
                 let field: FieldPath
                 do { field = try FieldPath.parse(fieldText) } catch { throw .invalid("field \"field\": \(error.message)") }
                 guard try engine.setTTL(TTLPolicy(collectionGroup: group, field: field), completion: completion) else {
-                    let seq = engine.lastDurableSeq
-                    ctx.reply(req) { w in w.key("seq"); w.uint(seq) }   // already in force
-                    return
+                    // Already in force: once durable, at the seq published then.
+                    return ctx.replyFromCatalog(req) { w in w.key("seq"); w.uint(engine.lastDurableSeq) }
                 }
             } else {
                 guard req.field("field") == nil else { throw .invalid("field \"field\" is not used to remove a policy") }
-                try engine.removeTTL(collectionGroup: group, completion: completion)
+                do {
+                    try engine.removeTTL(collectionGroup: group, completion: completion)
+                } catch {
+                    guard error.code == .notFound else { throw error }
+                    return ctx.refuseFromCatalog(req, error)   // removed by a commit perhaps not yet durable
+                }
             }
             slot = session.beginWrite()
         default:

@@ -414,3 +414,84 @@ import Testing
         #expect(r.take().first?["ok"] as? Bool == true)
     }
 }
+
+/// Answers read from the index catalog in memory (a listing, an index or TTL policy that exists or not),
+/// which can hold changes not yet durable: each is sent once the catalog it describes is durable, in its
+/// place, and never tells of a change a failed commit took back.
+@Suite struct CatalogAnswerTests {
+    static let create = #"{"op":"index","action":"create","collection":"c","fields":[["a","asc"],["b","desc"]],"id":"i"}"#
+
+    @Test func answersReadFromAPendingDropWaitForIt() throws {
+        let s = try InProcessServer()
+        let a = s.connect(), b = s.connect()
+        a.write([Self.create])
+        s.flush()
+        let indexID = try #require(((a.take().first?["index"]) as? [String: Any])?["id"] as? Int)
+        a.write([#"{"op":"index","action":"drop","indexId":\#(indexID),"id":"d"}"#])
+        let batch = try #require(s.takeBatch())
+        b.write([#"{"op":"index","action":"list","id":"l"}"#, #"{"op":"index","action":"drop","indexId":\#(indexID),"id":"d2"}"#,
+                 #"{"op":"ping","id":"p"}"#])
+        s.settle()
+        #expect(b.take().isEmpty, "the drop is not durable yet")
+        s.land(batch)
+        s.publish(batch)
+        s.settle()
+        #expect(a.take().first?["ok"] as? Bool == true)
+        let lines = b.take()
+        #expect(lines.map { $0["id"] as? String } == ["l", "d2", "p"], "\(lines)")
+        #expect((lines.first?["indexes"] as? [Any])?.isEmpty == true)
+        #expect(lines[1].errorCode == "NOT_FOUND" && lines[1].errorMessage?.hasPrefix("index: no index with id") == true, "\(lines[1])")
+        // With nothing pending, the same answers come at once.
+        b.write([#"{"op":"index","action":"drop","indexId":\#(indexID),"id":"d3"}"#])
+        #expect(b.take().first?.errorCode == "NOT_FOUND")
+    }
+
+    /// A policy set by a commit that fails is not reported in force; the client is told to ask again, and the
+    /// catalog (which keeps the change, to be carried by the next commit) is made durable before the next answer
+    /// from it.
+    @Test func anAnswerFromACatalogChangeThatFailedIsNotSent() throws {
+        let s = try InProcessServer()
+        let a = s.connect(), b = s.connect()
+        let set = #"{"op":"ttl","action":"set","collectionGroup":"sessions","field":"expireAt","id":"t"}"#
+        a.write([set])
+        let batch = try #require(s.takeBatch())
+        b.write([set, #"{"op":"index","action":"create","collection":"sessions","fields":[["a","asc"],["b","asc"]],"id":"i"}"#])
+        s.settle()
+        #expect(b.take().isEmpty)
+        s.publish(batch, error: .init(.unavailable, "disk gone"))
+        s.settle()
+        #expect(a.take().first?.errorCode == "UNAVAILABLE")
+        let answer = try #require(b.take().first)
+        #expect(answer["id"] as? String == "t" && answer.errorCode == "UNAVAILABLE"
+                && answer.errorMessage == "ttl: not answered: it was judged against a commit that did not become durable; send it again",
+                "\(answer)")
+        s.flush()   // the index create queued behind the failure
+        #expect(b.take().first?["ok"] as? Bool == true)
+        // The policy stays in the catalog in memory; it was carried by the index's commit, so it is answered at once.
+        b.write([#"{"op":"ttl","action":"list","id":"l"}"#])
+        let list = try #require(b.take().first)
+        #expect((list["policies"] as? [[String: Any]])?.first?["collectionGroup"] as? String == "sessions", "\(list)")
+    }
+
+    /// A catalog change no commit carries (its commit failed, and nothing was committed since) is committed
+    /// before an answer that describes it.
+    @Test func aCatalogChangeNoCommitCarriesIsCommittedBeforeItIsDescribed() throws {
+        let s = try InProcessServer()
+        let a = s.connect()
+        a.write([#"{"op":"ttl","action":"set","collectionGroup":"sessions","field":"expireAt","id":"t"}"#])
+        let batch = try #require(s.takeBatch())
+        s.publish(batch, error: .init(.unavailable, "disk gone"))
+        s.settle()
+        #expect(a.take().first?.errorCode == "UNAVAILABLE")
+        let seq = s.engine.lastDurableSeq
+        a.write([#"{"op":"ttl","action":"list","id":"l"}"#, #"{"op":"ping","id":"p"}"#])
+        s.settle()
+        #expect(a.take().isEmpty, "the policy is not durable yet")
+        s.flush()
+        let lines = a.take()
+        #expect(lines.map { $0["id"] as? String } == ["l", "p"])
+        #expect((lines.first?["policies"] as? [Any])?.count == 1)
+        #expect(s.engine.lastDurableSeq > seq, "a commit carried the catalog")
+        #expect(lines.last?["seq"] as? Int == Int(s.engine.lastDurableSeq))
+    }
+}
