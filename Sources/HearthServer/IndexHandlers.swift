@@ -21,7 +21,7 @@ enum IndexHandlers {
                 let line: [UInt8]
                 switch result {
                 case .success: line = dispatcher.okLine(id) { w in w.key("index"); IndexCatalogJSON.write(declared, into: &w) }
-                case .failure(let error): line = dispatcher.errorLine(error, id: id)
+                case .failure(let error): line = dispatcher.errorLine(error.prefixed("index"), id: id)
                 }
                 session.endWrite(slot, response: line)
             }
@@ -49,7 +49,7 @@ enum IndexHandlers {
                     let line: [UInt8]
                     switch result {
                     case .success: line = dispatcher.okLine(id) { _ in }
-                    case .failure(let error): line = dispatcher.errorLine(error, id: id)
+                    case .failure(let error): line = dispatcher.errorLine(error.prefixed("index"), id: id)
                     }
                     session.endWrite(slot, response: line)
                 }
