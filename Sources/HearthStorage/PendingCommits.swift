@@ -31,11 +31,16 @@ public final class PendingGroup: Sendable {
     /// applied before any read asks, and a fan-out group holds thousands of keys.
     private let indexState = Locked<IndexState?>(nil)
 
-    /// The state of each index key the group changed, and those keys in memcmp order.
+    /// The index keys the group changed, each once, in memcmp order, with the document each points at after
+    /// the group (nil: removed). Flat: key `i` is `bytes[i == 0 ? 0 : ends[i - 1] ..< ends[i]]` (`FlatKeys`: a
+    /// group of a bulk load holds hundreds of thousands of keys, which a dictionary of `[UInt8]` would hash a
+    /// byte at a time and a sort of them would retain and release at every comparison).
     struct IndexState: Sendable {
-        /// The document a key points at after the group; nil: removed.
-        var keys: [[UInt8]: DocumentPath?] = [:]
-        var sorted: [[UInt8]] = []
+        var bytes: [UInt8] = []
+        var ends: [Int] = []
+        var paths: [DocumentPath?] = []
+
+        func start(_ i: Int) -> Int { i == 0 ? 0 : ends[i - 1] }
     }
 
     /// `records` must be non-empty and ascending (the store validated them).
@@ -67,12 +72,25 @@ public final class PendingGroup: Sendable {
     private var index: IndexState {
         indexState.withLock { state in
             if let state { return state }
-            var built = IndexState()
+            var keys = FlatKeys()
+            var paths: [DocumentPath?] = []
             for r in records {
-                for e in r.indexChanges.removed { built.keys[e.key] = .some(nil) }
-                for e in r.indexChanges.added { built.keys[e.key] = .some(e.path) }
+                for e in r.indexChanges.removed { keys.append(e.key); paths.append(nil) }
+                for e in r.indexChanges.added { keys.append(e.key); paths.append(e.path) }
             }
-            built.sorted = built.keys.keys.sorted(by: PendingGroup.precedes)
+            var built = IndexState()
+            let order = keys.lastOfEachKey()
+            built.bytes.reserveCapacity(keys.bytes.count)
+            built.ends.reserveCapacity(order.count)
+            built.paths.reserveCapacity(order.count)
+            keys.bytes.withUnsafeBufferPointer { b in
+                for i in order {
+                    let s = keys.spans[i]
+                    built.bytes.append(contentsOf: UnsafeBufferPointer(rebasing: b[s.start ..< s.start + s.count]))
+                    built.ends.append(built.bytes.count)
+                    built.paths.append(paths[i])
+                }
+            }
             state = built
             return built
         }
@@ -93,22 +111,23 @@ public final class PendingGroup: Sendable {
     /// each with its state after the group (nil: removed).
     fileprivate func keys(from lower: [UInt8], to upper: [UInt8]) -> [(key: [UInt8], path: DocumentPath?)] {
         let state = index
-        let keys = state.sorted
-        var lo = 0, hi = keys.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            if Self.precedes(keys[mid], lower) { lo = mid + 1 } else { hi = mid }
-        }
-        var end = keys.count
-        if !upper.isEmpty {
-            var l = lo, h = keys.count
-            while l < h {
-                let mid = (l + h) / 2
-                if Self.precedes(keys[mid], upper) { l = mid + 1 } else { h = mid }
+        return state.bytes.withUnsafeBytes { b in
+            // The first key not before `bound`.
+            func firstNotBefore(_ bound: [UInt8], from lo: Int) -> Int {
+                bound.withUnsafeBytes { x in
+                    var lo = lo, hi = state.ends.count
+                    while lo < hi {
+                        let mid = (lo + hi) / 2
+                        let key = UnsafeRawBufferPointer(rebasing: b[state.start(mid) ..< state.ends[mid]])
+                        if UTF8Order.compareBytes(key, x) < 0 { lo = mid + 1 } else { hi = mid }
+                    }
+                    return lo
+                }
             }
-            end = l
+            let lo = firstNotBefore(lower, from: 0)
+            let end = upper.isEmpty ? state.ends.count : firstNotBefore(upper, from: lo)
+            return (lo ..< end).map { i in (Array(b[state.start(i) ..< state.ends[i]]), state.paths[i]) }
         }
-        return keys[lo..<end].map { ($0, state.keys[$0]!) }
     }
 }
 
@@ -196,13 +215,28 @@ public struct PendingCommits: Sendable {
     private func touchedKeys(from lower: [UInt8], to upper: [UInt8]) -> [(key: [UInt8], path: DocumentPath?)] {
         guard upper.isEmpty || PendingGroup.precedes(lower, upper) else { return [] }
         if groups.count == 1 { return groups[0].keys(from: lower, to: upper) }
-        var seen = Set<[UInt8]>()
-        var out: [(key: [UInt8], path: DocumentPath?)] = []
-        for g in groups.reversed() {
-            for t in g.keys(from: lower, to: upper) where seen.insert(t.key).inserted { out.append(t) }
+        // Oldest group first: of a key several groups touched, the newest group's state is the one kept.
+        var keys = FlatKeys()
+        var touched: [(key: [UInt8], path: DocumentPath?)] = []
+        for g in groups {
+            for t in g.keys(from: lower, to: upper) {
+                keys.append(t.key)
+                touched.append(t)
+            }
         }
-        out.sort { PendingGroup.precedes($0.key, $1.key) }
-        return out
+        return keys.lastOfEachKey().map { touched[$0] }
+    }
+
+    /// Whether `key` is one of `touched`'s keys (ascending, as `touchedKeys` returns them).
+    private static func isTouched(_ key: UnsafeRawBufferPointer, _ touched: [(key: [UInt8], path: DocumentPath?)]) -> Bool {
+        var lo = 0, hi = touched.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            let c = touched[mid].key.withUnsafeBytes { UTF8Order.compareBytes($0, key) }
+            if c == 0 { return true }
+            if c < 0 { lo = mid + 1 } else { hi = mid }
+        }
+        return false
     }
 
     /// The merged index entries `visitIndexEntries` visits (same bounds, order and limit), built: the base's
@@ -219,13 +253,12 @@ public struct PendingCommits: Sendable {
                               touched: [(key: [UInt8], path: DocumentPath?)]) throws(HearthError) -> [IndexEntry] {
         guard limit > 0 else { return [] }
         if touched.isEmpty { return try base.scanIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit) }
-        let touchedSet = Set(touched.map(\.key))
         // Each touched key hides at most one of the base's entries, so `limit` more than there are touched keys
         // always leave the `limit` first of the merge among those read.
         var fromBase: [IndexEntry] = []
         try base.visitIndexEntries(from: lower, to: upper, reverse: reverse,
                                    limit: Self.saturatingSum(limit, touched.count)) { (e) throws(HearthError) in
-            if !touchedSet.contains(Array(e.key)) { fromBase.append(try e.entry()) }
+            if !Self.isTouched(e.key, touched) { fromBase.append(try e.entry()) }
             return true
         }
         var merged = fromBase + touched.compactMap { t in t.path.map { IndexEntry(key: t.key, path: $0) } }

@@ -18,8 +18,8 @@ import HearthStorage
 /// write decides what the table holds. Within a commit, index removals come before additions, as
 /// `SQLiteIndexWriter` documents. Change rows and commit rows are not gathered: they are appended in seq order.
 ///
-/// The keys are kept in flat byte buffers and sorted through their offsets, so that sorting tens of thousands
-/// of them touches no reference counts.
+/// The keys are kept in flat byte buffers and sorted through their offsets (`FlatKeys`), so that sorting tens
+/// of thousands of them touches no reference counts.
 struct TransactionWrites {
     /// A document row to write: `version` nil deletes it.
     struct DocumentWrite {
@@ -36,20 +36,15 @@ struct TransactionWrites {
         let collection: String
     }
 
-    /// Bytes `start ..< start + count` of a buffer.
-    private struct Span {
-        var start: Int
-        var count: Int
-    }
+    private typealias Span = FlatKeys.Span
 
     private var documents: [DocumentWrite] = []
     /// Each document's collection, then its id (UTF-8), at `documentSpans[i]`.
     private var documentBytes: [UInt8] = []
     private var documentSpans: [(collection: Span, id: Span)] = []
     private var entries: [EntryWrite] = []
-    /// Each entry's key at `entrySpans[i]`.
-    private var entryBytes: [UInt8] = []
-    private var entrySpans: [Span] = []
+    /// Each entry's key, at the entry's place.
+    private var entryKeys = FlatKeys()
     /// The last write of each document so far, by its place in `documents`; kept only when `tracksVersions`
     /// (the before images of a commit from the log, `version(of:)`).
     private var latest: [DocumentPath: Int] = [:]
@@ -86,8 +81,7 @@ struct TransactionWrites {
     }
 
     private mutating func add(_ key: [UInt8], _ entry: EntryWrite) {
-        entrySpans.append(Span(start: entryBytes.count, count: key.count))
-        entryBytes.append(contentsOf: key)
+        entryKeys.append(key)
         entries.append(entry)
     }
 
@@ -102,9 +96,9 @@ struct TransactionWrites {
     func forEachDocumentInKeyOrder(_ body: (DocumentWrite) throws(HearthError) -> Void) throws(HearthError) {
         let order = documentBytes.withUnsafeBytes { bytes in
             documentSpans.withUnsafeBufferPointer { spans in
-                Self.lastOfEachKey(count: spans.count) { i, j in
-                    let c = Self.compare(bytes, spans[i].collection, spans[j].collection)
-                    return c != 0 ? c : Self.compare(bytes, spans[i].id, spans[j].id)
+                FlatKeys.lastOfEach(count: spans.count) { i, j in
+                    let c = FlatKeys.compare(bytes, spans[i].collection, spans[j].collection)
+                    return c != 0 ? c : FlatKeys.compare(bytes, spans[i].id, spans[j].id)
                 }
             }
         }
@@ -115,41 +109,16 @@ struct TransactionWrites {
     /// `index_entries` orders its keys); the key's bytes are valid during the call only.
     func forEachEntryInKeyOrder(_ body: (UnsafeRawBufferPointer, EntryWrite) throws(HearthError) -> Void) throws(HearthError) {
         // withUnsafeBytes rethrows untyped errors: the typed one is carried out as a value.
-        let failure = entryBytes.withUnsafeBytes { bytes -> HearthError? in
-            let order = entrySpans.withUnsafeBufferPointer { spans in
-                Self.lastOfEachKey(count: spans.count) { i, j in Self.compare(bytes, spans[i], spans[j]) }
-            }
+        let order = entryKeys.lastOfEachKey()
+        let failure = entryKeys.bytes.withUnsafeBytes { bytes -> HearthError? in
             do throws(HearthError) {
                 for i in order {
-                    let s = entrySpans[i]
+                    let s = entryKeys.spans[i]
                     try body(UnsafeRawBufferPointer(rebasing: bytes[s.start ..< s.start + s.count]), entries[i])
                 }
             } catch { return error }
             return nil
         }
         if let failure { throw failure }
-    }
-
-    /// -1, 0 or 1 as the bytes at `a` sort before, equal to or after those at `b`, as `index_entries` and
-    /// SQLite's BINARY collation order them.
-    private static func compare(_ bytes: UnsafeRawBufferPointer, _ a: Span, _ b: Span) -> Int {
-        UTF8Order.compareBytes(UnsafeRawBufferPointer(rebasing: bytes[a.start ..< a.start + a.count]),
-                               UnsafeRawBufferPointer(rebasing: bytes[b.start ..< b.start + b.count]))
-    }
-
-    /// The places `0 ..< count` sorted by `compare`, keeping of each run of equal keys only the place written
-    /// last (ties go by place, so it ends its run).
-    private static func lastOfEachKey(count: Int, _ compare: (Int, Int) -> Int) -> [Int] {
-        var order = Array(0 ..< count)
-        order.sort { i, j in
-            let c = compare(i, j)
-            return c != 0 ? c < 0 : i < j
-        }
-        var kept: [Int] = []
-        kept.reserveCapacity(count)
-        for n in order.indices where n + 1 == order.count || compare(order[n], order[n + 1]) != 0 {
-            kept.append(order[n])
-        }
-        return kept
     }
 }
