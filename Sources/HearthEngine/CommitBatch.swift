@@ -42,10 +42,14 @@ final class PendingCommit {
     /// Run once this commit has its outcome, after its completion, with whether it was published
     /// (`Engine.afterPending`).
     var settled: [(Bool) -> Void] = []
+    /// The index catalog `record.indexCatalog` encodes: the durable one once this commit is published.
+    let catalog: IndexCatalog?
 
-    init(record: CommitRecord, results: [WriteResult], completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) {
+    init(record: CommitRecord, results: [WriteResult], catalog: IndexCatalog? = nil,
+         completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) {
         self.record = record
         self.results = results
+        self.catalog = catalog
         self.completion = completion
     }
 }

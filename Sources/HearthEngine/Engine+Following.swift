@@ -88,6 +88,7 @@ extension Engine {
             let catalog = try codec.decode(data)
             indexWork.removeAll()
             restore(catalog)
+            durableCatalog = catalog
             catalogDirty = false
         } catch {
             onDataLoss?(StorageDamage.indexCatalog("the catalog stored by \(storedBy) does not decode: \(error.message)"))

@@ -92,6 +92,9 @@ public final class Engine {
     var backfillGeneration = 0
     /// The catalog changed since a commit last carried it: the next commit queued carries it.
     var catalogDirty = false
+    /// The catalog as the store holds it: the one read at start (or taken from another node), then the newest
+    /// one a published commit carried. A failed batch rolls the catalog in memory back to it.
+    var durableCatalog: IndexCatalog?
     /// True when the store held a catalog at init (it was restored from there).
     public private(set) var loadedStoredCatalog = false
     /// Called with every DATA_LOSS error the engine meets reading the store (a damaged document, change-log
@@ -153,6 +156,7 @@ public final class Engine {
             restore(catalog)
             loadedStoredCatalog = true
         }
+        if indexCatalogCodec != nil { durableCatalog = indexCatalog }
         catalogView.publish(indexes)
     }
 
@@ -192,13 +196,20 @@ public final class Engine {
         return true
     }
     /// `afterPending` for an answer judged against the index catalog in memory (an index that exists, a TTL
-    /// policy in force, a listing), which can be ahead of the durable one: a change not yet carried by any
-    /// commit (one whose commit failed is carried again by the next) is queued in a commit of its own first,
-    /// so `body` learns whether the catalog the answer describes is durable. False when it already is.
+    /// policy in force, a listing), which can be ahead of the durable one: `body` runs once the newest commit
+    /// carrying a change of it has its outcome, with whether the catalog the answer describes is durable (a
+    /// failed batch rolls the catalog back, `rollBackCatalog`). False when it already is.
     public func afterCatalogDurable(_ body: @escaping (Bool) -> Void) -> Bool {
         thread.check("Engine.afterCatalogDurable")
-        if catalogDirty { commitIndexChanges(IndexChanges(), completion: { _ in }) }
-        return afterPending(body)
+        // Every change of the catalog is queued in a commit at once (`commitIndexChanges` takes it), and a
+        // failed one is rolled back: the catalog in memory is the durable one or that of a pending commit.
+        assert(!catalogDirty || indexCatalogCodec == nil, "a change of the index catalog that no commit carries")
+        // The newest commit carrying the catalog: once it is published, so is every change of the catalog
+        // before it; commits that carry none (a later write that fails) do not decide the answer.
+        guard let carrier = queued.last(where: { $0.catalog != nil }) ?? inFlight?.pending.last(where: { $0.catalog != nil })
+        else { return false }
+        carrier.settled.append(body)
+        return true
     }
 
     /// Commits queued or in flight.
@@ -441,9 +452,10 @@ public final class Engine {
         lastAssignedSeq = seq
         lastCommitMicros = commitMicros
         let request = requestID.map { CommitRequest(id: $0, answer: CommitAnswer.encode(commitTime: commitTime, results: results, codec: codec)) }
+        let carried = takeDirtyCatalog()
         let record = CommitRecord(seq: seq, commitTime: commitTime, mutations: mutations, indexChanges: indexChanges,
-                                  indexCatalog: takeDirtyCatalog(), request: request)
-        let pending = PendingCommit(record: record, results: results, completion: completion)
+                                  indexCatalog: carried?.data, request: request)
+        let pending = PendingCommit(record: record, results: results, catalog: carried?.catalog, completion: completion)
         queued.append(pending)
         if let requestID { pendingRequests[requestID] = pending }
         return seq
@@ -480,9 +492,10 @@ public final class Engine {
         let seq = lastAssignedSeq + 1
         lastAssignedSeq = seq
         lastCommitMicros = commitMicros
+        let carried = takeDirtyCatalog()
         let record = CommitRecord(seq: seq, commitTime: Timestamp(micros: commitMicros), mutations: [], indexChanges: changes,
-                                  indexCatalog: takeDirtyCatalog())
-        queued.append(PendingCommit(record: record, results: [], completion: completion))
+                                  indexCatalog: carried?.data)
+        queued.append(PendingCommit(record: record, results: [], catalog: carried?.catalog, completion: completion))
     }
 
     /// The newest version of a document as a write sees it (durable state plus pending commits), decoded.
@@ -557,8 +570,8 @@ public final class Engine {
             pendingRequests.removeAll()
             let code: ErrorCode = error.code == .internal || error.code == .resourceExhausted || error.code == .dataLoss ? error.code : .unavailable
             let e = HearthError(code, "commit not durable: \(error.message)")
-            // A catalog change that did not become durable is carried again by the next commit.
-            if failed.contains(where: { $0.record.indexCatalog != nil }) { catalogDirty = true }
+            // The catalog goes back to the durable one, as the documents do (their overlay is gone).
+            rollBackCatalog()
             for p in failed {
                 p.completion(.failure(e))
                 for retry in p.retries { retry(.failure(e)) }
@@ -585,6 +598,7 @@ public final class Engine {
             lastDurableSeq = lastSeq
             willPublish?(batch.records)
             listeners.publish(batch.records, afterFields: afterFields)
+            if let carried = batch.pending.last(where: { $0.catalog != nil })?.catalog { durableCatalog = carried }
             for p in batch.pending {
                 let outcome = CommitOutcome(seq: p.record.seq, commitTime: p.record.commitTime, results: p.results)
                 p.completion(.success(outcome))

@@ -14,8 +14,8 @@ public protocol IndexCatalogCodec: Sendable {
 /// The catalog (declarations, the next id, the drops still being purged) is stored with the commits: every
 /// change of it marks it dirty, and the next commit the engine queues carries it (`CommitRecord.indexCatalog`),
 /// so a declaration is durable in the same transaction as the entries it brings (the entries of documents
-/// still waiting for durability), and a change that did not become durable (a failed batch) is carried again
-/// by the next commit.
+/// still waiting for durability). A change that did not become durable (a failed batch) is rolled back with
+/// the documents (`rollBackCatalog`): its request was answered with the failure.
 extension Engine {
     /// Documents (or entries) one backfill step handles.
     static let backfillPage = 500
@@ -117,12 +117,23 @@ extension Engine {
         commitIndexChanges(IndexChanges(), completion: completion)
     }
 
-    /// The encoded catalog when it changed since a commit last carried it (then it is carried by the commit
-    /// being built), else nil.
-    func takeDirtyCatalog() -> [UInt8]? {
+    /// The catalog, and its encoding, when it changed since a commit last carried it (then it is carried by
+    /// the commit being built), else nil.
+    func takeDirtyCatalog() -> (data: [UInt8], catalog: IndexCatalog)? {
         guard catalogDirty, let codec = indexCatalogCodec else { return nil }
         catalogDirty = false
-        return codec.encode(indexCatalog)
+        let catalog = indexCatalog
+        return (codec.encode(catalog), catalog)
+    }
+
+    /// A batch failed, and with it every commit pending (`finish`): the catalog goes back to the durable one, as
+    /// the documents do, so a declaration, drop or policy whose commit failed (and was answered so) is not
+    /// stored by a later commit. Backfills and purges start over from it, as after a restart.
+    func rollBackCatalog() {
+        guard let durable = durableCatalog, durable != indexCatalog || catalogDirty else { return }
+        indexWork.removeAll()
+        restore(durable)
+        catalogDirty = false
     }
 
     public var hasIndexWork: Bool { !indexWork.isEmpty }
@@ -260,10 +271,9 @@ extension Engine {
                 // of the index is left and nothing says so.
                 droppingIndexes.removeAll { $0 == id }
                 catalogDirty = true
-                commitIndexChanges(changes) { [weak self] result in
-                    guard let self, case .failure = result else { return }
-                    // Not durable: the drop is pending again (the catalog is carried again by the next commit).
-                    if !self.droppingIndexes.contains(id) { self.droppingIndexes.append(id) }
+                commitIndexChanges(changes) { result in
+                    // Not durable: the catalog was rolled back to the durable one, which still lists the drop,
+                    // and its purge starts over.
                     restartOnFailure(result)
                 }
             }

@@ -248,17 +248,21 @@ struct Context {
     /// not. `fields` runs when the answer is sent: take what it describes from the catalog before.
     func replyFromCatalog(_ request: Request, _ fields: @escaping (inout JSONWriter) -> Void) {
         let dispatcher = dispatcher, id = request.id
-        session.answerJudged(op: request.op, id: id, unsettled: "not answered", settle: engine.afterCatalogDurable) {
+        session.answerJudged(op: request.op, id: id, timing: deferTiming(), failed: false, unsettled: "not answered",
+                             settle: engine.afterCatalogDurable) {
             dispatcher.okLine(id, fields)
         }
     }
 
     /// `replyFromCatalog` for a refusal judged against the catalog in memory (NOT_FOUND for an index or a
-    /// policy a pending commit removed).
+    /// policy a pending commit removed). Through a follower it names the seq published when it is sent, which
+    /// the follower publishes before it answers (as a write's refusal does).
     func refuseFromCatalog(_ request: Request, _ error: HearthError) {
-        let dispatcher = dispatcher, id = request.id, op = request.op
-        session.answerJudged(op: op, id: id, unsettled: "not answered", settle: engine.afterCatalogDurable) {
-            dispatcher.errorLine(error.prefixed(op), id: id)
+        let dispatcher = dispatcher, id = request.id, op = request.op, engine = engine
+        let forwarded = session.answeringForward
+        session.answerJudged(op: op, id: id, timing: deferTiming(), failed: true, unsettled: "not answered",
+                             settle: engine.afterCatalogDurable) {
+            dispatcher.errorLine(error.prefixed(op), id: id, seq: forwarded ? engine.lastDurableSeq : nil)
         }
     }
 

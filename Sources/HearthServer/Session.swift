@@ -392,11 +392,11 @@ final class Session: SnapshotWaiter {
     /// A refusal of a line a follower forwarded names the seq it was decided at (published by then), which the
     /// follower publishes before it answers its client.
     func refuseWrite(_ write: PreparedWrite, _ error: HearthError) {
-        server.requestFinished(write.timing, failed: true, id: write.id, session: self)
         let dispatcher = server.dispatcher
         let engine = server.engine
         // Made when sent: a forwarded line's refusal names the seq published then.
-        answerJudged(op: write.op, id: write.id, unsettled: "not applied", settle: engine.afterPending) {
+        answerJudged(op: write.op, id: write.id, timing: write.timing, failed: true, unsettled: "not applied",
+                     settle: engine.afterPending) {
             dispatcher.errorLine(error.prefixed(write.op), id: write.id, seq: write.forwarded ? engine.lastDurableSeq : nil)
         }
     }
@@ -407,17 +407,22 @@ final class Session: SnapshotWaiter {
     /// write's (the connection's later lines wait for it), and is sent once they are published; if they
     /// failed, the state it describes never existed, and UNAVAILABLE ("`unsettled`: it was judged against a
     /// commit that did not become durable; send it again") goes in its place. At once when none is pending.
-    func answerJudged(op: String, id: [UInt8]?, unsettled: String, settle: (@escaping (Bool) -> Void) -> Bool,
-                      _ line: @escaping () -> [UInt8]) {
+    /// The request's timing ends when the answer is sent (`failed`: whether the answer is a refusal).
+    func answerJudged(op: String, id: [UInt8]?, timing: RequestTiming, failed: Bool, unsettled: String,
+                      settle: (@escaping (Bool) -> Void) -> Bool, _ line: @escaping () -> [UInt8]) {
         let dispatcher = server.dispatcher
         var slot: ResponseQueue.Slot?
         let held = settle { [self] published in
             guard let slot else { return }
+            server.requestFinished(timing, failed: failed || !published, id: id, session: self)
             if published { return endWrite(slot, response: line()) }
-            let failed = HearthError(.unavailable, "\(unsettled): it was judged against a commit that did not become durable; send it again")
-            endWrite(slot, response: dispatcher.errorLine(failed.prefixed(op), id: id))
+            let error = HearthError(.unavailable, "\(unsettled): it was judged against a commit that did not become durable; send it again")
+            endWrite(slot, response: dispatcher.errorLine(error.prefixed(op), id: id))
         }
-        guard held else { return line().withUnsafeBytes { emitLine($0) } }
+        guard held else {
+            server.requestFinished(timing, failed: failed, id: id, session: self)
+            return line().withUnsafeBytes { emitLine($0) }
+        }
         slot = beginWrite()
     }
 

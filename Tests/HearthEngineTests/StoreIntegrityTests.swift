@@ -191,22 +191,29 @@ final class TableCatalogCodec: IndexCatalogCodec {
         #expect(plain.engine.indexes.isEmpty && !plain.engine.loadedStoredCatalog)
     }
 
-    @Test func aCatalogChangeThatFailsIsCarriedByTheNextCommit() throws {
+    /// A declaration whose commit fails is rolled back with it, as the documents are: the client was told it
+    /// failed, so no later commit stores it. Declared again, it is built.
+    @Test func aCatalogChangeThatFailsIsRolledBack() throws {
         let store = DoorStore(), codec = TableCatalogCodec()
         let h = try EngineHarness(store: store, indexCatalogCodec: codec)
         _ = h.commit([set("calls/a", m(["owner": "a", "t": 1]))])
         var declared: Result<CommitOutcome, HearthError>?
-        let (def, _) = try h.engine.createIndex(collectionID: "calls", scope: .collection, fields: Self.fields) { declared = $0 }
+        _ = try h.engine.createIndex(collectionID: "calls", scope: .collection, fields: Self.fields) { declared = $0 }
         store.failNextApply()
         h.flush()
         guard case .failure = declared else { Issue.record("the declaration should have failed"); return }
         #expect(try store.indexCatalog() == nil)
-        // The next commit, whatever it is, carries the declaration.
+        #expect(h.engine.indexes.isEmpty && !h.engine.hasIndexWork, "rolled back, its backfill with it")
+        // The next commit, whatever it is, carries nothing of it.
         _ = h.commit([set("other/x", m(["n": 1]))])
-        #expect(try Self.catalog(store, codec)?.indexes.map(\.id) == [def.id])
-        // And the backfill (restarted) still completes.
+        #expect(try store.indexCatalog() == nil)
+        // Declared again, it is stored and built.
+        let (def, isNew) = try h.engine.createIndex(collectionID: "calls", scope: .collection, fields: Self.fields)
+        #expect(isNew)
+        h.flush()
         while h.engine.hasIndexWork { try h.engine.indexWorkStep(); h.flush() }
         h.flush()
+        #expect(try Self.catalog(store, codec)?.indexes.map(\.id) == [def.id])
         #expect(try Self.catalog(store, codec)?.indexes.first?.state == .ready)
         let prefix = IndexAudit.compositePrefix(def.id)
         #expect(try store.countIndex(from: prefix, to: IndexKey.prefixSuccessor(prefix) ?? []) == 1)
