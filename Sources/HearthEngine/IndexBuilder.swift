@@ -29,8 +29,8 @@ extension Engine {
     /// catalog change is durable. Returns false (and `completion` never runs) when that policy is already set.
     @discardableResult
     public func setTTL(_ policy: TTLPolicy, completion: @escaping (Result<CommitOutcome, HearthError>) -> Void = { _ in }) throws(HearthError) -> Bool {
-        guard !policy.collectionGroup.isEmpty, !policy.collectionGroup.contains("/") else {
-            throw .invalid("a collection group is one collection ID, without \"/\" (got \"\(policy.collectionGroup)\")")
+        if let problem = ResourcePath.problem(withID: policy.collectionGroup) {
+            throw .invalid("collection group \"\(policy.collectionGroup.prefix(64))\": \(problem) (a collection group is one collection ID)")
         }
         guard !policy.field.isDocumentID else { throw .invalid("the TTL field cannot be __name__") }
         if ttlPolicies.contains(policy) { return false }

@@ -29,6 +29,14 @@ public struct JSONRef {
             case .object: return "object"
             }
         }
+
+        /// "a string", "an object", ... for error messages.
+        public var article: String {
+            switch self {
+            case .int, .array, .object: return "an \(name)"
+            default: return "a \(name)"
+            }
+        }
     }
 
     @inlinable var word: UInt64 { tape[index] }

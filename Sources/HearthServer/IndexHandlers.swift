@@ -10,6 +10,8 @@ import HearthProtocol
 enum IndexHandlers {
     static func index(_ ctx: Context, _ req: Request) throws(HearthError) {
         let action = try req.string("action")
+        let used: [String: Set<String>] = ["create": ["collection", "scope", "fields"], "list": [], "drop": ["indexId"]]
+        if let fields = used[action] { try req.refuseFields(notIn: fields, for: action) }
         switch action {
         case "create":
             let def = try IndexCatalogJSON.definition(req.body, id: 0, state: .building)

@@ -27,13 +27,3 @@ extension JSONRef {
         return w.bytes
     }
 }
-
-extension JSONRef.Kind {
-    /// "a string", "an object", ... for error messages.
-    var article: String {
-        switch self {
-        case .int, .array, .object: return "an \(name)"
-        default: return "a \(name)"
-        }
-    }
-}

@@ -19,6 +19,18 @@ struct Request {
         return v
     }
 
+    /// For an op whose fields depend on its `action`: refuses a field (not null) that `action` does not use,
+    /// so that a typo or a misplaced field is not silently ignored (the command table allows the union).
+    func refuseFields(notIn used: Set<String>, for action: String) throws(HearthError) {
+        var unused: String?
+        body.forEachMember { key, value in
+            if unused == nil, key != "op", key != "id", key != "action", value.kind != .null, !used.contains(key) { unused = key }
+        }
+        guard let unused else { return }
+        let takes = used.isEmpty ? "no other field" : used.sorted().map { "\"\($0)\"" }.joined(separator: ", ")
+        throw .invalid("field \"\(unused)\" is not used by action \"\(action)\" (it takes \(takes))")
+    }
+
     func require(_ name: String) throws(HearthError) -> JSONRef {
         guard let v = field(name) else { throw .invalid("field \"\(name)\" is required") }
         return v

@@ -95,6 +95,8 @@ enum AdminHandlers {
     static func ttl(_ ctx: Context, _ req: Request) throws(HearthError) {
         let action = try req.string("action")
         let engine = ctx.engine
+        let used: [String: Set<String>] = ["set": ["collectionGroup", "field"], "remove": ["collectionGroup"], "list": []]
+        if let fields = used[action] { try req.refuseFields(notIn: fields, for: action) }
         switch action {
         case "list":
             let policies = engine.ttlPolicies
@@ -131,7 +133,6 @@ enum AdminHandlers {
                     return ctx.replyFromCatalog(req) { w in w.key("seq"); w.uint(engine.lastDurableSeq) }
                 }
             } else {
-                guard req.field("field") == nil else { throw .invalid("field \"field\" is not used to remove a policy") }
                 do {
                     try engine.removeTTL(collectionGroup: group, completion: completion)
                 } catch {

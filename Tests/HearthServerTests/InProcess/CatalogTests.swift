@@ -1,0 +1,137 @@
+import Foundation
+import HearthModel
+import HearthTesting
+@testable import HearthEngine
+@testable import HearthServer
+import Testing
+
+/// Answers read from the index catalog in memory (a listing, an index or TTL policy that exists or not),
+/// which can hold changes not yet durable: each is sent once the catalog it describes is durable, in its
+/// place, and never tells of a change a failed commit took back.
+@Suite struct CatalogAnswerTests {
+    static let create = #"{"op":"index","action":"create","collection":"c","fields":[["a","asc"],["b","desc"]],"id":"i"}"#
+
+    @Test func answersReadFromAPendingDropWaitForIt() throws {
+        let s = try InProcessServer()
+        let a = s.connect(), b = s.connect()
+        a.write([Self.create])
+        s.flush()
+        let indexID = try #require(((a.take().first?["index"]) as? [String: Any])?["id"] as? Int)
+        a.write([#"{"op":"index","action":"drop","indexId":\#(indexID),"id":"d"}"#])
+        let batch = try #require(s.takeBatch())
+        b.write([#"{"op":"index","action":"list","id":"l"}"#, #"{"op":"index","action":"drop","indexId":\#(indexID),"id":"d2"}"#,
+                 #"{"op":"ping","id":"p"}"#])
+        s.settle()
+        #expect(b.take().isEmpty, "the drop is not durable yet")
+        s.land(batch)
+        s.publish(batch)
+        s.settle()
+        #expect(a.take().first?["ok"] as? Bool == true)
+        let lines = b.take()
+        #expect(lines.map { $0["id"] as? String } == ["l", "d2", "p"], "\(lines)")
+        #expect((lines.first?["indexes"] as? [Any])?.isEmpty == true)
+        #expect(lines[1].errorCode == "NOT_FOUND" && lines[1].errorMessage?.hasPrefix("index: no index with id") == true, "\(lines[1])")
+        // With nothing pending, the same answers come at once.
+        b.write([#"{"op":"index","action":"drop","indexId":\#(indexID),"id":"d3"}"#])
+        #expect(b.take().first?.errorCode == "NOT_FOUND")
+    }
+
+    /// A catalog change whose commit fails is rolled back with it, as documents are: an answer read from the
+    /// change is not sent (UNAVAILABLE, to be sent again), and the catalog is again what the store holds, so
+    /// no later commit stores the change the client was told had failed.
+    @Test func aCatalogChangeWhoseCommitFailsIsRolledBack() throws {
+        let s = try InProcessServer()
+        let a = s.connect(), b = s.connect(), c = s.connect(), d = s.connect()
+        a.write([Self.create, #"{"op":"ttl","action":"set","collectionGroup":"keep","field":"e","id":"k"}"#])
+        s.flush()
+        let indexID = try #require(((a.take().first?["index"]) as? [String: Any])?["id"] as? Int)
+        let setSessions = #"{"op":"ttl","action":"set","collectionGroup":"sessions","field":"expireAt","id":"t"}"#
+        a.write([#"{"op":"index","action":"drop","indexId":\#(indexID),"id":"d"}"#])
+        let batch = try #require(s.takeBatch())
+        c.write([setSessions])                                     // a commit queued behind the batch
+        b.write([setSessions])                                     // in force in memory: judged, held
+        d.write([#"{"op":"index","action":"list","id":"l"}"#])     // judged, held
+        s.settle()
+        #expect(b.take().isEmpty && d.take().isEmpty)
+        s.publish(batch, error: .init(.unavailable, "disk gone"))
+        s.settle()
+        #expect(a.take().first?.errorCode == "UNAVAILABLE")
+        #expect(c.take().first?.errorMessage?.contains("commit not durable") == true, "failed with the batch before it")
+        for answer in [try #require(b.take().first), try #require(d.take().first)] {
+            #expect(answer.errorCode == "UNAVAILABLE"
+                    && answer.errorMessage?.hasSuffix("not answered: it was judged against a commit that did not become durable; send it again") == true,
+                    "\(answer)")
+        }
+        // Nothing pending: answered at once, from the catalog rolled back to the durable one.
+        d.write([#"{"op":"index","action":"list","id":"l2"}"#, #"{"op":"ttl","action":"list","id":"p"}"#])
+        let now = d.take()
+        #expect((now.first?["indexes"] as? [[String: Any]])?.map { $0["id"] as? Int } == [indexID], "\(now)")
+        #expect((now.last?["policies"] as? [[String: Any]])?.map { $0["collectionGroup"] as? String } == ["keep"], "\(now)")
+        // A later write does not carry the failed changes.
+        a.write([#"{"op":"set","path":"c/x","data":{"a":1,"b":2}}"#])
+        s.flush()
+        _ = a.take()
+        #expect(s.engine.indexCatalog.ttl.map(\.collectionGroup) == ["keep"])
+        #expect(s.engine.indexCatalog.indexes.map(\.id) == [Int64(indexID)] && s.engine.indexCatalog.dropping.isEmpty)
+        // Sent again, the drop succeeds.
+        a.write([#"{"op":"index","action":"drop","indexId":\#(indexID),"id":"d3"}"#])
+        s.flush()
+        #expect(a.take().first?["ok"] as? Bool == true)
+    }
+
+    /// A catalog answer waits for the commits that carry the catalog, not for others: a data write failing
+    /// after it does not turn it into UNAVAILABLE.
+    @Test func aCatalogAnswerDoesNotWaitForWritesThatCarryNoCatalog() throws {
+        let s = try InProcessServer()
+        let a = s.connect(), b = s.connect()
+        a.write([#"{"op":"ttl","action":"set","collectionGroup":"sessions","field":"expireAt","id":"t"}"#])
+        s.flush()
+        _ = a.take()
+        a.write([#"{"op":"set","path":"c/x","data":{"v":1},"id":"w"}"#])
+        let batch = try #require(s.takeBatch())
+        b.write([#"{"op":"ttl","action":"list","id":"l"}"#, #"{"op":"ttl","action":"set","collectionGroup":"sessions","field":"expireAt","id":"t2"}"#])
+        let lines = b.take()
+        #expect(lines.map { $0["id"] as? String } == ["l", "t2"], "answered at once: \(lines)")
+        #expect((lines.first?["policies"] as? [Any])?.count == 1 && lines.last?["ok"] as? Bool == true)
+        s.publish(batch, error: .init(.unavailable, "disk gone"))
+        s.settle()
+        #expect(a.take().first?.errorCode == "UNAVAILABLE")
+        #expect(s.engine.indexCatalog.ttl.count == 1, "the durable policy stays")
+    }
+}
+
+/// `index` and `ttl` requests: every field an action does not use is refused, IDs are checked as collection IDs
+/// everywhere, and a wrongly typed field says so.
+@Suite struct CatalogRequestTests {
+    @Test(arguments: [
+        (#"{"op":"index","action":"create","collection":"c","fields":[["a","asc"],["b","asc"]],"indexId":3}"#,
+         #"index: field "indexId" is not used by action "create" (it takes "collection", "fields", "scope")"#),
+        (#"{"op":"index","action":"list","collection":"c"}"#, #"index: field "collection" is not used by action "list" (it takes no other field)"#),
+        (#"{"op":"index","action":"drop","indexId":2,"collection":"c"}"#, #"index: field "collection" is not used by action "drop" (it takes "indexId")"#),
+        (#"{"op":"ttl","action":"list","collectionGroup":"s"}"#, #"ttl: field "collectionGroup" is not used by action "list" (it takes no other field)"#),
+        (#"{"op":"ttl","action":"remove","collectionGroup":"s","field":"e"}"#, #"ttl: field "field" is not used by action "remove" (it takes "collectionGroup")"#),
+        (#"{"op":"index","action":"create","collection":5,"fields":[["a","asc"]]}"#, #"index: field "collection" must be a string (a collection ID), not an integer"#),
+        (#"{"op":"ttl","action":"set","collectionGroup":"..","field":"e"}"#, #"ttl: collection group "..": an ID must not be "." or ".." (a collection group is one collection ID)"#),
+        (#"{"op":"ttl","action":"set","collectionGroup":"__x__","field":"e"}"#, #"ttl: collection group "__x__": IDs of the form __...__ are reserved ("__x__") (a collection group is one collection ID)"#),
+        (#"{"op":"ttl","action":"set","collectionGroup":"a/b","field":"e"}"#, #"ttl: collection group "a/b": an ID must not contain "/" (a collection group is one collection ID)"#),
+    ])
+    func refusals(line: String, message: String) throws {
+        let s = try InProcessServer()
+        let c = s.connect()
+        c.write([line, #"{"op":"ping","id":"p"}"#])
+        let answers = c.take()
+        #expect(answers.first?.errorCode == "INVALID_ARGUMENT" && answers.first?.errorMessage == message, "\(answers)")
+        #expect(answers.last?["id"] as? String == "p", "the connection carries on")
+        #expect(s.engine.indexes.isEmpty && s.engine.ttlPolicies.isEmpty)
+    }
+
+    @Test func nullsAndUsedFieldsPass() throws {
+        let s = try InProcessServer()
+        let c = s.connect()
+        c.write([#"{"op":"ttl","action":"list","collectionGroup":null}"#, #"{"op":"index","action":"list","indexId":null}"#])
+        #expect(c.take().allSatisfy { $0["ok"] as? Bool == true })
+        let long = String(repeating: "g", count: 1_501)
+        c.write([#"{"op":"ttl","action":"set","collectionGroup":"\#(long)","field":"e"}"#])
+        #expect(c.take().first?.errorMessage?.contains("an ID must be at most 1500 bytes") == true)
+    }
+}
