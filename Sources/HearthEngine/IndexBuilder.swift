@@ -30,7 +30,7 @@ extension Engine {
     @discardableResult
     public func setTTL(_ policy: TTLPolicy, completion: @escaping (Result<CommitOutcome, HearthError>) -> Void = { _ in }) throws(HearthError) -> Bool {
         if let problem = ResourcePath.problem(withID: policy.collectionGroup) {
-            throw .invalid("collection group \"\(policy.collectionGroup.prefix(64))\": \(problem) (a collection group is one collection ID)")
+            throw .invalid("collection group \"\(policy.collectionGroup.prefix(64))\" is not a collection ID: \(problem)")
         }
         guard !policy.field.isDocumentID else { throw .invalid("the TTL field cannot be __name__") }
         if ttlPolicies.contains(policy) { return false }
@@ -45,7 +45,7 @@ extension Engine {
     /// Removes the TTL policy of a collection group; NOT_FOUND when it has none.
     public func removeTTL(collectionGroup: String, completion: @escaping (Result<CommitOutcome, HearthError>) -> Void = { _ in }) throws(HearthError) {
         guard ttlPolicies.contains(where: { $0.collectionGroup == collectionGroup }) else {
-            throw HearthError(.notFound, "no TTL policy for collection group \"\(collectionGroup)\"")
+            throw HearthError(.notFound, "no TTL policy for collection group \"\(collectionGroup.prefix(64))\"")
         }
         ttlPolicies.removeAll { $0.collectionGroup == collectionGroup }
         catalogDirty = true
@@ -109,10 +109,13 @@ extension Engine {
     /// Adopts a catalog kept outside the store by an older Hearth (`indexes.json`): it replaces the
     /// in-memory catalog and is queued as a commit; `completion` runs once it is durable. For a store that
     /// has no catalog of its own (`loadedStoredCatalog` false), before any index is declared.
+    /// The file is durable already: the catalog is the one a failed batch rolls back to (its ids are those of
+    /// the entries in the store), and a later commit carrying a catalog stores it if the import's own fails.
     public func importIndexCatalog(_ catalog: IndexCatalog, completion: @escaping (Result<CommitOutcome, HearthError>) -> Void) {
         precondition(indexCatalogCodec != nil, "importing an index catalog needs a catalog codec")
         indexWork.removeAll()
         restore(catalog)
+        durableCatalog = catalog
         catalogDirty = true
         commitIndexChanges(IndexChanges(), completion: completion)
     }

@@ -16,7 +16,7 @@ public enum IndexCatalogJSON {
     /// is read without one).
     public static func definition(_ obj: JSONRef, id: Int64, state: IndexDefinition.State,
                                   maxPathBytes: Int = Limits.maxFieldNameBytes) throws(HearthError) -> IndexDefinition {
-        guard let c = obj["collection"] else { throw .invalid("field \"collection\" (a collection ID) is required") }
+        guard let c = obj["collection"], c.kind != .null else { throw .invalid("field \"collection\" (a collection ID) is required") }
         guard c.kind == .string else { throw .invalid("field \"collection\" must be a string (a collection ID), not \(c.kind.article)") }
         var scope = IndexDefinition.Scope.collection
         if let s = obj["scope"], s.kind != .null {

@@ -272,6 +272,26 @@ final class TableCatalogCodec: IndexCatalogCodec {
         #expect(try Self.catalog(store, codec)?.dropping == [])
         #expect(try h.engine.createIndex(collectionID: "calls", scope: .collectionGroup, fields: [.init(fp("t"), .ascending)]).index.id == 6)
     }
+
+    /// The catalog of an `indexes.json` is durable in its file: an import whose commit fails is not rolled back
+    /// (its ids are those of entries in the store), and the next commit carrying a catalog stores it whole.
+    @Test func aFailedImportKeepsTheImportedCatalog() throws {
+        let store = DoorStore(), codec = TableCatalogCodec()
+        let h = try EngineHarness(store: store, indexCatalogCodec: codec)
+        let old = IndexCatalog(indexes: [
+            IndexDefinition(id: 1, collectionID: "calls", scope: .collection, fields: Self.fields, state: .ready),
+        ], nextID: 2)
+        var imported: Result<CommitOutcome, HearthError>?
+        h.engine.importIndexCatalog(old) { imported = $0 }
+        store.failNextApply()
+        h.flush()
+        guard case .failure = imported else { Issue.record("the import should have failed"); return }
+        #expect(h.engine.indexes.map(\.id) == [1] && h.engine.nextIndexID == 2)
+        let (def, _) = try h.engine.createIndex(collectionID: "other", scope: .collection, fields: Self.fields)
+        h.flush()
+        #expect(def.id == 2, "no id of the imported catalog is given again")
+        #expect(try Self.catalog(store, codec)?.indexes.map(\.id) == [1, 2])
+    }
 }
 
 /// Damaged stored data reaches no client: reads that meet it fail with DATA_LOSS naming the document, the

@@ -111,8 +111,12 @@ final class TTLSweeper {
     private func commitExpired(_ batch: ArraySlice<DocumentPath>, _ rest: ArraySlice<DocumentPath>, policy: TTLPolicy,
                                then next: @escaping () -> Void) {
         guard !stopped else { return finishSweep() }
-        let now = Engine.wallClockMicros()
         let engine = server.engine
+        // Removed, replaced or rolled back (its commit failed: `Engine.rollBackCatalog`) since the sweep read
+        // the page: the policy no longer deletes anything. (One still pending deletes in commits behind it,
+        // which fail with it.)
+        guard engine.ttlPolicies.contains(policy) else { return next() }
+        let now = Engine.wallClockMicros()
         var writes: [Write] = []
         for path in batch {
             guard let fields = try? engine.latestFields(path), let t = policy.expiry(of: fields), t.micros <= now else { continue }

@@ -111,9 +111,10 @@ import Testing
         (#"{"op":"ttl","action":"list","collectionGroup":"s"}"#, #"ttl: field "collectionGroup" is not used by action "list" (it takes no other field)"#),
         (#"{"op":"ttl","action":"remove","collectionGroup":"s","field":"e"}"#, #"ttl: field "field" is not used by action "remove" (it takes "collectionGroup")"#),
         (#"{"op":"index","action":"create","collection":5,"fields":[["a","asc"]]}"#, #"index: field "collection" must be a string (a collection ID), not an integer"#),
-        (#"{"op":"ttl","action":"set","collectionGroup":"..","field":"e"}"#, #"ttl: collection group "..": an ID must not be "." or ".." (a collection group is one collection ID)"#),
-        (#"{"op":"ttl","action":"set","collectionGroup":"__x__","field":"e"}"#, #"ttl: collection group "__x__": IDs of the form __...__ are reserved ("__x__") (a collection group is one collection ID)"#),
-        (#"{"op":"ttl","action":"set","collectionGroup":"a/b","field":"e"}"#, #"ttl: collection group "a/b": an ID must not contain "/" (a collection group is one collection ID)"#),
+        (#"{"op":"index","action":"create","collection":null,"fields":[["a","asc"]]}"#, #"index: field "collection" (a collection ID) is required"#),
+        (#"{"op":"ttl","action":"set","collectionGroup":"..","field":"e"}"#, #"ttl: collection group ".." is not a collection ID: an ID must not be "." or "..""#),
+        (#"{"op":"ttl","action":"set","collectionGroup":"__x__","field":"e"}"#, #"ttl: collection group "__x__" is not a collection ID: IDs of the form __...__ are reserved ("__x__")"#),
+        (#"{"op":"ttl","action":"set","collectionGroup":"a/b","field":"e"}"#, #"ttl: collection group "a/b" is not a collection ID: an ID must not contain "/""#),
     ])
     func refusals(line: String, message: String) throws {
         let s = try InProcessServer()
