@@ -115,7 +115,7 @@ final class TTLSweeper {
         // Removed, replaced or rolled back (its commit failed: `Engine.rollBackCatalog`) since the sweep read
         // the page: the policy no longer deletes anything. (One still pending deletes in commits behind it,
         // which fail with it.)
-        guard engine.ttlPolicies.contains(policy) else { return next() }
+        guard engine.ttlPolicies.contains(policy) else { return finishSweep() }   // the next sweep starts over
         let now = Engine.wallClockMicros()
         var writes: [Write] = []
         for path in batch {

@@ -136,3 +136,32 @@ import Testing
         #expect(c.take().first?.errorMessage?.contains("an ID must be at most 1500 bytes") == true)
     }
 }
+
+/// The TTL sweeper deletes only under a policy still in force when it commits: one removed (or rolled back by a
+/// failed commit) while the sweep's page was being read deletes nothing.
+@Suite struct TTLSweepPolicyTests {
+    @Test func aPolicyRemovedWhileItsPageIsReadDeletesNothing() throws {
+        let s = try InProcessServer { $0.readers = 1 }
+        let c = s.connect()
+        c.write([#"{"op":"set","path":"u/1/sessions/old","data":{"expireAt":{"$timestamp":"2020-01-01T00:00:00Z"}}}"#,
+                 #"{"op":"ttl","action":"set","collectionGroup":"sessions","field":"expireAt","id":"ttl"}"#])
+        s.flush()
+        #expect(c.take().allSatisfy { $0["ok"] as? Bool == true })
+        let gate = ListenOffLoopTests.ReaderGate(s)
+        let sweeper = s.server.jobs.sweeper
+        let sweeps = sweeper.sweeps
+        sweeper.sweep()                                        // its page waits behind the held reader
+        c.write([#"{"op":"ttl","action":"remove","collectionGroup":"sessions","id":"rm"}"#])
+        ListenOffLoopTests().publishAll(s)
+        s.settle()
+        #expect(c.take().first?["ok"] as? Bool == true)
+        gate.release()
+        for _ in 0..<10_000 where sweeper.sweeps == sweeps {
+            _ = s.server.loop.runOnce(nowait: true)
+            ListenOffLoopTests().publishAll(s)
+        }
+        #expect(sweeper.sweeps == sweeps + 1)
+        #expect(s.server.ttlDeleted == 0)
+        #expect(try s.engine.get(DocumentPath(parsing: "u/1/sessions/old")) != nil)
+    }
+}
