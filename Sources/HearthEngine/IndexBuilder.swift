@@ -134,9 +134,12 @@ extension Engine {
     /// stored by a later commit. Backfills and purges start over from it, as after a restart.
     func rollBackCatalog() {
         guard let durable = durableCatalog, durable != indexCatalog || catalogDirty else { return }
+        let changed = indexes.filter { d in !durable.indexes.contains { $0.id == d.id } }
+            + durable.indexes.filter { d in !indexes.contains { $0.id == d.id } }
         indexWork.removeAll()
         restore(durable)
         catalogDirty = false
+        for d in changed { onIndexesChanged?(d, .takenBack) }
     }
 
     public var hasIndexWork: Bool { !indexWork.isEmpty }

@@ -94,4 +94,7 @@ public enum IndexEvent: String, Sendable {
     case ready
     /// Dropped; its entries are being removed.
     case dropped
+    /// A change of it (its declaration, its drop) did not become durable and was taken back
+    /// (`Engine.rollBackCatalog`); the definition is as the store holds it, or gone.
+    case takenBack
 }

@@ -177,8 +177,12 @@ public final class Server {
         case .declared: what = "declared, building"
         case .ready: what = "ready"
         case .dropped: what = "dropped"
+        case .takenBack:
+            what = engine.indexes.contains { $0.id == index.id }
+                ? "its drop did not become durable and was taken back: the index stays"
+                : "its declaration did not become durable and was taken back: there is no such index"
         }
-        logger.info("index #\(index.id) \(index.summary): \(what)")
+        if event == .takenBack { logger.warn("index #\(index.id) \(index.summary): \(what)") } else { logger.info("index #\(index.id) \(index.summary): \(what)") }
     }
 
     /// Listens (unless a `ServerSocket` already does), serves until SIGTERM/SIGINT, then shuts down gracefully.

@@ -197,6 +197,8 @@ final class TableCatalogCodec: IndexCatalogCodec {
         let store = DoorStore(), codec = TableCatalogCodec()
         let h = try EngineHarness(store: store, indexCatalogCodec: codec)
         _ = h.commit([set("calls/a", m(["owner": "a", "t": 1]))])
+        var events: [IndexEvent] = []
+        h.engine.onIndexesChanged = { _, e in events.append(e) }
         var declared: Result<CommitOutcome, HearthError>?
         _ = try h.engine.createIndex(collectionID: "calls", scope: .collection, fields: Self.fields) { declared = $0 }
         store.failNextApply()
@@ -204,6 +206,7 @@ final class TableCatalogCodec: IndexCatalogCodec {
         guard case .failure = declared else { Issue.record("the declaration should have failed"); return }
         #expect(try store.indexCatalog() == nil)
         #expect(h.engine.indexes.isEmpty && !h.engine.hasIndexWork, "rolled back, its backfill with it")
+        #expect(events == [.declared, .takenBack], "said, for the log")
         // The next commit, whatever it is, carries nothing of it.
         _ = h.commit([set("other/x", m(["n": 1]))])
         #expect(try store.indexCatalog() == nil)
