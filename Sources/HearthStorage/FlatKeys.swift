@@ -42,7 +42,9 @@ public struct FlatKeys: Sendable {
     }
 
     /// The places `0 ..< count` in key order, keeping of each run of equal keys only the place appended last
-    /// (the last write of a key wins).
+    /// (the last write of a key wins). Inlinable, as `lastOfEach`: specialized where it is called, its
+    /// comparisons are not calls through a closure.
+    @inlinable
     public func lastOfEachKey() -> [Int] {
         bytes.withUnsafeBytes { b in
             spans.withUnsafeBufferPointer { s in
@@ -60,6 +62,7 @@ public struct FlatKeys: Sendable {
 
     /// The places `0 ..< count` sorted by `compare`, keeping of each run of equal keys only the highest place
     /// (ties go by place, so it ends its run).
+    @inlinable
     public static func lastOfEach(count: Int, _ compare: (Int, Int) -> Int) -> [Int] {
         var order = Array(0 ..< count)
         order.sort { i, j in
