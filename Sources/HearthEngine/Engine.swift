@@ -189,26 +189,14 @@ public final class Engine {
     /// kept) when none is pending. A refusal decided against the engine's state, which holds the pending
     /// commits, is answered through it: a failed precondition on a document a pending delete removed then
     /// tells the client nothing that is not yet published, and nothing that never will be.
-    public func afterPending(_ body: @escaping (Bool) -> Void) -> Bool {
+    public func afterPending(_ body: @escaping (Bool) -> Void) -> Bool { afterNewestPending(where: { _ in true }, body) }
+
+    /// `afterPending` after the newest pending commit `carries` picks (the commits queued behind it, which a
+    /// failure of it fails too, do not decide).
+    func afterNewestPending(where carries: (PendingCommit) -> Bool, _ body: @escaping (Bool) -> Void) -> Bool {
         thread.check("Engine.afterPending")
-        guard let newest = queued.last ?? inFlight?.pending.last else { return false }
+        guard let newest = queued.last(where: carries) ?? inFlight?.pending.last(where: carries) else { return false }
         newest.settled.append(body)
-        return true
-    }
-    /// `afterPending` for an answer judged against the index catalog in memory (an index that exists, a TTL
-    /// policy in force, a listing), which can be ahead of the durable one: `body` runs once the newest commit
-    /// carrying a change of it has its outcome, with whether the catalog the answer describes is durable (a
-    /// failed batch rolls the catalog back, `rollBackCatalog`). False when it already is.
-    public func afterCatalogDurable(_ body: @escaping (Bool) -> Void) -> Bool {
-        thread.check("Engine.afterCatalogDurable")
-        // Every change of the catalog is queued in a commit at once (`commitIndexChanges` takes it), and a
-        // failed one is rolled back: the catalog in memory is the durable one or that of a pending commit.
-        assert(!catalogDirty || indexCatalogCodec == nil, "a change of the index catalog that no commit carries")
-        // The newest commit carrying the catalog: once it is published, so is every change of the catalog
-        // before it; commits that carry none (a later write that fails) do not decide the answer.
-        guard let carrier = queued.last(where: { $0.catalog != nil }) ?? inFlight?.pending.last(where: { $0.catalog != nil })
-        else { return false }
-        carrier.settled.append(body)
         return true
     }
 
@@ -504,16 +492,6 @@ public final class Engine {
         guard let doc = l.doc else { return nil }
         if let f = l.fields { return f }
         return try decodeStored(doc)
-    }
-
-    /// Pending (not yet durable) versions of documents whose collection ID is `collectionID`.
-    func pendingDocuments(collectionID: String) -> [(DocumentPath, MapValue?)] {
-        overlay.compactMap { (path, e) in
-            guard path.collectionID == collectionID else { return nil }
-            if let f = e.fields { return (path, f) }
-            if let d = e.doc { return (path, try? codec.decode(d.data)) }
-            return (path, nil)
-        }
     }
 
     /// The newest version of a document, durable or not (what a write must see). Over a store across the

@@ -129,6 +129,29 @@ extension Engine {
         return (codec.encode(catalog), catalog)
     }
 
+    /// `afterPending` for an answer judged against the index catalog in memory (an index that exists, a TTL
+    /// policy in force, a listing), which can be ahead of the durable one: `body` runs once the newest commit
+    /// carrying a change of it has its outcome, with whether the catalog the answer describes is durable (a
+    /// failed batch rolls the catalog back, `rollBackCatalog`). False when it already is.
+    public func afterCatalogDurable(_ body: @escaping (Bool) -> Void) -> Bool {
+        // Every change of the catalog is queued in a commit at once (`commitIndexChanges` takes it), and a
+        // failed one is rolled back: the catalog in memory is the durable one or that of a pending commit.
+        assert(!catalogDirty || indexCatalogCodec == nil, "a change of the index catalog that no commit carries")
+        // Once the newest commit carrying the catalog is published, so is every change of the catalog before
+        // it; commits that carry none (a later write that fails) do not decide the answer.
+        return afterNewestPending(where: { $0.catalog != nil }, body)
+    }
+
+    /// Pending (not yet durable) versions of documents whose collection ID is `collectionID`.
+    func pendingDocuments(collectionID: String) -> [(DocumentPath, MapValue?)] {
+        overlay.compactMap { (path, e) in
+            guard path.collectionID == collectionID else { return nil }
+            if let f = e.fields { return (path, f) }
+            if let d = e.doc { return (path, try? codec.decode(d.data)) }
+            return (path, nil)
+        }
+    }
+
     /// A batch failed, and with it every commit pending (`finish`): the catalog goes back to the durable one, as
     /// the documents do, so a declaration, drop or policy whose commit failed (and was answered so) is not
     /// stored by a later commit. Backfills and purges start over from it, as after a restart.

@@ -248,10 +248,7 @@ struct Context {
     /// not. `fields` runs when the answer is sent: take what it describes from the catalog before.
     func replyFromCatalog(_ request: Request, _ fields: @escaping (inout JSONWriter) -> Void) {
         let dispatcher = dispatcher, id = request.id
-        session.answerJudged(op: request.op, id: id, timing: deferTiming(), failed: false, unsettled: "not answered",
-                             settle: engine.afterCatalogDurable) {
-            dispatcher.okLine(id, fields)
-        }
+        answerFromCatalog(request, failed: false) { dispatcher.okLine(id, fields) }
     }
 
     /// `replyFromCatalog` for a refusal judged against the catalog in memory (NOT_FOUND for an index or a
@@ -260,10 +257,14 @@ struct Context {
     func refuseFromCatalog(_ request: Request, _ error: HearthError) {
         let dispatcher = dispatcher, id = request.id, op = request.op, engine = engine
         let forwarded = session.answeringForward
-        session.answerJudged(op: op, id: id, timing: deferTiming(), failed: true, unsettled: "not answered",
-                             settle: engine.afterCatalogDurable) {
+        answerFromCatalog(request, failed: true) {
             dispatcher.errorLine(error.prefixed(op), id: id, seq: forwarded ? engine.lastDurableSeq : nil)
         }
+    }
+
+    private func answerFromCatalog(_ request: Request, failed: Bool, _ line: @escaping () -> [UInt8]) {
+        session.answerJudged(op: request.op, id: request.id, timing: deferTiming(), failed: failed, unsettled: "not answered",
+                             settle: engine.afterCatalogDurable, line)
     }
 
     /// The running read's admission: a handler with side effects confirms it before them.
