@@ -69,7 +69,7 @@ public final class PendingGroup: Sendable {
 
     /// The net index changes: per commit, removals first, then additions, so a key removed and added by one
     /// commit ends up added, and a later commit's change wins.
-    private var index: IndexState {
+    var indexKeys: IndexState {
         indexState.withLock { state in
             if let state { return state }
             var keys = FlatKeys()
@@ -104,29 +104,6 @@ public final class PendingGroup: Sendable {
                 let c = n == 0 ? 0 : memcmp(x.baseAddress!, y.baseAddress!, n)
                 return c != 0 ? c < 0 : x.count < y.count
             }
-        }
-    }
-
-    /// The keys this group changed in `[lower, upper)` (no upper bound when `upper` is empty), ascending,
-    /// each with its state after the group (nil: removed).
-    fileprivate func keys(from lower: [UInt8], to upper: [UInt8]) -> [(key: [UInt8], path: DocumentPath?)] {
-        let state = index
-        return state.bytes.withUnsafeBytes { b in
-            // The first key not before `bound`.
-            func firstNotBefore(_ bound: [UInt8], from lo: Int) -> Int {
-                bound.withUnsafeBytes { x in
-                    var lo = lo, hi = state.ends.count
-                    while lo < hi {
-                        let mid = (lo + hi) / 2
-                        let key = UnsafeRawBufferPointer(rebasing: b[state.start(mid) ..< state.ends[mid]])
-                        if UTF8Order.compareBytes(key, x) < 0 { lo = mid + 1 } else { hi = mid }
-                    }
-                    return lo
-                }
-            }
-            let lo = firstNotBefore(lower, from: 0)
-            let end = upper.isEmpty ? state.ends.count : firstNotBefore(upper, from: lo)
-            return (lo ..< end).map { i in (Array(b[state.start(i) ..< state.ends[i]]), state.paths[i]) }
         }
     }
 }
@@ -211,59 +188,65 @@ public struct PendingCommits: Sendable {
 
     // MARK: Index reads
 
-    /// Every key the groups touch in `[lower, upper)`, with its newest state (nil: removed), ascending.
-    private func touchedKeys(from lower: [UInt8], to upper: [UInt8]) -> [(key: [UInt8], path: DocumentPath?)] {
-        guard upper.isEmpty || PendingGroup.precedes(lower, upper) else { return [] }
-        if groups.count == 1 { return groups[0].keys(from: lower, to: upper) }
-        // Oldest group first: of a key several groups touched, the newest group's state is the one kept.
-        var keys = FlatKeys()
-        var touched: [(key: [UInt8], path: DocumentPath?)] = []
-        for g in groups {
-            for t in g.keys(from: lower, to: upper) {
-                keys.append(t.key)
-                touched.append(t)
-            }
-        }
-        return keys.lastOfEachKey().map { touched[$0] }
+    /// The keys the groups touch in `[lower, upper)`, in order (reverse: descending).
+    private func touched(from lower: [UInt8], to upper: [UInt8], reverse: Bool) -> PendingKeyCursor {
+        PendingKeyCursor(groups, from: lower, to: upper, reverse: reverse)
     }
 
-    /// Whether `key` is one of `touched`'s keys (ascending, as `touchedKeys` returns them).
-    private static func isTouched(_ key: UnsafeRawBufferPointer, _ touched: [(key: [UInt8], path: DocumentPath?)]) -> Bool {
-        var lo = 0, hi = touched.count
-        while lo < hi {
-            let mid = (lo + hi) / 2
-            let c = touched[mid].key.withUnsafeBytes { UTF8Order.compareBytes($0, key) }
-            if c == 0 { return true }
-            if c < 0 { lo = mid + 1 } else { hi = mid }
-        }
-        return false
-    }
-
-    /// The merged index entries `visitIndexEntries` visits (same bounds, order and limit), built: the base's
-    /// entries whose keys the groups leave alone, and the keys the groups leave present, from one read of the
-    /// base.
+    /// The merged index entries `visitIndexEntries` visits (same bounds, order and limit), built.
     public func indexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
                              base: some StoreReads) throws(HearthError) -> [IndexEntry] {
-        try indexEntries(from: lower, to: upper, reverse: reverse, limit: limit, base: base,
-                         touched: touchedKeys(from: lower, to: upper))
-    }
-
-    /// `indexEntries` with the range's touched keys already found.
-    private func indexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int, base: some StoreReads,
-                              touched: [(key: [UInt8], path: DocumentPath?)]) throws(HearthError) -> [IndexEntry] {
-        guard limit > 0 else { return [] }
+        let touched = touched(from: lower, to: upper, reverse: reverse)
         if touched.isEmpty { return try base.scanIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit) }
-        // Each touched key hides at most one of the base's entries, so `limit` more than there are touched keys
-        // always leave the `limit` first of the merge among those read.
-        var fromBase: [IndexEntry] = []
-        try base.visitIndexEntries(from: lower, to: upper, reverse: reverse,
-                                   limit: Self.saturatingSum(limit, touched.count)) { (e) throws(HearthError) in
-            if !Self.isTouched(e.key, touched) { fromBase.append(try e.entry()) }
+        var out: [IndexEntry] = []
+        try visitMerged(from: lower, to: upper, reverse: reverse, limit: limit, base: base, touched: touched) { (e) throws(HearthError) in
+            out.append(try e.entry())
             return true
         }
-        var merged = fromBase + touched.compactMap { t in t.path.map { IndexEntry(key: t.key, path: $0) } }
-        merged.sort { reverse ? PendingGroup.precedes($1.key, $0.key) : PendingGroup.precedes($0.key, $1.key) }
-        return Array(merged.prefix(limit))
+        return out
+    }
+
+    /// The one merge of the groups' index changes with the base's entries: in order, the base's entries whose
+    /// keys the groups leave alone and the keys the groups leave present (with the document the newest group
+    /// gives them), until `limit` are visited or `visit` returns false. The base is read only as far as the
+    /// page reaches, and the touched keys are taken from `touched` one at a time (`PendingKeyCursor`), so a
+    /// page costs what it visits and what it skips, not the range's size. Each touched key hides at most one
+    /// of the base's entries, so the base is never asked for more than `limit` plus the touched keys.
+    /// `visit` runs while the base's scan steps: it may `get` through the base, never start another scan.
+    private func visitMerged(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int, base: some StoreReads,
+                             touched: PendingKeyCursor, _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
+        guard limit > 0 else { return }
+        var touched = touched
+        var left = limit
+        var going = true
+        // Visits a touched key's state, if it is present.
+        func visitTouched(_ t: (key: [UInt8], path: DocumentPath?)) throws(HearthError) {
+            guard let path = t.path else { return }
+            left -= 1
+            if try !IndexEntry(key: t.key, path: path).withView(visit) { going = false }
+        }
+        // Visits the touched keys before `key` in the scan's order (all of them when nil).
+        func visitTouched(before key: UnsafeRawBufferPointer?) throws(HearthError) {
+            while going, left > 0 {
+                if let key { guard let c = touched.compareNext(to: key), c < 0 else { return } }
+                guard let t = touched.next() else { return }
+                try visitTouched(t)
+            }
+        }
+        try base.visitIndexEntries(from: lower, to: upper, reverse: reverse,
+                                   limit: Self.saturatingSum(limit, touched.bound)) { (e) throws(HearthError) in
+            try visitTouched(before: e.key)
+            guard going, left > 0 else { return false }
+            if touched.compareNext(to: e.key) == 0 {
+                // A key the groups touched: their state replaces the base's entry.
+                try visitTouched(touched.next()!)
+            } else {
+                left -= 1
+                if try !visit(e) { going = false }
+            }
+            return going && left > 0
+        }
+        try visitTouched(before: nil)
     }
 
     /// `StoreReads.scanIndex` merged: each entry joined with its newest document; entries whose document is
@@ -275,7 +258,7 @@ public struct PendingCommits: Sendable {
         // document a group changed (its keys unchanged) is replaced by its newer version, and an entry whose
         // document the base lacks is a hit when a group holds that document. Only an entry left without a
         // document, or a document a group deleted, sends the scan the long way (the page would come up short).
-        if touchedKeys(from: lower, to: upper).isEmpty {
+        if touched(from: lower, to: upper, reverse: reverse).isEmpty {
             var hits: [IndexHit] = []
             var short = false
             for row in try base.scanIndexRows(from: lower, to: upper, reverse: reverse, limit: limit) {
@@ -310,19 +293,18 @@ public struct PendingCommits: Sendable {
     /// the range (the usual case for a narrow query).
     public func visitIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int, base: some StoreReads,
                                   _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
-        let touched = touchedKeys(from: lower, to: upper)
+        let touched = touched(from: lower, to: upper, reverse: reverse)
         if touched.isEmpty {
             return try base.visitIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit, visit)
         }
-        for e in try indexEntries(from: lower, to: upper, reverse: reverse, limit: limit, base: base, touched: touched) {
-            guard try e.withView(visit) else { return }
-        }
+        try visitMerged(from: lower, to: upper, reverse: reverse, limit: limit, base: base, touched: touched, visit)
     }
 
     /// `StoreReads.countIndex` merged: the base's count, corrected key by key for the keys the groups touch.
     public func countIndex(from lower: [UInt8], to upper: [UInt8], base: some StoreReads) throws(HearthError) -> Int {
         var count = try base.countIndex(from: lower, to: upper)
-        for t in touchedKeys(from: lower, to: upper) {
+        var touched = touched(from: lower, to: upper, reverse: false)
+        while let t = touched.next() {
             let inBase = try base.countIndex(from: t.key, to: t.key + [0]) > 0
             count += (t.path != nil ? 1 : 0) - (inBase ? 1 : 0)
         }
