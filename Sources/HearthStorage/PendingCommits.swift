@@ -196,7 +196,13 @@ public struct PendingCommits: Sendable {
     /// The merged index entries `visitIndexEntries` visits (same bounds, order and limit), built.
     public func indexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
                              base: some StoreReads) throws(HearthError) -> [IndexEntry] {
-        let touched = touched(from: lower, to: upper, reverse: reverse)
+        try indexEntries(from: lower, to: upper, reverse: reverse, limit: limit, base: base,
+                         touched: touched(from: lower, to: upper, reverse: reverse))
+    }
+
+    /// `indexEntries` with the range's touched keys already found.
+    private func indexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int, base: some StoreReads,
+                              touched: PendingKeyCursor) throws(HearthError) -> [IndexEntry] {
         if touched.isEmpty { return try base.scanIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit) }
         var out: [IndexEntry] = []
         try visitMerged(from: lower, to: upper, reverse: reverse, limit: limit, base: base, touched: touched) { (e) throws(HearthError) in
@@ -258,7 +264,8 @@ public struct PendingCommits: Sendable {
         // document a group changed (its keys unchanged) is replaced by its newer version, and an entry whose
         // document the base lacks is a hit when a group holds that document. Only an entry left without a
         // document, or a document a group deleted, sends the scan the long way (the page would come up short).
-        if touched(from: lower, to: upper, reverse: reverse).isEmpty {
+        let firstTouched = touched(from: lower, to: upper, reverse: reverse)
+        if firstTouched.isEmpty {
             var hits: [IndexHit] = []
             var short = false
             for row in try base.scanIndexRows(from: lower, to: upper, reverse: reverse, limit: limit) {
@@ -274,9 +281,12 @@ public struct PendingCommits: Sendable {
         }
         var hits: [IndexHit] = []
         var lo = lower, hi = upper
+        var pageTouched: PendingKeyCursor? = firstTouched
         while true {
             let want = limit - hits.count
-            let entries = try indexEntries(from: lo, to: hi, reverse: reverse, limit: want, base: base)
+            let entries = try indexEntries(from: lo, to: hi, reverse: reverse, limit: want, base: base,
+                                           touched: pageTouched ?? touched(from: lo, to: hi, reverse: reverse))
+            pageTouched = nil
             for e in entries {
                 if let doc = try get(e.path, base: base) { hits.append(IndexHit(key: e.key, document: doc)) }
             }
@@ -300,16 +310,40 @@ public struct PendingCommits: Sendable {
         try visitMerged(from: lower, to: upper, reverse: reverse, limit: limit, base: base, touched: touched, visit)
     }
 
-    /// `StoreReads.countIndex` merged: the base's count, corrected key by key for the keys the groups touch.
+    /// `StoreReads.countIndex` merged: the base's count, corrected for the keys the groups touch (each counts
+    /// when the groups leave it present, and the base's count holds those the base has). Which of them the
+    /// base has is found by one point read each, or, when the base holds at most `walkFactor` entries per
+    /// touched key in the range, by one walk of those entries beside the touched keys (a step of a walk costs
+    /// a fraction of a point read).
     public func countIndex(from lower: [UInt8], to upper: [UInt8], base: some StoreReads) throws(HearthError) -> Int {
-        var count = try base.countIndex(from: lower, to: upper)
+        let inRange = try base.countIndex(from: lower, to: upper)
         var touched = touched(from: lower, to: upper, reverse: false)
-        while let t = touched.next() {
-            let inBase = try base.countIndex(from: t.key, to: t.key + [0]) > 0
-            count += (t.path != nil ? 1 : 0) - (inBase ? 1 : 0)
+        if touched.isEmpty { return inRange }
+        var present = 0, inBase = 0
+        if inRange <= Self.walkFactor * touched.bound {
+            try base.visitIndexEntries(from: lower, to: upper, reverse: false, limit: inRange) { e in
+                while let c = touched.compareNext(to: e.key), c < 0 {
+                    if touched.next()!.path != nil { present += 1 }
+                }
+                if touched.compareNext(to: e.key) == 0 {
+                    inBase += 1
+                    if touched.next()!.path != nil { present += 1 }
+                }
+                return !touched.isEmpty
+            }
+            // What is left comes after every entry the base holds in the range.
+            while let t = touched.next() { if t.path != nil { present += 1 } }
+        } else {
+            while let t = touched.next() {
+                if t.path != nil { present += 1 }
+                if try base.countIndex(from: t.key, to: t.key + [0]) > 0 { inBase += 1 }
+            }
         }
-        return count
+        return inRange + present - inBase
     }
+
+    /// See `countIndex`.
+    static let walkFactor = 4
 
     private static func saturatingSum(_ a: Int, _ b: Int) -> Int {
         let (sum, overflow) = a.addingReportingOverflow(b)

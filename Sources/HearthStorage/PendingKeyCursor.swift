@@ -6,7 +6,7 @@ import HearthModel
 /// Why a cursor: a read of `limit` entries needs the touched keys only as far as its page reaches. Each group
 /// keeps its keys sorted (`PendingGroup.IndexState`), so the cursor finds each group's part of the range by
 /// binary search and then merges the groups' heads, copying only the keys it hands out. A copy of every key in
-/// the range, which the page then mostly discarded, cost a wide read ~85 ms while a bulk load of 40,000
+/// the range, which the page then mostly discarded, cost a wide read 90-100 ms while a bulk load of 40,000
 /// documents waited for the applier.
 ///
 /// Of a key several groups touch, the newest group's state is the one handed out (groups are oldest first).
@@ -15,48 +15,48 @@ struct PendingKeyCursor {
     /// Per group, the part of its keys not handed out yet: `lo ..< hi`.
     private var lo: [Int] = []
     private var hi: [Int] = []
+    /// The groups with keys left, as a binary heap whose top holds the next key (of equal heads, the newest
+    /// group's): a step costs O(log groups), and the backlog may hold hundreds of groups.
+    private var heap: [Int] = []
     let reverse: Bool
+    /// At least the number of keys in the range (a key several groups touch counts once per group).
+    let bound: Int
 
     /// The touched keys of `[lower, upper)` (no upper bound when `upper` is empty) of `groups` (oldest first).
     init(_ groups: [PendingGroup], from lower: [UInt8], to upper: [UInt8], reverse: Bool) {
         self.reverse = reverse
-        guard upper.isEmpty || PendingGroup.precedes(lower, upper) else { return }
-        for g in groups {
-            let state = g.indexKeys
-            let range = state.range(from: lower, to: upper)
-            guard !range.isEmpty else { continue }
-            states.append(state)
-            lo.append(range.lowerBound)
-            hi.append(range.upperBound)
+        var bound = 0
+        if upper.isEmpty || PendingGroup.precedes(lower, upper) {
+            for g in groups {
+                let state = g.indexKeys
+                let range = state.range(from: lower, to: upper)
+                guard !range.isEmpty else { continue }
+                states.append(state)
+                lo.append(range.lowerBound)
+                hi.append(range.upperBound)
+                bound += range.count
+            }
         }
+        self.bound = bound
+        for g in states.indices { push(g) }
     }
 
     /// Whether no key is left.
-    var isEmpty: Bool {
-        for g in lo.indices where lo[g] < hi[g] { return false }
-        return true
-    }
-
-    /// At least the number of keys left (a key several groups touch counts once per group).
-    var bound: Int {
-        var n = 0
-        for g in lo.indices { n += hi[g] - lo[g] }
-        return n
-    }
+    var isEmpty: Bool { heap.isEmpty }
 
     /// The next key in the cursor's order and its state after the groups (nil: removed), or nil when none is
     /// left.
     mutating func next() -> (key: [UInt8], path: DocumentPath?)? {
-        guard let (g, i) = head() else { return nil }
-        let key = states[g].key(i)
-        let path = states[g].paths[i]
+        guard let top = heap.first else { return nil }
+        let i = place(top)
+        let key = states[top].key(i)
+        let path = states[top].paths[i]
         // Every group whose head is this key moves past it.
         key.withUnsafeBytes { k in
-            for h in lo.indices where lo[h] < hi[h] {
-                let j = reverse ? hi[h] - 1 : lo[h]
-                if states[h].withKey(j, { UTF8Order.compareBytes($0, k) }) == 0 {
-                    if reverse { hi[h] -= 1 } else { lo[h] += 1 }
-                }
+            while let g = heap.first, states[g].withKey(place(g), { UTF8Order.compareBytes($0, k) }) == 0 {
+                pop()
+                if reverse { hi[g] -= 1 } else { lo[g] += 1 }
+                if lo[g] < hi[g] { push(g) }
             }
         }
         return (key, path)
@@ -65,23 +65,47 @@ struct PendingKeyCursor {
     /// -1, 0 or 1 as the next key comes before, is, or comes after `key` in the cursor's order; nil when no
     /// key is left.
     func compareNext(to key: UnsafeRawBufferPointer) -> Int? {
-        guard let (g, i) = head() else { return nil }
-        let c = states[g].withKey(i) { UTF8Order.compareBytes($0, key) }
+        guard let top = heap.first else { return nil }
+        let c = states[top].withKey(place(top)) { UTF8Order.compareBytes($0, key) }
         return reverse ? -c : c
     }
 
-    /// The group and place of the next key: the first in the cursor's order among the groups' heads, the
-    /// newest group's of equal ones.
-    private func head() -> (group: Int, place: Int)? {
-        var best: (group: Int, place: Int)?
-        for g in lo.indices where lo[g] < hi[g] {
-            let i = reverse ? hi[g] - 1 : lo[g]
-            guard let b = best else { best = (g, i); continue }
-            let c = states[g].withKey(i) { k in states[b.group].withKey(b.place) { UTF8Order.compareBytes(k, $0) } }
-            // A later group is newer: on a tie it wins.
-            if c == 0 || (reverse ? c > 0 : c < 0) { best = (g, i) }
+    /// The place of group `g`'s next key.
+    private func place(_ g: Int) -> Int { reverse ? hi[g] - 1 : lo[g] }
+
+    /// Whether group `a`'s head comes first: the earlier key in the cursor's order, or of equal keys the newer
+    /// group's (groups are oldest first).
+    private func first(_ a: Int, _ b: Int) -> Bool {
+        let c = states[a].withKey(place(a)) { x in states[b].withKey(place(b)) { UTF8Order.compareBytes(x, $0) } }
+        if c == 0 { return a > b }
+        return reverse ? c > 0 : c < 0
+    }
+
+    private mutating func push(_ g: Int) {
+        heap.append(g)
+        var i = heap.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard first(heap[i], heap[parent]) else { break }
+            heap.swapAt(i, parent)
+            i = parent
         }
-        return best
+    }
+
+    private mutating func pop() {
+        let last = heap.removeLast()
+        guard !heap.isEmpty else { return }
+        heap[0] = last
+        var i = 0
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var best = i
+            if l < heap.count, first(heap[l], heap[best]) { best = l }
+            if r < heap.count, first(heap[r], heap[best]) { best = r }
+            guard best != i else { return }
+            heap.swapAt(i, best)
+            i = best
+        }
     }
 }
 

@@ -47,8 +47,8 @@ final class SQLiteSnapshot: StoreSnapshot, @unchecked Sendable {
     func visitIndexEntries(from lower: [UInt8], to upper: [UInt8], reverse: Bool, limit: Int,
                            _ visit: (IndexEntryView) throws(HearthError) -> Bool) throws(HearthError) {
         let r = try open()
-        // The visitor runs while SQLite's statement steps (either way when the range holds no pending key): it
-        // may `get` through this snapshot, never start another index scan on it (`StoreReads`).
+        // The visitor runs while SQLite's statement steps, the merge with pending keys included: it may `get`
+        // through this snapshot, never start another index scan on it (`StoreReads`).
         if pending.isEmpty { return try r.index.visit(from: lower, to: upper, reverse: reverse, limit: limit, visit) }
         try pending.visitIndexEntries(from: lower, to: upper, reverse: reverse, limit: limit, base: r, visit)
     }
