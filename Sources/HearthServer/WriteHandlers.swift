@@ -54,14 +54,14 @@ enum WriteHandlers {
         }
         try submit(ctx, req, writes, nameIndexes: true) { w, outcome in
             w.key("seq"); w.uint(outcome.seq)
-            w.key("commitTime"); w.string(outcome.commitTime.rfc3339)
+            w.key("commitTime"); w.rfc3339(outcome.commitTime)
             w.key("results")
             w.beginArray()
             for r in outcome.results {
                 w.beginObject()
-                w.key("path"); w.string(r.path.description)
+                w.key("path"); w.path(r.path.path)
                 w.key("id"); w.string(r.path.id)
-                w.key("updateTime"); w.string(r.updateTime.rfc3339)
+                w.key("updateTime"); w.rfc3339(r.updateTime)
                 if !r.transformResults.isEmpty { transformResults(r.transformResults, into: &w) }
                 w.endObject()
             }
@@ -70,9 +70,9 @@ enum WriteHandlers {
     }
 
     static func writeSingleResult(_ r: WriteResult, seq: UInt64, into w: inout JSONWriter) {
-        w.key("path"); w.string(r.path.description)
+        w.key("path"); w.path(r.path.path)
         w.key("docId"); w.string(r.path.id)
-        w.key("updateTime"); w.string(r.updateTime.rfc3339)
+        w.key("updateTime"); w.rfc3339(r.updateTime)
         w.key("seq"); w.uint(seq)
         if !r.transformResults.isEmpty { transformResults(r.transformResults, into: &w) }
     }

@@ -100,10 +100,10 @@ enum ExportHandlers {
     /// One exported document, as an export file's line holds it: `{path,data,createTime,updateTime}`.
     static func writeDocument(_ d: StoredDocument, into w: inout JSONWriter) {
         w.beginObject()
-        w.key("path"); w.string(d.path.description)
+        w.key("path"); w.path(d.path.path)
         w.key("data"); w.raw(d.data)
-        w.key("createTime"); w.string(d.createTime.rfc3339)
-        w.key("updateTime"); w.string(d.updateTime.rfc3339)
+        w.key("createTime"); w.rfc3339(d.createTime)
+        w.key("updateTime"); w.rfc3339(d.updateTime)
         w.endObject()
     }
 
