@@ -41,6 +41,13 @@ enum ListenHandlers {
         }
         if let hb = try heartbeatMs(req) { ctx.session.setHeartbeat(hb) }
         let dependencies = try ctx.session.judgeListen(judged)
+        // A query no index serves is refused against the catalog in memory, which may hold a drop whose commit
+        // is not durable yet: the refusal waits for it, as the index answers do, and is not sent if it fails.
+        if case .query(let q) = target {
+            do throws(HearthError) { _ = try ctx.engine.prepare(q) } catch where error.code == .failedPrecondition {
+                return ctx.refuseFromCatalog(req, error)
+            }
+        }
         // A first snapshot the engine holds in memory is registered here; any other is read on a reader thread,
         // so that a large result, a resume's replay or a store across the network never holds the loop.
         if ctx.engine.listeners.registersInMemory(target, resumeAfter: resume) {

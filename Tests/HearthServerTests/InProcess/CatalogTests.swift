@@ -79,6 +79,61 @@ import Testing
         #expect(a.take().first?["ok"] as? Bool == true)
     }
 
+    /// A listen refused for want of an index is judged against the catalog in memory: during a drop whose
+    /// commit is pending the refusal waits for it, in its place, and when that commit fails it is not sent
+    /// (UNAVAILABLE), since the index is back.
+    @Test func aListenRefusedForWantOfAnIndexWaitsForThePendingDrop() throws {
+        let s = try InProcessServer()
+        let a = s.connect(), b = s.connect()
+        a.write([Self.create])
+        s.flush()
+        let indexID = try #require(((a.take().first?["index"]) as? [String: Any])?["id"] as? Int)
+        func listen(_ id: String) -> String {
+            #"{"op":"listen","query":{"collection":"c","where":[["a","==",1]],"orderBy":[["b","desc"]]},"id":"\#(id)"}"#
+        }
+        func answer(_ lines: [[String: Any]], _ id: String) -> [String: Any]? { lines.first { $0["id"] as? String == id } }
+        for _ in 0..<8 where s.engine.indexCatalog.indexes.first?.state != .ready {   // the backfill, as the loop runs it
+            s.server.runIndexWork()
+            s.flush()
+        }
+        b.write([listen("L1")])
+        s.settle()
+        let l1 = b.take(); #expect(answer(l1, "L1")?["ok"] as? Bool == true, "the index serves it: \(l1)")
+
+        let drop = #"{"op":"index","action":"drop","indexId":\#(indexID),"id":"d"}"#
+        a.write([drop])
+        var batch = try #require(s.takeBatch())
+        b.write([listen("L2"), #"{"op":"ping","id":"p"}"#])
+        s.settle()
+        #expect(b.take().isEmpty, "the drop is not durable yet")
+        s.publish(batch, error: .init(.unavailable, "disk gone"))
+        s.settle()
+        #expect(a.take().first?.errorCode == "UNAVAILABLE")
+        var lines = b.take()
+        #expect(lines.map { $0["id"] as? String } == ["L2", "p"], "\(lines)")
+        #expect(answer(lines, "L2")?.errorCode == "UNAVAILABLE"
+                && answer(lines, "L2")?.errorMessage?.hasPrefix("listen: not answered") == true, "\(lines)")
+        b.write([listen("L3")])
+        s.settle()
+        #expect(answer(b.take(), "L3")?["ok"] as? Bool == true, "the drop was rolled back: the index serves it again")
+
+        a.write([drop])
+        batch = try #require(s.takeBatch())
+        b.write([listen("L4")])
+        s.settle()
+        #expect(b.take().isEmpty)
+        s.land(batch)
+        s.publish(batch)
+        s.settle()
+        #expect(a.take().first?["ok"] as? Bool == true)
+        lines = b.take()
+        #expect(answer(lines, "L4")?.errorCode == "FAILED_PRECONDITION"
+                && answer(lines, "L4")?.errorMessage?.hasPrefix("listen: the query requires an index") == true, "\(lines)")
+        // Nothing pending: refused at once.
+        b.write([listen("L5")])
+        #expect(answer(b.take(), "L5")?.errorCode == "FAILED_PRECONDITION")
+    }
+
     /// A catalog answer waits for the commits that carry the catalog, not for others: a data write failing
     /// after it does not turn it into UNAVAILABLE.
     @Test func aCatalogAnswerDoesNotWaitForWritesThatCarryNoCatalog() throws {
