@@ -41,10 +41,13 @@ enum ListenHandlers {
         }
         if let hb = try heartbeatMs(req) { ctx.session.setHeartbeat(hb) }
         let dependencies = try ctx.session.judgeListen(judged)
-        // A query no index serves is refused against the catalog in memory, which may hold a drop whose commit
+        // A query no index serves is refused against the catalog in memory, which may hold a change whose commit
         // is not durable yet: the refusal waits for it, as the index answers do, and is not sent if it fails.
-        if case .query(let q) = target {
+        // (A query with an offset is refused for that first, by the hub.) Like any error that follows what the
+        // line read (the rules' reads), it goes out only if that read was the published state.
+        if case .query(let q) = target, q.offset == 0 {
             do throws(HearthError) { _ = try ctx.engine.prepare(q) } catch where error.code == .failedPrecondition {
+                if let t = ctx.ticket, !ctx.engine.gate.confirm(t) { return ctx.waitForPublication() }
                 return ctx.refuseFromCatalog(req, error)
             }
         }

@@ -129,9 +129,13 @@ import Testing
         lines = b.take()
         #expect(answer(lines, "L4")?.errorCode == "FAILED_PRECONDITION"
                 && answer(lines, "L4")?.errorMessage?.hasPrefix("listen: the query requires an index") == true, "\(lines)")
-        // Nothing pending: refused at once.
+        // Nothing pending: refused at once; a query with an offset is refused for that first.
         b.write([listen("L5")])
         #expect(answer(b.take(), "L5")?.errorCode == "FAILED_PRECONDITION")
+        b.write([#"{"op":"listen","query":{"collection":"c","where":[["a","==",1]],"orderBy":[["b","desc"]],"offset":1},"id":"L6"}"#])
+        let l6 = b.take()
+        #expect(answer(l6, "L6")?.errorCode == "INVALID_ARGUMENT"
+                && answer(l6, "L6")?.errorMessage?.contains("offset is not supported by listeners") == true, "\(l6)")
     }
 
     /// A catalog answer waits for the commits that carry the catalog, not for others: a data write failing
