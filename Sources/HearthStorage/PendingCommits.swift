@@ -314,7 +314,9 @@ public struct PendingCommits: Sendable {
     /// when the groups leave it present, and the base's count holds those the base has). Which of them the
     /// base has is found by one point read each, or, when the base holds at most `walkFactor` entries per
     /// touched key in the range, by one walk of those entries beside the touched keys (a step of a walk costs
-    /// a fraction of a point read).
+    /// a fraction of a point read). The walk counts beside the cursor rather than through `visitMerged`, which
+    /// builds a view of every entry: counting through it took twice as long (52-62 ms against 28-45 ms for
+    /// 100,000 documents during a bulk load).
     public func countIndex(from lower: [UInt8], to upper: [UInt8], base: some StoreReads) throws(HearthError) -> Int {
         let inRange = try base.countIndex(from: lower, to: upper)
         var touched = touched(from: lower, to: upper, reverse: false)
