@@ -30,12 +30,20 @@ public final class EventLoop {
     private var hooks: [LoopHook] = []
     // @exclusivity(unchecked): appended to on every send that dirties a connection; loop thread only, and never
     // modified in place across a call (docs/architecture.md, "Decisions").
-    @exclusivity(unchecked) private var dirty: [TCPConnection] = []
-    private var flushing: [TCPConnection] = []
+    // The lists hold their connections unretained (no reference counting per send: a fan-out dirties a
+    // connection per delivery). A connection lives while libuv holds its handle; one whose close callback
+    // comes while entries for it are still queued (`TCPConnection.queuedEntries`) is kept in
+    // `closedWhileQueued` until they have been taken.
+    @exclusivity(unchecked) private var dirty: [Unmanaged<TCPConnection>] = []
+    /// The dirty connections being written, from `flushingHead` on: a pass writes at most
+    /// `connectionsPerPass` of them, and the rest go first in the next pass.
+    private var flushing: [Unmanaged<TCPConnection>] = []
+    private var flushingHead = 0
     /// Connections flushed first in the next pass (`TCPConnection.expedite()`): those holding an answer a
     /// client waits for, ahead of those holding only pushed lines.
-    @exclusivity(unchecked) private var urgent: [TCPConnection] = []
-    private var flushingUrgent: [TCPConnection] = []
+    @exclusivity(unchecked) private var urgent: [Unmanaged<TCPConnection>] = []
+    private var flushingUrgent: [Unmanaged<TCPConnection>] = []
+    private var closedWhileQueued: [TCPConnection] = []
 
     private var isRunning = false
     /// Set by `shutdown()`; factories hand out inert objects afterwards.
@@ -135,6 +143,8 @@ public final class EventLoop {
         flushing.removeAll()
         urgent.removeAll()
         flushingUrgent.removeAll()
+        flushingHead = 0
+        closedWhileQueued.removeAll()
         if status == 0 {
             readBuffer.deallocate()
             free(uvLoop)
@@ -229,17 +239,31 @@ public final class EventLoop {
     /// Queues `connection` for the next before-poll flush. O(1); callers keep a per-connection flag.
     func markDirty(_ connection: TCPConnection) {
         if dirty.isEmpty && !isShutDown { uv_ref(asHandle(prepareHandle)) }
-        dirty.append(connection)
+        connection.queuedEntries += 1
+        dirty.append(Unmanaged.passUnretained(connection))
     }
+
+    /// `connection`'s handle closed while entries for it are queued: it stays alive until they are taken.
+    func keepUntilFlushed(_ connection: TCPConnection) {
+        closedWhileQueued.append(connection)
+    }
+
+    /// How many dirty connections a pass writes, beyond the expedited ones. The rest are written in the next
+    /// passes, each after a poll that does not block: a request that came meanwhile is read between them (with
+    /// one write in flight, the next write starts its commit while the previous one's fan-out is still being
+    /// written, instead of after it). Each connection's bytes keep their order whatever the pass.
+    static let connectionsPerPass = 128
 
     /// Queues `connection` to be flushed at the start of the next pass, ahead of the other dirty ones (it is
     /// dirty too; the caller keeps a per-connection flag).
     func markUrgent(_ connection: TCPConnection) {
         if dirty.isEmpty && urgent.isEmpty && !isShutDown { uv_ref(asHandle(prepareHandle)) }
-        urgent.append(connection)
+        connection.queuedEntries += 1
+        urgent.append(Unmanaged.passUnretained(connection))
     }
 
-    /// The prepare callback body: hooks, then one flush pass: the expedited connections, then the other dirty ones.
+    /// The prepare callback body: hooks, then one flush pass: the expedited connections, then up to
+    /// `connectionsPerPass` of the other dirty ones.
     func beforePollTurn() {
         turnRequested = false
         if !hooks.isEmpty {
@@ -248,30 +272,44 @@ public final class EventLoop {
         }
         if !urgent.isEmpty {
             swap(&urgent, &flushingUrgent)
-            for connection in flushingUrgent {
-                connection.isUrgent = false
-                guard connection.isDirty else { continue }
-                connection.isDirty = false
-                connection.flush()
+            for entry in flushingUrgent {
+                entry._withUnsafeGuaranteedRef { connection in
+                    connection.queuedEntries -= 1
+                    connection.isUrgent = false
+                    guard connection.isDirty else { return }
+                    connection.isDirty = false
+                    connection.flush()
+                }
             }
             flushingUrgent.removeAll(keepingCapacity: true)
         }
-        if !dirty.isEmpty {
-            swap(&dirty, &flushing)
-            // An expedited connection is in both lists: written in the urgent part, skipped here unless it
-            // was dirtied again since (then it is written again, in its first place).
-            for connection in flushing where connection.isDirty {
+        // Connections dirtied during the pass wait for the next one (they go behind those left over).
+        if flushing.isEmpty && !dirty.isEmpty { swap(&dirty, &flushing) }
+        var budget = Self.connectionsPerPass
+        while flushingHead < flushing.count && budget > 0 {
+            flushing[flushingHead]._withUnsafeGuaranteedRef { connection in
+                connection.queuedEntries -= 1
+                // An expedited connection is in both lists: written in the urgent part, skipped here unless it
+                // was dirtied again since (then it is written again, in its first place).
+                guard connection.isDirty else { return }
                 connection.isDirty = false
                 connection.flush()
+                budget -= 1
             }
-            flushing.removeAll(keepingCapacity: true)
+            flushingHead += 1
         }
+        if flushingHead == flushing.count && !flushing.isEmpty {
+            flushing.removeAll(keepingCapacity: true)
+            flushingHead = 0
+        }
+        if !closedWhileQueued.isEmpty { closedWhileQueued.removeAll { $0.queuedEntries == 0 } }
         if isShutDown { return }
-        if dirty.isEmpty && urgent.isEmpty && !turnRequested {
+        if dirty.isEmpty && urgent.isEmpty && flushing.isEmpty && !turnRequested {
             uv_unref(asHandle(prepareHandle))
             if idleActive { uv_idle_stop(idleHandle); idleActive = false }
         } else if !idleActive {
-            // Connections re-dirtied (e.g. by onDrain) or work queued during the pass: do not block in poll.
+            // Connections left for the next pass or re-dirtied (e.g. by onDrain), or work queued during the
+            // pass: do not block in poll.
             uv_idle_start(idleHandle, loopIdleCallback)
             idleActive = true
         }

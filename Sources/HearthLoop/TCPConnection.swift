@@ -60,6 +60,9 @@ public final class TCPConnection: LoopHandleOwner {
     var isDirty = false
     /// In the loop's urgent list (flushed first this turn).
     var isUrgent = false
+    /// Entries for this connection in the loop's lists (both, and one the urgent part already wrote): the
+    /// lists hold it unretained, so it is kept alive past its close until they are taken.
+    var queuedEntries: UInt32 = 0
     /// Expedited while a `uv_write` was in flight: the rest is expedited again when that write completes.
     private var expediteAfterWrite = false
 
@@ -403,6 +406,7 @@ public final class TCPConnection: LoopHandleOwner {
 
     /// Close callback body: libuv has cancelled every request on the handle; release everything.
     func handleClosed() {
+        if queuedEntries > 0 { loop.keepUntilFlushed(self) }   // the loop's lists hold it unretained
         handle = nil
         free(writeReq)
         writeReq = nil

@@ -24,11 +24,19 @@ extension Session: ListenerSink {
     /// A shared change set whose encoding the dispatcher holds goes out as the listener's prefix and those
     /// bytes; any other as an event.
     func deliverChanges(seq: UInt64, size: Int, changes: [ViewChange], for listener: Listener, shareKey: UInt64?) {
-        guard !closed, heldEvents == nil, let shareKey, server.dispatcher.sendShared(shareKey, for: listener, on: conn) else {
-            return deliver(.query(seq: seq, initial: false, reset: false, size: size, changes: changes), for: listener,
-                           shareKey: shareKey)
-        }
+        if let shareKey, deliverShared(shareKey, for: listener) { return }
+        deliver(.query(seq: seq, initial: false, reset: false, size: size, changes: changes), for: listener, shareKey: shareKey)
+    }
+
+    /// Runs once per delivery of a change set shared by many listeners: the dispatcher is used without a
+    /// reference taken to it.
+    func deliverShared(_ shareKey: UInt64, for listener: Listener) -> Bool {
+        guard !closed, heldEvents == nil else { return false }
+        guard Unmanaged.passUnretained(server.dispatcher)._withUnsafeGuaranteedRef({
+            $0.sendShared(shareKey, for: listener, on: self.conn)
+        }) else { return false }
         pushed()
+        return true
     }
 
     /// A line was pushed: no heartbeat is due this tick, and past its budget the subscriber's drain deadline

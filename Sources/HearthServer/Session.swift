@@ -111,13 +111,17 @@ final class Session: SnapshotWaiter {
 
     func start() {
         conn.onRead = { [unowned self] bytes in self.received(bytes) }
-        // unowned(unsafe): the handler runs once per flush that empties the output (every delivery to a
-        // subscriber), and `unowned` costs a checked strong reference each time (`swift_unownedRetainStrong`);
-        // it is cleared in `onClose`, before the server lets the session go, and the connection calls it only
-        // while open. `session` keeps it alive to the end, should the handler close the connection and a
-        // connection call `onClose` at once.
-        conn.onDrain = { [unowned(unsafe) self] in
-            let session = self
+        // Unretained: the handler runs once per flush that empties the output (every delivery to a
+        // subscriber), and `unowned` costs a checked strong reference each time (`swift_unownedRetainStrong`),
+        // `unowned(unsafe)` a plain one; it is cleared in `onClose`, before the server lets the session go,
+        // and the connection calls it only while open. `session` keeps it alive to the end, should the handler
+        // close the connection and a connection call `onClose` at once.
+        let me = Unmanaged.passUnretained(self)
+        conn.onDrain = {
+            // Most drains (a pushed line went out whole) find nothing waiting for them: one look at plain
+            // state, with no reference taken.
+            guard me._withUnsafeGuaranteedRef({ $0.waitsForDrain }) else { return }
+            let session = me.takeUnretainedValue()
             // The lines that waited for the drain first, so requests are not held behind listener catch-up.
             session.outputDrained()
             session.drainedListeners()
@@ -140,6 +144,16 @@ final class Session: SnapshotWaiter {
     }
 
     private var isParked: Bool { parkedHead < parked.count }
+
+    /// Whether a drain has something to move on, that is whether `outputDrained`, `drainedListeners` or
+    /// `updateReading` could act: lines parked, reading paused or a read in flight (reading may pause or
+    /// resume), the client's end of input (the connection may close), a line's held clock, a subscriber behind
+    /// or on its drain deadline. A drain comes with the output empty (but for TLS plaintext sent before the
+    /// handshake ended, which no line can have sent: none is read before it), so it never pauses reading.
+    private var waitsForDrain: Bool {
+        isParked || readingPaused || readInFlight || inputEnded || lineHeldSinceMs != nil || slowDeadline != nil
+            || Unmanaged.passUnretained(server.listenerHub)._withUnsafeGuaranteedRef { $0.hasListenersBehind }
+    }
 
     /// The unfinished line's start for `--line-timeout-ms`: none while reading is paused and the daemon owes the
     /// connection an answer (the client cannot finish the line: it waits behind lines parked for the daemon's

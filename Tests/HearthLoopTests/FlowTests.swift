@@ -205,4 +205,89 @@ struct FlowTests {
         #expect(received == payload.count + 2)
         #expect(!urgentWhenRestPending.isEmpty && urgentWhenRestPending.allSatisfy { $0 }, "urgent at each pass with the rest pending: \(urgentWhenRestPending)")
     }
+
+    @Test("a pass writes at most connectionsPerPass dirty connections; the rest go in the next passes, in order, after a poll")
+    func flushPassesAreBounded() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let count = 2 * EventLoop.connectionsPerPass + 44
+        var accepted: [TCPConnection] = []
+        var drained: [Int] = []
+        var drainedAtPass: [Int] = []        // drains counted at the start of each pass (the hooks run first)
+        var drainedWhenTimerFired = -1
+        var received = 0
+        let hook = loop.beforePoll { if drainedAtPass.last != drained.count { drainedAtPass.append(drained.count) } }
+        defer { hook.cancel() }
+        let listener = try loop.listen(host: "127.0.0.1", port: 0) { connection in
+            accepted.append(connection)
+            guard accepted.count == count else { return }
+            loop.timer(after: 0) {
+                // One turn dirties every connection. A timer made in the first pass fires before the second.
+                for (i, c) in accepted.enumerated() {
+                    c.onDrain = {
+                        drained.append(i)
+                        if i == 0 { loop.timer(after: 0) { drainedWhenTimerFired = drained.count } }
+                    }
+                    c.send("x")
+                }
+            }
+        }
+        for _ in 0..<count {
+            connectClient(loop, port: listener.port) { client in
+                client.onRead = { bytes in
+                    received += bytes.count
+                    if received == count { loop.stop() }
+                }
+                client.startReading()
+            }
+        }
+        runBounded(loop, timeoutMs: 30_000)
+        let limit = EventLoop.connectionsPerPass
+        #expect(drained == Array(0..<count), "every connection once, in the order they were dirtied")
+        #expect(drainedAtPass.suffix(3) == [0, limit, 2 * limit], "passes: \(drainedAtPass)")
+        #expect(drainedWhenTimerFired == limit, "the loop polled and ran its timers between the passes")
+    }
+
+    @Test("a connection closed while queued for a later pass stays alive until its entry is taken")
+    func closedWhileQueuedStaysAlive() throws {
+        let loop = try EventLoop()
+        defer { loop.shutdown() }
+        let count = 2 * EventLoop.connectionsPerPass + 44
+        var accepted: [TCPConnection] = []
+        weak var victim: TCPConnection?
+        var aliveAfterClose: Bool?
+        var received = 0
+        let listener = try loop.listen(host: "127.0.0.1", port: 0) { connection in
+            accepted.append(connection)
+            guard accepted.count == count else { return }
+            loop.timer(after: 0) {
+                for c in accepted { c.send("x") }
+                // Made in the first pass, fires before the second: the last connection is queued for the third.
+                accepted[0].onDrain = {
+                    loop.timer(after: 0) {
+                        let last = accepted.removeLast()
+                        victim = last
+                        last.onClose = { _ in
+                            // The close callback ran before the third pass: only the loop's entry holds it now.
+                            loop.timer(after: 0) { aliveAfterClose = victim != nil }
+                        }
+                        last.abort()
+                    }
+                }
+            }
+        }
+        for _ in 0..<count {
+            connectClient(loop, port: listener.port) { client in
+                client.onRead = { bytes in
+                    received += bytes.count
+                    if received == count - 1 { loop.timer(after: 20) { loop.stop() } }
+                }
+                client.startReading()
+            }
+        }
+        runBounded(loop, timeoutMs: 30_000)
+        #expect(received == count - 1)
+        #expect(aliveAfterClose == true, "kept alive while its entry was queued")
+        #expect(victim == nil, "released once the entry was taken")
+    }
 }

@@ -13,6 +13,10 @@ public protocol ListenerSink: AnyObject {
     /// event that is neither initial nor a reset, with the changes passed as they are, so that a sink holding
     /// their encoding already (`shareKey`) need not touch them (the fan-out path).
     func deliverChanges(seq: UInt64, size: Int, changes: [ViewChange], for listener: Listener, shareKey: UInt64?)
+    /// Sends for `listener` the change set under `shareKey` from the encoding the sink kept when it delivered
+    /// it to an earlier listener, without the changes themselves (the fan-out path); false, with nothing sent,
+    /// when it holds no such encoding.
+    func deliverShared(_ shareKey: UInt64, for listener: Listener) -> Bool
     /// A listener's changes are being held back (the subscriber is over budget): the sink starts its
     /// drain deadline if it has none running.
     func coalescing()
@@ -24,6 +28,8 @@ extension ListenerSink {
     public func deliverChanges(seq: UInt64, size: Int, changes: [ViewChange], for listener: Listener, shareKey: UInt64?) {
         deliver(.query(seq: seq, initial: false, reset: false, size: size, changes: changes), for: listener, shareKey: shareKey)
     }
+
+    public func deliverShared(_ shareKey: UInt64, for listener: Listener) -> Bool { false }
 }
 
 /// What a listener sends.

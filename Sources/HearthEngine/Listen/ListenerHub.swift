@@ -264,7 +264,7 @@ public final class ListenerHub {
                 if let v = l.view, v.seq == record.seq {
                     // Applied for an earlier member in this commit.
                     l.seq = record.seq
-                    if !v.lastChanges.isEmpty { emit(l, changes: (v.lastChanges, v.rows.count), shareKey: v.shareKey) }
+                    if !v.lastChanges.isEmpty { emitMember(l, of: v) }
                     continue
                 }
                 do throws(HearthError) {
@@ -454,7 +454,7 @@ public final class ListenerHub {
     /// nothing pending), with the view's size after them.
     private func emit(_ l: Listener, changes: (list: [ViewChange], size: Int)? = nil, shareKey: UInt64? = nil) {
         guard let sink = l.sink else { return }
-        if l.dirty || l.held || !sink.canAcceptEvents || isBehind(sink) {
+        if mustHoldBack(l, sink) {
             if !l.dirty, let changes, let v = l.view {
                 if v.rowsBefore == nil { v.rowsBefore = ViewChange.rowsBefore(changes.list, after: v.rows, query: v.query) }
                 l.sent = v.rowsBefore!
@@ -471,6 +471,20 @@ public final class ListenerHub {
         } else {
             send(l, to: sink)
         }
+    }
+
+    /// The changes for `l` wait (`emit`): it is dirty already or held, its subscriber is over budget, or
+    /// another listener of the subscriber is behind.
+    private func mustHoldBack(_ l: Listener, _ sink: ListenerSink) -> Bool {
+        l.dirty || l.held || !sink.canAcceptEvents || isBehind(sink)
+    }
+
+    /// `emit` for a member of a view applied for an earlier member in this commit, the fan-out path: when
+    /// nothing holds the changes back and the sink kept their encoding, it sends that, without taking a
+    /// reference to the changes.
+    private func emitMember(_ l: Listener, of v: SharedView) {
+        if let key = v.shareKey, let sink = l.sink, !mustHoldBack(l, sink), sink.deliverShared(key, for: l) { return }
+        emit(l, changes: (v.lastChanges, v.rows.count), shareKey: v.shareKey)
     }
 
     private func send(_ l: Listener, to sink: ListenerSink) {
