@@ -39,6 +39,11 @@ public final class EventLoop {
     /// `connectionsPerPass` of them, and the rest go first in the next pass.
     private var flushing: [Unmanaged<TCPConnection>] = []
     private var flushingHead = 0
+    /// Flush passes begun: a connection notes the one it was queued in (`TCPConnection.queuedInPass`).
+    private(set) var passCount: UInt64 = 0
+    /// More output came for a connection left over from an earlier pass: the producers are ahead of the
+    /// writing, so the next pass writes every connection left over, whatever `connectionsPerPass` says.
+    var leftoversGrew = false
     /// Connections flushed first in the next pass (`TCPConnection.expedite()`): those holding an answer a
     /// client waits for, ahead of those holding only pushed lines.
     @exclusivity(unchecked) private var urgent: [Unmanaged<TCPConnection>] = []
@@ -251,7 +256,10 @@ public final class EventLoop {
     /// How many dirty connections a pass writes, beyond the expedited ones. The rest are written in the next
     /// passes, each after a poll that does not block: a request that came meanwhile is read between them (with
     /// one write in flight, the next write starts its commit while the previous one's fan-out is still being
-    /// written, instead of after it). Each connection's bytes keep their order whatever the pass.
+    /// written, instead of after it). Once more output comes for a connection left over (that commit's
+    /// fan-out), the next pass writes all that is left over: output is at most one burst ahead of the writing,
+    /// so its latency stays bounded when writes keep coming. Each connection's bytes keep their order
+    /// whatever the pass.
     static let connectionsPerPass = 128
 
     /// Queues `connection` to be flushed at the start of the next pass, ahead of the other dirty ones (it is
@@ -266,6 +274,7 @@ public final class EventLoop {
     /// `connectionsPerPass` of the other dirty ones.
     func beforePollTurn() {
         turnRequested = false
+        passCount &+= 1
         if !hooks.isEmpty {
             let current = hooks
             for hook in current where hook.isActive { hook.fire?() }
@@ -285,7 +294,7 @@ public final class EventLoop {
         }
         // Connections dirtied during the pass wait for the next one (they go behind those left over).
         if flushing.isEmpty && !dirty.isEmpty { swap(&dirty, &flushing) }
-        var budget = Self.connectionsPerPass
+        var budget = leftoversGrew ? Int.max : Self.connectionsPerPass
         while flushingHead < flushing.count && budget > 0 {
             flushing[flushingHead]._withUnsafeGuaranteedRef { connection in
                 connection.queuedEntries -= 1
@@ -298,9 +307,10 @@ public final class EventLoop {
             }
             flushingHead += 1
         }
-        if flushingHead == flushing.count && !flushing.isEmpty {
-            flushing.removeAll(keepingCapacity: true)
+        if flushingHead == flushing.count {
+            if !flushing.isEmpty { flushing.removeAll(keepingCapacity: true) }
             flushingHead = 0
+            leftoversGrew = false
         }
         if !closedWhileQueued.isEmpty { closedWhileQueued.removeAll { $0.queuedEntries == 0 } }
         if isShutDown { return }

@@ -63,6 +63,9 @@ public final class TCPConnection: LoopHandleOwner {
     /// Entries for this connection in the loop's lists (both, and one the urgent part already wrote): the
     /// lists hold it unretained, so it is kept alive past its close until they are taken.
     var queuedEntries: UInt32 = 0
+    /// The loop's `passCount` when the connection became dirty: still dirty at a later count, it was left
+    /// over by a pass.
+    var queuedInPass: UInt64 = 0
     /// Expedited while a `uv_write` was in flight: the rest is expedited again when that write completes.
     private var expediteAfterWrite = false
 
@@ -269,7 +272,10 @@ public final class TCPConnection: LoopHandleOwner {
     func scheduleFlush() {
         if !isDirty {
             isDirty = true
+            queuedInPass = loop.passCount
             loop.markDirty(self)
+        } else if queuedInPass != loop.passCount {
+            loop.leftoversGrew = true   // left over from an earlier pass, and more comes
         }
     }
 
