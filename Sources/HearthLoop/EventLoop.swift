@@ -241,7 +241,8 @@ public final class EventLoop {
 
     // MARK: Output flushing
 
-    /// Queues `connection` for the next before-poll flush. O(1); callers keep a per-connection flag.
+    /// Queues `connection` for a before-poll flush (the next one, unless connections are left over from a
+    /// bounded pass: then after them). O(1); callers keep a per-connection flag.
     func markDirty(_ connection: TCPConnection) {
         if dirty.isEmpty && !isShutDown { uv_ref(asHandle(prepareHandle)) }
         connection.queuedEntries += 1
@@ -253,7 +254,11 @@ public final class EventLoop {
         closedWhileQueued.append(connection)
     }
 
-    /// How many dirty connections a pass writes, beyond the expedited ones. The rest are written in the next
+    /// How many dirty connections a pass writes, beyond the expedited ones (`connectionsPerPass` by default;
+    /// set for tests).
+    var flushBudget = EventLoop.connectionsPerPass
+
+    /// How many dirty connections a pass writes by default, beyond the expedited ones. The rest are written in the next
     /// passes, each after a poll that does not block: a request that came meanwhile is read between them (with
     /// one write in flight, the next write starts its commit while the previous one's fan-out is still being
     /// written, instead of after it). Once more output comes for a connection left over (that commit's
@@ -274,11 +279,12 @@ public final class EventLoop {
     /// `connectionsPerPass` of the other dirty ones.
     func beforePollTurn() {
         turnRequested = false
-        passCount &+= 1
         if !hooks.isEmpty {
             let current = hooks
             for hook in current where hook.isActive { hook.fire?() }
         }
+        // After the hooks: what they send belongs with what the poll before them sent.
+        passCount &+= 1
         if !urgent.isEmpty {
             swap(&urgent, &flushingUrgent)
             for entry in flushingUrgent {
@@ -294,7 +300,7 @@ public final class EventLoop {
         }
         // Connections dirtied during the pass wait for the next one (they go behind those left over).
         if flushing.isEmpty && !dirty.isEmpty { swap(&dirty, &flushing) }
-        var budget = leftoversGrew ? Int.max : Self.connectionsPerPass
+        var budget = leftoversGrew ? Int.max : flushBudget
         while flushingHead < flushing.count && budget > 0 {
             flushing[flushingHead]._withUnsafeGuaranteedRef { connection in
                 connection.queuedEntries -= 1
@@ -302,8 +308,7 @@ public final class EventLoop {
                 // was dirtied again since (then it is written again, in its first place).
                 guard connection.isDirty else { return }
                 connection.isDirty = false
-                connection.flush()
-                budget -= 1
+                if connection.flush() { budget -= 1 }   // one with a write in flight, or closed, costs nothing
             }
             flushingHead += 1
         }

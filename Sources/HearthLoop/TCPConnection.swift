@@ -14,7 +14,8 @@ import Darwin
 /// reference cycles they hold).
 ///
 /// Output is buffered: `send(_:)` only copies into a per-connection buffer and marks the
-/// connection dirty; the loop flushes each dirty connection in its next flush pass, just before polling,
+/// connection dirty; the loop flushes dirty connections in its flush passes, just before polling (at most
+/// `EventLoop.connectionsPerPass` per pass beyond the expedited ones; see docs/loop.md),
 /// with `uv_try_write` first and `uv_write` for the remainder. At most one `uv_write` is in flight per
 /// connection; bytes sent meanwhile accumulate and go out when it completes. See docs/loop.md.
 ///
@@ -56,7 +57,7 @@ public final class TCPConnection: LoopHandleOwner {
     @exclusivity(unchecked) private var inFlight = OutputBuffer()
     private var writeReq: UnsafeMutablePointer<uv_write_t>?
     private var writeInFlight = false
-    /// In the loop's dirty list (flush pending this turn).
+    /// In the loop's dirty list (a flush pending).
     var isDirty = false
     /// In the loop's urgent list (flushed first this turn).
     var isUrgent = false
@@ -188,7 +189,7 @@ public final class TCPConnection: LoopHandleOwner {
 
     // MARK: Writing
 
-    /// Appends a copy of `bytes` to the output buffer; it is flushed before the loop next polls.
+    /// Appends a copy of `bytes` to the output buffer; it is flushed in a before-poll pass (see the type's notes).
     /// Ignored once ``close()`` or ``abort()`` was called.
     public func send(_ bytes: UnsafeRawBufferPointer) {
         guard handle != nil, !closeRequested, bytes.count > 0 else { return }
@@ -279,11 +280,13 @@ public final class TCPConnection: LoopHandleOwner {
         }
     }
 
-    /// Writes buffered output: `uv_try_write` first, then one `uv_write` of the remainder.
-    func flush() {
-        guard handle != nil, !writeInFlight else { return }
+    /// Writes buffered output: `uv_try_write` first, then one `uv_write` of the remainder. Returns whether it
+    /// wrote (false: closed, a write still in flight, or nothing to write).
+    @discardableResult
+    func flush() -> Bool {
+        guard handle != nil, !writeInFlight else { return false }
         if tls != nil { encryptPending() }   // every plaintext sent this turn, at once
-        guard let handle, !out.isEmpty else { return }
+        guard let handle, !out.isEmpty else { return false }
         let bytes = out.readable
         var buf = uv_buf_t(base: UnsafeMutablePointer(mutating: bytes.baseAddress!.assumingMemoryBound(to: CChar.self)),
                            len: bytes.count)
@@ -292,12 +295,12 @@ public final class TCPConnection: LoopHandleOwner {
             out.consume(Int(written))
         } else if written < 0 && written != UV_EAGAIN.rawValue {
             fail(LoopError(code: written, operation: "write to \(peer)"))
-            return
+            return true
         }
         if out.isEmpty {
             out.trim(retaining: loop.outputRetainLimit)
             outputDrained()
-            return
+            return true
         }
         swap(&out, &inFlight)
         let rest = inFlight.readable
@@ -307,9 +310,10 @@ public final class TCPConnection: LoopHandleOwner {
         let status = uv_write(writeReq, asStream(handle), &restBuf, 1, connectionWriteCallback)
         if status < 0 {
             fail(LoopError(code: status, operation: "write to \(peer)"))
-            return
+            return true
         }
         writeInFlight = true
+        return true
     }
 
     func writeCompleted(_ status: Int32) {

@@ -458,6 +458,7 @@ final class Session: SnapshotWaiter {
     /// first snapshot follows its response), before the parked lines run.
     func answerOffLoopRead(_ slot: ResponseQueue.Slot, line: [UInt8], then: (() -> Void)? = nil) {
         responses.fill(slot, with: line) { conn.send($0) }
+        conn.expedite()
         offLoopReadAnswered(then: then)
     }
 
@@ -465,6 +466,7 @@ final class Session: SnapshotWaiter {
     /// sent from that writer's buffer, which then goes back to the readers.
     func answerOffLoopRead(_ slot: ResponseQueue.Slot, written: consuming JSONWriter) {
         responses.fill(slot, written: written) { conn.send($0) }
+        conn.expedite()
         offLoopReadAnswered(then: nil)
     }
 
@@ -539,7 +541,9 @@ final class Session: SnapshotWaiter {
 
     // MARK: Responses
 
-    /// Sends a finished response line, behind any response still awaited.
+    /// Sends a finished response line, behind any response still awaited. Answers are expedited (written at
+    /// the start of the next flush pass): a client waiting for one should not wait behind a publication's
+    /// pushed lines to other connections, which a pass writes 128 connections at a time.
     func emitLine(_ line: UnsafeRawBufferPointer) {
         guard !closed else { return }
         sentSinceTick = true
@@ -547,6 +551,7 @@ final class Session: SnapshotWaiter {
             responses.enqueue(Array(line))
         } else {
             conn.send(line)
+            conn.expedite()
         }
     }
 

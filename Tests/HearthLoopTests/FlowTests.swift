@@ -206,12 +206,14 @@ struct FlowTests {
         #expect(!urgentWhenRestPending.isEmpty && urgentWhenRestPending.allSatisfy { $0 }, "urgent at each pass with the rest pending: \(urgentWhenRestPending)")
     }
 
-    @Test("a pass writes at most connectionsPerPass dirty connections; the rest go in the next passes, in order, after a poll; once more comes for one left over, the next pass writes all the rest",
+    @Test("a pass writes at most its budget of dirty connections; the rest go in the next passes, in order, after a poll; once more comes for one left over, the next pass writes all the rest",
           arguments: [false, true])
     func flushPassesAreBounded(moreForALeftover: Bool) throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }
-        let count = 2 * EventLoop.connectionsPerPass + 44
+        let limit = 4   // a few descriptors, not the default's 2 × 128 + 44 per test run in parallel
+        loop.flushBudget = limit
+        let count = 2 * limit + 3
         var accepted: [TCPConnection] = []
         var drained: [Int] = []
         var drainedAtPass: [Int] = []        // drains counted at the start of each pass (the hooks run first)
@@ -247,7 +249,6 @@ struct FlowTests {
             }
         }
         runBounded(loop, timeoutMs: 30_000)
-        let limit = EventLoop.connectionsPerPass
         #expect(drained == Array(0..<count), "every connection once, in the order they were dirtied")
         if moreForALeftover {
             #expect(drainedAtPass.suffix(2) == [0, limit], "passes: \(drainedAtPass)")
@@ -261,7 +262,8 @@ struct FlowTests {
     func closedWhileQueuedStaysAlive() throws {
         let loop = try EventLoop()
         defer { loop.shutdown() }
-        let count = 2 * EventLoop.connectionsPerPass + 44
+        loop.flushBudget = 4
+        let count = 2 * loop.flushBudget + 3
         var accepted: [TCPConnection] = []
         weak var victim: TCPConnection?
         var aliveAfterClose: Bool?

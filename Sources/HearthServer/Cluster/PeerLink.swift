@@ -114,7 +114,12 @@ final class PeerLink {
         if unanswered == 0 { lastHeard = loop.now }   // the silence counts from the first write waiting
         unanswered += 1
         pending.append(p)
-        if let conn { conn.send(bytes) } else { outbox.append(bytes) }
+        if let conn {
+            conn.send(bytes)
+            conn.expedite()   // a client waits for it: not behind a publication's pushed lines
+        } else {
+            outbox.append(bytes)
+        }
     }
 
     /// Forwarded writes sent and not answered yet.

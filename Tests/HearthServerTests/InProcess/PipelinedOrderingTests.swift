@@ -95,6 +95,10 @@ import Testing
         s.settle()
         _ = writer.take()
         _ = subscriber.take()
+        // Their listen answers were expedited too (every answer is).
+        let writerBefore = writer.expeditedAt.count
+        let subscriberBefore = subscriber.expeditedAt
+        #expect(writerBefore == 1 && subscriberBefore.count == 1)
         writer.write([#"{"op":"set","path":"c/x","data":{"v":1},"id":1}"#, #"{"op":"set","path":"c/y","data":{"v":1},"id":2}"#])
         s.flush()
         let lines = writer.take()
@@ -104,9 +108,29 @@ import Testing
         // Where each answer's line ends in the writer's output (the last four lines are the group's).
         let ends: [Int] = writer.output.indices.filter { writer.output[$0] == 10 }.map { $0 + 1 }
         let answerEnds: [Int] = Array(ends.suffix(2))
-        #expect(writer.expeditedAt == answerEnds, "expedited at \(writer.expeditedAt), answers end at \(answerEnds)")
-        #expect(subscriber.expeditedAt.isEmpty)
+        let expedited = Array(writer.expeditedAt.dropFirst(writerBefore))
+        #expect(expedited == answerEnds, "expedited at \(expedited), answers end at \(answerEnds)")
+        #expect(subscriber.expeditedAt == subscriberBefore, "pushed lines are not expedited")
         #expect(events(subscriber.take(), sub: "1").count == 2)
+    }
+
+    /// Every answer is expedited once it is in the buffer, a read's as a write's: a flush pass writes a
+    /// publication's pushed lines 128 connections at a time, and an answer must not wait behind them.
+    @Test func everyAnswerIsExpedited() throws {
+        let s = try InProcessServer()
+        let c = s.connect()
+        c.write([#"{"op":"set","path":"c/a","data":{"v":1},"id":1}"#])
+        s.flush()
+        _ = c.take()
+        let before = c.expeditedAt.count
+        c.write([#"{"op":"get","path":"c/a","id":2}"#, #"{"op":"ping","id":3}"#,
+                 #"{"op":"query","query":{"collection":"c"},"id":4}"#, #"{"op":"get","path":"c//a","id":5}"#])
+        s.settle()
+        let answers = c.take()
+        #expect(answers.map { $0["id"] as? Int } == [2, 3, 4, 5])
+        #expect(answers.last?["ok"] as? Bool == false, "an error is an answer too")
+        let ends: [Int] = c.output.indices.filter { c.output[$0] == 10 }.map { $0 + 1 }
+        #expect(Array(c.expeditedAt.dropFirst(before)) == Array(ends.suffix(4)), "expedited after each answer")
     }
 
     /// A delete then a listen in one write: the deleted document is not in the first snapshot.
