@@ -42,7 +42,8 @@ public final class EventLoop {
     /// Flush passes begun: a connection notes the one it was queued in (`TCPConnection.queuedInPass`).
     private(set) var passCount: UInt64 = 0
     /// More output came for a connection left over from an earlier pass: the producers are ahead of the
-    /// writing, so the next pass writes every connection left over, whatever `connectionsPerPass` says.
+    /// writing, so passes write every dirty connection, whatever `connectionsPerPass` says, until none is
+    /// left dirty at the end of one.
     var leftoversGrew = false
     /// Connections flushed first in the next pass (`TCPConnection.expedite()`): those holding an answer a
     /// client waits for, ahead of those holding only pushed lines.
@@ -257,6 +258,10 @@ public final class EventLoop {
     /// How many dirty connections a pass writes, beyond the expedited ones (`connectionsPerPass` by default;
     /// set for tests).
     var flushBudget = EventLoop.connectionsPerPass
+    /// Whether passes are bounded by `flushBudget`. The owner turns it off while a poll between passes would
+    /// gain nothing: the daemon, while a batch is being made durable (a write read early would only queue for
+    /// the next batch, and the fan-out's latency would pay for the wait).
+    public var boundsFlushPasses = true
 
     /// How many dirty connections a pass writes by default, beyond the expedited ones. The rest are written in the next
     /// passes, each after a poll that does not block: a request that came meanwhile is read between them (with
@@ -300,7 +305,7 @@ public final class EventLoop {
         }
         // Connections dirtied during the pass wait for the next one (they go behind those left over).
         if flushing.isEmpty && !dirty.isEmpty { swap(&dirty, &flushing) }
-        var budget = leftoversGrew ? Int.max : flushBudget
+        var budget = leftoversGrew || !boundsFlushPasses ? Int.max : flushBudget
         while flushingHead < flushing.count && budget > 0 {
             flushing[flushingHead]._withUnsafeGuaranteedRef { connection in
                 connection.queuedEntries -= 1
@@ -315,7 +320,7 @@ public final class EventLoop {
         if flushingHead == flushing.count {
             if !flushing.isEmpty { flushing.removeAll(keepingCapacity: true) }
             flushingHead = 0
-            leftoversGrew = false
+            if dirty.isEmpty { leftoversGrew = false }   // caught up: passes are bounded again
         }
         if !closedWhileQueued.isEmpty { closedWhileQueued.removeAll { $0.queuedEntries == 0 } }
         if isShutDown { return }

@@ -390,6 +390,11 @@ public final class Server {
     /// to the writer thread as one transaction.
     func startGroupCommit() {
         guard let batch = engine.takeBatch() else { return }
+        // Flush passes stay bounded while this batch holds one commit: writes are scarce, and one read between
+        // passes is committed next, its lines joining those not yet written. A batch of several commits means
+        // writes are queued deep: the writer stays busy without that, and the fan-out's latency would pay
+        // for it, so passes write all that is dirty until the batch lands.
+        loop.boundsFlushPasses = batch.records.count <= 1
         let store = self.store
         let outcome = BatchOutcome()
         loop.submit({
@@ -419,6 +424,8 @@ public final class Server {
             }
         }
         engine.finish(batch, error: error)
+        // No batch in flight: a write read between the passes writing this publication starts the next at once.
+        loop.boundsFlushPasses = true
         cluster?.engineSettled()
         if error == nil && engine.diskFull != nil { checkDiskSpace() }
         if shuttingDown { maybeFinishShutdown() }

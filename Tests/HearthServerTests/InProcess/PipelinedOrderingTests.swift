@@ -133,6 +133,31 @@ import Testing
         #expect(Array(c.expeditedAt.dropFirst(before)) == Array(ends.suffix(4)), "expedited after each answer")
     }
 
+    /// The loop's flush passes are bounded (a write read between them is committed next) only while the batch
+    /// being made durable holds one commit; a batch of several turns the bound off until it lands.
+    @Test func flushPassesAreBoundedOnlyWhileTheBatchInFlightHoldsOneCommit() throws {
+        let s = try InProcessServer()
+        let loop = s.server.loop
+        let a = s.connect(), b = s.connect()
+        func land(_ c: FakeConnection) -> [[String: Any]] {
+            var got: [[String: Any]] = []
+            while got.isEmpty { _ = loop.runOnce(); got = c.take() }
+            return got
+        }
+        a.write([#"{"op":"set","path":"c/a","data":{"v":1},"id":1}"#])
+        s.server.startGroupCommit()
+        #expect(loop.boundsFlushPasses, "a batch of one commit")
+        #expect(land(a).first?["ok"] as? Bool == true)
+        #expect(loop.boundsFlushPasses)
+        a.write([#"{"op":"set","path":"c/a","data":{"v":2},"id":2}"#])
+        b.write([#"{"op":"set","path":"c/b","data":{"v":2},"id":3}"#])
+        s.server.startGroupCommit()
+        #expect(!loop.boundsFlushPasses, "a batch of two commits")
+        #expect(land(a).first?["ok"] as? Bool == true)
+        #expect(b.take().first?["ok"] as? Bool == true)
+        #expect(loop.boundsFlushPasses, "bounded again once it landed")
+    }
+
     /// A delete then a listen in one write: the deleted document is not in the first snapshot.
     @Test(arguments: [false, true])
     func aListenPipelinedBehindADeleteDoesNotSeeTheDocument(shared: Bool) throws {
