@@ -386,15 +386,24 @@ public final class Server {
 
     // MARK: Group commit
 
+    /// Whether the loop's flush passes are bounded (`EventLoop.boundsFlushPasses`) while `batch` is made
+    /// durable, and while its publication is written once it landed. Bounded passes let a write read between
+    /// them be committed during the fan-out (its fsync no longer waits for the fan-out's end), but the loop's
+    /// work on that write then delays the rest of the fan-out. That pays while writes are scarce and small,
+    /// as the batch's are taken to show: one commit of at most `smallBatchWrites` writes. A batch of several
+    /// commits means writes are queued deep and keep the writer busy anyway; a large commit (a post fanned
+    /// out to 1,000 feeds) is likely followed by another, whose loop work costs more than the fsync it would
+    /// overlap.
+    static func boundsFlushPasses(after batch: CommitBatch) -> Bool {
+        batch.records.count <= 1 && (batch.records.first?.mutations.count ?? 0) <= smallBatchWrites
+    }
+    static let smallBatchWrites = 32
+
     /// Once per loop turn: if no batch is being made durable, hand every commit queued since the last one
     /// to the writer thread as one transaction.
     func startGroupCommit() {
         guard let batch = engine.takeBatch() else { return }
-        // Flush passes stay bounded while this batch holds one commit: writes are scarce, and one read between
-        // passes is committed next, its lines joining those not yet written. A batch of several commits means
-        // writes are queued deep: the writer stays busy without that, and the fan-out's latency would pay
-        // for it, so passes write all that is dirty until the batch lands.
-        loop.boundsFlushPasses = batch.records.count <= 1
+        loop.boundsFlushPasses = Self.boundsFlushPasses(after: batch)
         let store = self.store
         let outcome = BatchOutcome()
         loop.submit({
@@ -424,8 +433,7 @@ public final class Server {
             }
         }
         engine.finish(batch, error: error)
-        // No batch in flight: a write read between the passes writing this publication starts the next at once.
-        loop.boundsFlushPasses = true
+        loop.boundsFlushPasses = Self.boundsFlushPasses(after: batch)
         cluster?.engineSettled()
         if error == nil && engine.diskFull != nil { checkDiskSpace() }
         if shuttingDown { maybeFinishShutdown() }

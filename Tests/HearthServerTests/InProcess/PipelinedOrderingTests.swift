@@ -134,7 +134,7 @@ import Testing
     }
 
     /// The loop's flush passes are bounded (a write read between them is committed next) only while the batch
-    /// being made durable holds one commit; a batch of several turns the bound off until it lands.
+    /// being made durable, or the one just published, is one small commit (`Server.boundsFlushPasses(after:)`).
     @Test func flushPassesAreBoundedOnlyWhileTheBatchInFlightHoldsOneCommit() throws {
         let s = try InProcessServer()
         let loop = s.server.loop
@@ -145,17 +145,38 @@ import Testing
             return got
         }
         a.write([#"{"op":"set","path":"c/a","data":{"v":1},"id":1}"#])
+        s.settle()   // reads a write needs come back first; then it is queued
         s.server.startGroupCommit()
         #expect(loop.boundsFlushPasses, "a batch of one commit")
         #expect(land(a).first?["ok"] as? Bool == true)
-        #expect(loop.boundsFlushPasses)
+        #expect(loop.boundsFlushPasses, "its publication is written in bounded passes")
         a.write([#"{"op":"set","path":"c/a","data":{"v":2},"id":2}"#])
         b.write([#"{"op":"set","path":"c/b","data":{"v":2},"id":3}"#])
+        s.settle()   // reads a write needs come back first; then it is queued
         s.server.startGroupCommit()
         #expect(!loop.boundsFlushPasses, "a batch of two commits")
         #expect(land(a).first?["ok"] as? Bool == true)
         #expect(b.take().first?["ok"] as? Bool == true)
-        #expect(loop.boundsFlushPasses, "bounded again once it landed")
+        #expect(!loop.boundsFlushPasses, "its publication is written unbounded too")
+        // A small commit bounds them again; a large one (more writes than a small batch holds) does not.
+        a.write([#"{"op":"set","path":"c/a","data":{"v":3},"id":4}"#])
+        s.settle()   // reads a write needs come back first; then it is queued
+        s.server.startGroupCommit()
+        #expect(loop.boundsFlushPasses)
+        _ = land(a)
+        let writes = (0...Server.smallBatchWrites).map { #"{"op":"set","path":"c/w\#($0)","data":{"v":1}}"# }
+        a.write([#"{"op":"commit","writes":[\#(writes.joined(separator: ","))],"id":5}"#])
+        s.settle()   // reads a write needs come back first; then it is queued
+        s.server.startGroupCommit()
+        #expect(!loop.boundsFlushPasses, "one commit of \(writes.count) writes")
+        #expect(land(a).first?["ok"] as? Bool == true)
+        #expect(!loop.boundsFlushPasses)
+        a.write([#"{"op":"set","path":"c/a","data":{"v":4},"id":6}"#])
+        s.settle()   // reads a write needs come back first; then it is queued
+        s.server.startGroupCommit()
+        #expect(loop.boundsFlushPasses)
+        _ = land(a)
+        #expect(loop.boundsFlushPasses, "bounded again after a small one")
     }
 
     /// A delete then a listen in one write: the deleted document is not in the first snapshot.
