@@ -258,18 +258,18 @@ public final class EventLoop {
     /// How many dirty connections a pass writes, beyond the expedited ones (`connectionsPerPass` by default;
     /// set for tests).
     var flushBudget = EventLoop.connectionsPerPass
-    /// Whether passes are bounded by `flushBudget`. The owner turns it off while a poll between passes would
-    /// gain nothing: the daemon, while a batch is being made durable (a write read early would only queue for
-    /// the next batch, and the fan-out's latency would pay for the wait).
+    /// Whether passes are bounded by `flushBudget`. The owner turns it off when a poll between passes would
+    /// cost the fan-out's tail more than it gains: the daemon keeps it on only while the last batch it took is
+    /// one small commit (`Server.boundsFlushPasses(after:)`).
     public var boundsFlushPasses = true
 
     /// How many dirty connections a pass writes by default, beyond the expedited ones. The rest are written in the next
     /// passes, each after a poll that does not block: a request that came meanwhile is read between them (with
     /// one write in flight, the next write starts its commit while the previous one's fan-out is still being
     /// written, instead of after it). Once more output comes for a connection left over (that commit's
-    /// fan-out), the next pass writes all that is left over: output is at most one burst ahead of the writing,
-    /// so its latency stays bounded when writes keep coming. Each connection's bytes keep their order
-    /// whatever the pass.
+    /// fan-out), passes write all that is dirty until nothing is left dirty at the end of one: output is at
+    /// most one burst ahead of the writing, so its latency stays bounded when writes keep coming. Each
+    /// connection's bytes keep their order whatever the pass.
     static let connectionsPerPass = 128
 
     /// Queues `connection` to be flushed at the start of the next pass, ahead of the other dirty ones (it is

@@ -194,14 +194,14 @@ public final class TCPConnection: LoopHandleOwner {
     public func send(_ bytes: UnsafeRawBufferPointer) {
         guard handle != nil, !closeRequested, bytes.count > 0 else { return }
         if tls == nil { out.append(bytes) } else { plain.append(bytes) }
-        scheduleFlush()
+        scheduleFlush(addedOutput: true)
     }
 
     /// Appends a copy of `first`, then of `second`, as one send.
     public func send(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) {
         guard handle != nil, !closeRequested, first.count + second.count > 0 else { return }
         if tls == nil { out.append(first, second) } else { plain.append(first, second) }
-        scheduleFlush()
+        scheduleFlush(addedOutput: true)
     }
 
     /// Appends a copy of `bytes`; see `send(_:)`.
@@ -223,10 +223,10 @@ public final class TCPConnection: LoopHandleOwner {
         guard handle != nil, !closeRequested else { return }
         if tls == nil {
             out.append(reserving: maxBytes, write)
-            if !out.isEmpty { scheduleFlush() }
+            if !out.isEmpty { scheduleFlush(addedOutput: true) }
         } else {
             plain.append(reserving: maxBytes, write)
-            if !plain.isEmpty { scheduleFlush() }
+            if !plain.isEmpty { scheduleFlush(addedOutput: true) }
         }
     }
 
@@ -270,13 +270,16 @@ public final class TCPConnection: LoopHandleOwner {
         loop.markUrgent(self)
     }
 
-    func scheduleFlush() {
+    /// Queues the connection for a flush pass. `addedOutput`: bytes were just appended (a send), so a
+    /// connection still queued from an earlier pass, left over by a bounded one, tells the loop that output
+    /// grows faster than it is written (`EventLoop.leftoversGrew`).
+    func scheduleFlush(addedOutput: Bool = false) {
         if !isDirty {
             isDirty = true
             queuedInPass = loop.passCount
             loop.markDirty(self)
-        } else if queuedInPass != loop.passCount {
-            loop.leftoversGrew = true   // left over from an earlier pass, and more comes
+        } else if addedOutput && queuedInPass != loop.passCount {
+            loop.leftoversGrew = true
         }
     }
 

@@ -386,24 +386,25 @@ public final class Server {
 
     // MARK: Group commit
 
-    /// Whether the loop's flush passes are bounded (`EventLoop.boundsFlushPasses`) while `batch` is made
-    /// durable, and while its publication is written once it landed. Bounded passes let a write read between
-    /// them be committed during the fan-out (its fsync no longer waits for the fan-out's end), but the loop's
-    /// work on that write then delays the rest of the fan-out. That pays while writes are scarce and small,
-    /// as the batch's are taken to show: one commit of at most `smallBatchWrites` writes. A batch of several
-    /// commits means writes are queued deep and keep the writer busy anyway; a large commit (a post fanned
-    /// out to 1,000 feeds) is likely followed by another, whose loop work costs more than the fsync it would
-    /// overlap.
-    static func boundsFlushPasses(after batch: CommitBatch) -> Bool {
-        batch.records.count <= 1 && (batch.records.first?.mutations.count ?? 0) <= smallBatchWrites
+    /// Whether the loop's flush passes are bounded (`EventLoop.boundsFlushPasses`) after the commits `records`
+    /// were taken (the last batch taken, while it is made durable and its publication is written; on a
+    /// follower, the commits adopted from the feed). Bounded passes let a write read between them be
+    /// committed during the fan-out (its fsync no longer waits for the fan-out's end), but the loop's work on
+    /// that write then delays the rest of the fan-out. That pays while writes are scarce and small, as the
+    /// last batch is taken to show: one commit changing at most `smallCommitDocuments` documents. A batch of
+    /// several commits means writes are queued deep and keep the writer busy anyway; a large commit (a post
+    /// fanned out to 1,000 feeds) is likely followed by another, whose loop work costs more than the fsync it
+    /// would overlap.
+    static func boundsFlushPasses(after records: [CommitRecord]) -> Bool {
+        records.count <= 1 && (records.first?.mutations.count ?? 0) <= smallCommitDocuments
     }
-    static let smallBatchWrites = 32
+    static let smallCommitDocuments = 32
 
     /// Once per loop turn: if no batch is being made durable, hand every commit queued since the last one
     /// to the writer thread as one transaction.
     func startGroupCommit() {
         guard let batch = engine.takeBatch() else { return }
-        loop.boundsFlushPasses = Self.boundsFlushPasses(after: batch)
+        loop.boundsFlushPasses = Self.boundsFlushPasses(after: batch.records)   // until the next batch is taken
         let store = self.store
         let outcome = BatchOutcome()
         loop.submit({
@@ -433,7 +434,6 @@ public final class Server {
             }
         }
         engine.finish(batch, error: error)
-        loop.boundsFlushPasses = Self.boundsFlushPasses(after: batch)
         cluster?.engineSettled()
         if error == nil && engine.diskFull != nil { checkDiskSpace() }
         if shuttingDown { maybeFinishShutdown() }

@@ -269,6 +269,7 @@ final class Session: SnapshotWaiter {
         var w = JSONWriter(capacity: 256)
         ResponseLine.error(&w, error, id: nil)
         conn.send(w.bytes)
+        conn.expedite()
         close()
     }
 

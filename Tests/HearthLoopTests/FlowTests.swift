@@ -250,10 +250,12 @@ struct FlowTests {
         }
         runBounded(loop, timeoutMs: 30_000)
         #expect(drained == Array(0..<count), "every connection once, in the order they were dirtied")
+        // The hook runs on every iteration: once all are written it may note `count` before the loop stops.
+        let passes = drainedAtPass.filter { $0 < count }
         if moreForALeftover {
-            #expect(drainedAtPass.suffix(2) == [0, limit], "passes: \(drainedAtPass)")
+            #expect(passes.suffix(2) == [0, limit], "passes: \(drainedAtPass)")
         } else {
-            #expect(drainedAtPass.suffix(3) == [0, limit, 2 * limit], "passes: \(drainedAtPass)")
+            #expect(passes.suffix(3) == [0, limit, 2 * limit], "passes: \(drainedAtPass)")
         }
         #expect(drainedWhenTimerFired == limit, "the loop polled and ran its timers between the passes")
     }

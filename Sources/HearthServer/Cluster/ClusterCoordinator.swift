@@ -297,6 +297,7 @@ final class ClusterCoordinator {
             windowsBatchThrough = nil
             fetched.removeFirst(count)
             adopted += UInt64(batch.count)
+            server.loop.boundsFlushPasses = Server.boundsFlushPasses(after: batch)   // as for a batch of its own
             engine.adopt(batch)
             answerPublished()
             if !fetched.isEmpty { return publishFetched() }   // what came while the windows were read

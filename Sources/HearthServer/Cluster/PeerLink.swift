@@ -92,6 +92,7 @@ final class PeerLink {
                 }
                 c.startReading()
                 for line in outbox { c.send(line) }
+                if !outbox.isEmpty { c.expedite() }
                 outbox = []
             }
         }

@@ -133,50 +133,46 @@ import Testing
         #expect(Array(c.expeditedAt.dropFirst(before)) == Array(ends.suffix(4)), "expedited after each answer")
     }
 
-    /// The loop's flush passes are bounded (a write read between them is committed next) only while the batch
-    /// being made durable, or the one just published, is one small commit (`Server.boundsFlushPasses(after:)`).
-    @Test func flushPassesAreBoundedOnlyWhileTheBatchInFlightHoldsOneCommit() throws {
+    /// The loop's flush passes are bounded (a write read between them is committed next) only while the last
+    /// batch taken is one small commit (`Server.boundsFlushPasses(after:)`): not for several commits, nor for
+    /// one changing more than `smallCommitDocuments` documents.
+    @Test func flushPassesAreBoundedOnlyWhileTheLastBatchIsOneSmallCommit() throws {
         let s = try InProcessServer()
         let loop = s.server.loop
         let a = s.connect(), b = s.connect()
-        func land(_ c: FakeConnection) -> [[String: Any]] {
-            var got: [[String: Any]] = []
-            while got.isEmpty { _ = loop.runOnce(); got = c.take() }
-            return got
+        func land(_ c: FakeConnection, sourceLocation: SourceLocation = #_sourceLocation) -> [[String: Any]] {
+            for _ in 0..<10_000 {
+                let got = c.take()
+                if !got.isEmpty { return got }
+                _ = loop.runOnce()
+            }
+            Issue.record("no answer", sourceLocation: sourceLocation)
+            return []
         }
-        a.write([#"{"op":"set","path":"c/a","data":{"v":1},"id":1}"#])
-        s.settle()   // reads a write needs come back first; then it is queued
-        s.server.startGroupCommit()
-        #expect(loop.boundsFlushPasses, "a batch of one commit")
-        #expect(land(a).first?["ok"] as? Bool == true)
-        #expect(loop.boundsFlushPasses, "its publication is written in bounded passes")
-        a.write([#"{"op":"set","path":"c/a","data":{"v":2},"id":2}"#])
-        b.write([#"{"op":"set","path":"c/b","data":{"v":2},"id":3}"#])
-        s.settle()   // reads a write needs come back first; then it is queued
-        s.server.startGroupCommit()
+        func commitOf(_ documents: Int, id: Int) -> String {
+            let writes = (0..<documents).map { #"{"op":"set","path":"c/w\#($0)","data":{"v":\#(id)}}"# }
+            return #"{"op":"commit","writes":[\#(writes.joined(separator: ","))],"id":\#(id)}"#
+        }
+        func take(_ lines: [(FakeConnection, String)]) {
+            for (c, line) in lines { c.write([line]) }
+            s.settle()   // reads a write needs come back first; then it is queued
+            s.server.startGroupCommit()
+        }
+        take([(a, #"{"op":"set","path":"c/a","data":{"v":1},"id":1}"#), (b, #"{"op":"set","path":"c/b","data":{"v":1},"id":2}"#)])
         #expect(!loop.boundsFlushPasses, "a batch of two commits")
         #expect(land(a).first?["ok"] as? Bool == true)
         #expect(b.take().first?["ok"] as? Bool == true)
         #expect(!loop.boundsFlushPasses, "its publication is written unbounded too")
-        // A small commit bounds them again; a large one (more writes than a small batch holds) does not.
-        a.write([#"{"op":"set","path":"c/a","data":{"v":3},"id":4}"#])
-        s.settle()   // reads a write needs come back first; then it is queued
-        s.server.startGroupCommit()
-        #expect(loop.boundsFlushPasses)
-        _ = land(a)
-        let writes = (0...Server.smallBatchWrites).map { #"{"op":"set","path":"c/w\#($0)","data":{"v":1}}"# }
-        a.write([#"{"op":"commit","writes":[\#(writes.joined(separator: ","))],"id":5}"#])
-        s.settle()   // reads a write needs come back first; then it is queued
-        s.server.startGroupCommit()
-        #expect(!loop.boundsFlushPasses, "one commit of \(writes.count) writes")
+        take([(a, #"{"op":"set","path":"c/a","data":{"v":2},"id":3}"#)])
+        #expect(loop.boundsFlushPasses, "one commit of one document")
         #expect(land(a).first?["ok"] as? Bool == true)
-        #expect(!loop.boundsFlushPasses)
-        a.write([#"{"op":"set","path":"c/a","data":{"v":4},"id":6}"#])
-        s.settle()   // reads a write needs come back first; then it is queued
-        s.server.startGroupCommit()
-        #expect(loop.boundsFlushPasses)
-        _ = land(a)
-        #expect(loop.boundsFlushPasses, "bounded again after a small one")
+        #expect(loop.boundsFlushPasses, "its publication is written in bounded passes")
+        take([(a, commitOf(Server.smallCommitDocuments + 1, id: 4))])
+        #expect(!loop.boundsFlushPasses, "one commit of \(Server.smallCommitDocuments + 1) documents")
+        #expect(land(a).first?["ok"] as? Bool == true)
+        take([(a, commitOf(Server.smallCommitDocuments, id: 5))])
+        #expect(loop.boundsFlushPasses, "one commit of \(Server.smallCommitDocuments) documents")
+        #expect(land(a).first?["ok"] as? Bool == true)
     }
 
     /// A delete then a listen in one write: the deleted document is not in the first snapshot.
