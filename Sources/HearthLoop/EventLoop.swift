@@ -263,10 +263,10 @@ public final class EventLoop {
     /// one small commit (`Server.boundsFlushPasses(after:)`).
     public var boundsFlushPasses = true
 
-    /// How many dirty connections a pass writes by default, beyond the expedited ones. The rest are written in the next
-    /// passes, each after a poll that does not block: a request that came meanwhile is read between them (with
-    /// one write in flight, the next write starts its commit while the previous one's fan-out is still being
-    /// written, instead of after it). Once more output comes for a connection left over (that commit's
+    /// How many dirty connections a pass writes by default, beyond the expedited ones. The rest are written in
+    /// the next passes, each after a poll that does not block: a request that came meanwhile is read between
+    /// them (with one write in flight, the next write starts its commit while the previous one's fan-out is
+    /// still being written, instead of after it). Once more output comes for a connection left over (that commit's
     /// fan-out), passes write all that is dirty until nothing is left dirty at the end of one: output is at
     /// most one burst ahead of the writing, so its latency stays bounded when writes keep coming. Each
     /// connection's bytes keep their order whatever the pass.

@@ -206,7 +206,7 @@ struct FlowTests {
         #expect(!urgentWhenRestPending.isEmpty && urgentWhenRestPending.allSatisfy { $0 }, "urgent at each pass with the rest pending: \(urgentWhenRestPending)")
     }
 
-    @Test("a pass writes at most its budget of dirty connections; the rest go in the next passes, in order, after a poll; once more comes for one left over, the next pass writes all the rest",
+    @Test("a pass writes at most its budget; the rest go in order in the next passes, after a poll; more for one left over ends the bound",
           arguments: [false, true])
     func flushPassesAreBounded(moreForALeftover: Bool) throws {
         let loop = try EventLoop()
