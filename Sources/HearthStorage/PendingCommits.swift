@@ -324,12 +324,10 @@ public struct PendingCommits: Sendable {
         var present = 0, inBase = 0
         if inRange <= Self.walkFactor * touched.bound {
             try base.visitIndexEntries(from: lower, to: upper, reverse: false, limit: inRange) { e in
-                while let c = touched.compareNext(to: e.key), c < 0 {
+                // The touched keys up to this entry's, each compared once.
+                while let c = touched.compareNext(to: e.key), c <= 0 {
                     if touched.next()!.path != nil { present += 1 }
-                }
-                if touched.compareNext(to: e.key) == 0 {
-                    inBase += 1
-                    if touched.next()!.path != nil { present += 1 }
+                    if c == 0 { inBase += 1; break }
                 }
                 return !touched.isEmpty
             }
