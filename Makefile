@@ -1,7 +1,7 @@
 # Hearth: `make run` starts the daemon on the embedded store, `make test` runs the whole suite.
 # Both install the Debian packages they need when missing.
 
-DEBS      := libuv1-dev libsqlite3-dev libxxhash-dev libsimdjson-dev libssl-dev libpq-dev libre2-dev openssl pkg-config python3 netcat-openbsd
+DEBS      := libuv1-dev libsqlite3-dev libxxhash-dev libsimdjson-dev libssl-dev libpq-dev libre2-dev libjemalloc-dev openssl pkg-config python3 netcat-openbsd
 # The tests also run the PostgreSQL backend against a throwaway PostgreSQL 15 cluster (Tests/Postgres/cluster.sh).
 TEST_DEBS := postgresql-15 postgresql-client-15
 SUDO      := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

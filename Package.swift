@@ -14,7 +14,7 @@ import PackageDescription
 //   HearthCrypto ─► COpenSSL (only HearthCrypto imports OpenSSL: TLS and token signatures)
 //   HearthAuth ─► HearthCrypto, HearthProtocol, HearthModel (token verification, the admin key)
 //   HearthLoop, HearthStorageSQLite ─► CThreadName (libc's pthread_setname_np: names for their threads)
-//   hearthd ─► CMalloc (glibc's mallopt: AllocatorTuning's thresholds, set once at start)
+//   hearthd ─► CMalloc (jemalloc, linked as the daemon's allocator; only CMalloc names it)
 // See docs/architecture.md.
 let package = Package(
     name: "Hearth",
@@ -25,13 +25,13 @@ let package = Package(
         .library(name: "HearthClient", targets: ["HearthClient"]),
     ],
     targets: [
-        // System libraries (Debian: libuv1-dev, libsqlite3-dev, libxxhash-dev, libsimdjson-dev, libssl-dev, libpq-dev, libre2-dev).
+        // System libraries (Debian: libuv1-dev, libsqlite3-dev, libxxhash-dev, libsimdjson-dev, libssl-dev, libpq-dev, libre2-dev, libjemalloc-dev).
         .systemLibrary(name: "CLibUV", pkgConfig: "libuv", providers: [.apt(["libuv1-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CThreadName"),
-        .systemLibrary(name: "CMalloc"),
+        .systemLibrary(name: "CMalloc", providers: [.apt(["libjemalloc-dev"])]),
         .target(
             name: "CSimdJSON",
             cxxSettings: [.define("SIMDJSON_THREADS_ENABLED", to: "1"), .unsafeFlags(["-O2"])],

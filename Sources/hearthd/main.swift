@@ -265,15 +265,6 @@ signal(SIGHUP, SIG_IGN)
 
 let logger = Logger(minimum: logLevel, format: logFormat)
 
-// Freed memory stays in the threads' arenas instead of going back to the kernel after every burst (see
-// AllocatorTuning), set before any thread starts; thresholds the operator set in the environment are kept.
-let allocator = AllocatorTuning.forEnvironment { name in getenv(name).map { String(cString: $0) } }
-if let bytes = allocator.trimThreshold, hearth_set_trim_threshold(Int32(bytes)) == 0 {
-    logger.warn("malloc: the trim threshold (\(bytes) bytes) was not taken; glibc's default stays")
-}
-if let bytes = allocator.mmapThreshold, hearth_set_mmap_threshold(Int32(bytes)) == 0 {
-    logger.warn("malloc: the mmap threshold (\(bytes) bytes) was not taken; glibc's default stays")
-}
 let retention = RetentionPolicy(maxAgeMicros: config.retentionSeconds * 1_000_000, maxBytes: config.retentionBytes)
 // Protected mode, before anything is bound or opened.
 if let problem = config.security.protectionProblem(host: config.host) { fail(problem) }
@@ -309,6 +300,13 @@ do {
         store = sqlite
     }
     let server = try Server(config: config, store: store, logger: logger, socket: socket, access: access, tls: tls)
+    // Every allocation of the process goes through jemalloc (CMalloc links it; docs/operations.md, "Memory
+    // allocator"): said once the start can no longer be refused, so that an operator can tell a build without it.
+    if let version = hearth_allocator_version(), hearth_allocator_serves_malloc() == 1 {
+        logger.info("allocator: jemalloc \(String(cString: version))")
+    } else {
+        logger.warn("allocator: jemalloc does not serve malloc in this process (another allocator was preloaded?)")
+    }
     try server.run()
     signal(SIGHUP, SIG_IGN)
     store.close()

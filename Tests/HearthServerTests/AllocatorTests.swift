@@ -1,0 +1,23 @@
+import CMalloc
+import Foundation
+import HearthTesting
+import Testing
+
+/// jemalloc serves the process's allocations (CMalloc links it): in the test process, which imports CMalloc as
+/// hearthd does, and in the daemon, which says so when it starts.
+@Suite struct AllocatorTests {
+    @Test func jemallocServesMallocHere() {
+        #expect(hearth_allocator_version().map { String(cString: $0) }?.hasPrefix("5.") == true)
+        #expect(hearth_allocator_serves_malloc() == 1)
+        // Swift's own allocations go through it too.
+        let before = hearth_thread_allocated_bytes()
+        let array = [UInt8](repeating: 1, count: 1 << 16)
+        #expect(hearth_thread_allocated_bytes() >= before + (1 << 16))
+        #expect(array.count == 1 << 16)
+    }
+
+    @Test func theDaemonSaysItsAllocatorAtStart() throws {
+        let daemon = try DaemonProcess()
+        #expect(daemon.waitForLog("allocator: jemalloc 5."))
+    }
+}
