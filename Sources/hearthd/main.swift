@@ -301,9 +301,15 @@ do {
     }
     let server = try Server(config: config, store: store, logger: logger, socket: socket, access: access, tls: tls)
     // Every allocation of the process goes through jemalloc (CMalloc links it; docs/operations.md, "Memory
-    // allocator"): said once the start can no longer be refused, so that an operator can tell a build without it.
-    if let version = hearth_allocator_version(), hearth_allocator_serves_malloc() == 1 {
-        logger.info("allocator: jemalloc \(String(cString: version))")
+    // allocator"): said with the other start-up lines, so that an operator can tell a build without it. Its
+    // background threads return freed pages to the kernel while the daemon idles, unless MALLOC_CONF says
+    // otherwise.
+    let serves = hearth_allocator_serves_malloc()
+    if let version = hearth_allocator_version(), serves != 0 {
+        let operatorChose = getenv("MALLOC_CONF").map { String(cString: $0).contains("background_thread") } ?? false
+        let purging = operatorChose ? "as MALLOC_CONF sets"
+            : hearth_allocator_start_background_threads() == 0 ? "background purging" : "no background purging (could not start its threads)"
+        logger.info("allocator: jemalloc \(String(cString: version)), \(purging)\(serves == 1 ? "" : " (unchecked: no statistics)")")
     } else {
         logger.warn("allocator: jemalloc does not serve malloc in this process (another allocator was preloaded?)")
     }

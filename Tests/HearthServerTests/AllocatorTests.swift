@@ -10,14 +10,21 @@ import Testing
         #expect(hearth_allocator_version().map { String(cString: $0) }?.hasPrefix("5.") == true)
         #expect(hearth_allocator_serves_malloc() == 1)
         // Swift's own allocations go through it too.
-        let before = hearth_thread_allocated_bytes()
+        var before: UInt64 = 0, after: UInt64 = 0
+        #expect(hearth_thread_allocated_bytes(&before))
         let array = [UInt8](repeating: 1, count: 1 << 16)
-        #expect(hearth_thread_allocated_bytes() >= before + (1 << 16))
+        #expect(hearth_thread_allocated_bytes(&after))
+        #expect(after >= before + (1 << 16))
         #expect(array.count == 1 << 16)
     }
 
     @Test func theDaemonSaysItsAllocatorAtStart() throws {
         let daemon = try DaemonProcess()
         #expect(daemon.waitForLog("allocator: jemalloc 5."))
+        #expect(daemon.waitForLog(", background purging"))
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon.pid)/task")) ?? []).map { task in
+            (try? String(contentsOfFile: "/proc/\(daemon.pid)/task/\(task)/comm", encoding: .utf8)) ?? ""
+        }
+        #expect(names.contains { $0.hasPrefix("jemalloc_bg_thd") }, "threads: \(names)")
     }
 }
