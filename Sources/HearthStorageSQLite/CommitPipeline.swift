@@ -70,6 +70,8 @@ final class CommitPipeline: @unchecked Sendable {
     private var log: CommitLog
     private let directory: String
     private let writer: Locked<SQLiteWriter?>
+    /// Paces each transaction's writes (and the checkpoint its commit may run) out to the disk.
+    private let writeback: SQLiteWriteback?
     private let history: UInt64
     private let resetBytes: Int
     static let hardLimitFactor = 8
@@ -103,11 +105,12 @@ final class CommitPipeline: @unchecked Sendable {
     private(set) var transactions = 0
     private(set) var largestTransaction = 0
 
-    init(log: CommitLog, directory: String, writer: Locked<SQLiteWriter?>, history: UInt64, loggedSeq: UInt64,
-         resetBytes: Int) throws(HearthError) {
+    init(log: CommitLog, directory: String, writer: Locked<SQLiteWriter?>, writeback: SQLiteWriteback?, history: UInt64,
+         loggedSeq: UInt64, resetBytes: Int) throws(HearthError) {
         self.log = log
         self.directory = directory
         self.writer = writer
+        self.writeback = writeback
         self.history = history
         self.loggedSeq = loggedSeq
         self.resetBytes = resetBytes
@@ -438,6 +441,7 @@ final class CommitPipeline: @unchecked Sendable {
             if work.isEmpty { return }
             let records = work.flatMap(\.records)
             let retired = try! locked { retiredThrough }
+            writeback?.begin()
             let result = Result { () throws(HearthError) in
                 try writer.withLock { (w: inout SQLiteWriter?) throws(HearthError) in
                     guard let w else { throw CommitValidation.closed }
@@ -447,6 +451,7 @@ final class CommitPipeline: @unchecked Sendable {
                     if let retired, records.last!.seq >= retired { try? syncFiles(of: w) }
                 }
             }
+            writeback?.end()
             if let retired, records.last!.seq >= retired, case .success = result, try! locked({ poisoned }) == nil {
                 try? removeRetired()
             }

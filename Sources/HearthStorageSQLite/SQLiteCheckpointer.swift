@@ -35,6 +35,8 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     private let connection: SQLiteConnection
     /// The database file; its WAL is `path-wal`.
     private let path: String
+    /// Paces the checkpoint's writes to hearth.db out to the disk (nil: the kernel writes them when it will).
+    private let writeback: SQLiteWriteback?
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var requested = false
@@ -44,9 +46,10 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     /// Checkpoints run so far (for tests and diagnostics).
     private(set) var completed = 0
 
-    init(path: String) throws(HearthError) {
+    init(path: String, writeback: SQLiteWriteback?) throws(HearthError) {
         connection = try SQLiteConnection(path: path, role: "checkpointer", create: false)
         self.path = path
+        self.writeback = writeback
         try connection.exec("PRAGMA synchronous = FULL;", "setting pragmas")   // fsync hearth.db after copying
         mutex.initialize(to: pthread_mutex_t())
         condition.initialize(to: pthread_cond_t())
@@ -112,7 +115,9 @@ final class SQLiteCheckpointer: @unchecked Sendable {
                 pthread_mutex_unlock(mutex)
                 continue
             }
+            writeback?.begin()
             let ok = sqlite3_wal_checkpoint_v2(connection.db, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil) == SQLITE_OK
+            writeback?.end()
             pthread_mutex_lock(mutex)
             if ok { completed += 1 }
             running = false

@@ -48,6 +48,9 @@ public final class SQLiteStore: DocumentStore {
     private static let maxIdleSnapshotReaders = 8
     let writer: Locked<SQLiteWriter?>
     private let checkpointer: SQLiteCheckpointer
+    /// Paces the applier's and the checkpointer's writes out to the disk (`SQLiteWriteback`); nil without a
+    /// commit log.
+    private let writeback: SQLiteWriteback?
 
     /// Opens the store in `directory`, creating the directory and the database when missing, and locks the
     /// directory for as long as the store is open.
@@ -101,7 +104,13 @@ public final class SQLiteStore: DocumentStore {
         let w = try SQLiteWriter(connection: connection, retention: retention, logged: log != nil)
         recovery = try log.map { (l) throws(HearthError) in try w.recover(from: l, directory: directory) }
         let r = try SQLiteReader(path: path)
-        checkpointer = try SQLiteCheckpointer(path: path)
+        // Only a store whose commits SQLite does not sync (the commit log's) leaves SQLite's writes to pile up.
+        let writeback = log != nil ? try SQLiteWriteback(path: path) : nil
+        self.writeback = writeback
+        do { checkpointer = try SQLiteCheckpointer(path: path, writeback: writeback) } catch {
+            writeback?.close()
+            throw error
+        }
         checkpointer.attach(to: connection)
         databasePath = path
         self.retention = retention
@@ -110,8 +119,15 @@ public final class SQLiteStore: DocumentStore {
         let writer = Locked<SQLiteWriter?>(w)
         self.writer = writer
         if let log {
-            pipeline = try CommitPipeline(log: log, directory: directory, writer: writer, history: w.history,
-                                          loggedSeq: w.appliedSeq, resetBytes: logResetBytes)
+            do {
+                pipeline = try CommitPipeline(log: log, directory: directory, writer: writer, writeback: writeback,
+                                              history: w.history, loggedSeq: w.appliedSeq, resetBytes: logResetBytes)
+            } catch {
+                SQLiteCheckpointer.detach(from: connection)
+                checkpointer.close()
+                writeback?.close()
+                throw error
+            }
         } else {
             pipeline = nil
         }
@@ -305,6 +321,10 @@ public final class SQLiteStore: DocumentStore {
     /// Checkpoints the background checkpointer has completed since the store opened, and whether it is idle
     /// (none running or asked for).
     package var backgroundCheckpoints: (completed: Int, idle: Bool) { checkpointer.state }
+    /// Syncs the write-back pacer has made, failed, and whether it is idle (nil without a commit log).
+    package var writebackState: (syncs: Int, failures: Int, idle: Bool)? { writeback?.state }
+    /// Waits until the write-back pacer has nothing owed (tests: a barrier after the applier drained).
+    package func waitForWritebackIdle() { writeback?.waitUntilIdle() }
     /// The WAL size, in pages, that wakes the background checkpointer.
     package static var checkpointThresholdPages: Int { Int(SQLiteCheckpointer.thresholdPages) }
 
@@ -319,6 +339,7 @@ public final class SQLiteStore: DocumentStore {
             SQLiteCheckpointer.detach(from: w.connection)
         }
         checkpointer.close()
+        writeback?.close()
         reader.withLock { r in
             r?.close()
             r = nil

@@ -1,0 +1,182 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import HearthModel
+
+/// Pushes the pages SQLite writes to the disk as they are written, while the applier and the checkpointer
+/// write, so that they never pile up in the page cache and reach the disk in one burst that the commit log's
+/// fdatasync then waits behind.
+///
+/// Why: with the commit log as the durability point, SQLite's commits do not sync. The applier writes a
+/// transaction's WAL frames (tens of MiB for a backlog of fan-out posts), and a checkpoint copies them into
+/// hearth.db; both land in the page cache, and the kernel writes them out only at SQLite's own syncs (a
+/// checkpoint syncs the WAL, then hearth.db) or once its dirty thresholds are crossed (by default 10% of
+/// memory, or 30 s). Each such sync then sends tens of MiB to the disk at once, and a commit-log fdatasync
+/// issued meanwhile (the acknowledgement of every waiting client) waits for the disk to take them: 60-135 ms
+/// per sync, every second or so, under a sustained fan-out. Written out every `interval` instead, the disk
+/// never holds more than a few MiB of SQLite's writes ahead of a commit. PostgreSQL does the same for its
+/// data files (`checkpoint_flush_after`, `bgwriter_flush_after`, `backend_flush_after`): "limit the amount of
+/// dirty data in the kernel's page cache, reducing the likelihood of stalls when an fsync is issued".
+/// docs/benchmarks.md, "SQLite's writes paced to the disk", has the figures.
+///
+/// How: a thread of its own syncs the WAL and hearth.db every `interval` while a writer is active (between
+/// `begin()` and `end()`: an applier transaction, with the checkpoint its commit may run inline, or a
+/// background checkpoint), and once more after the last one ends. It syncs through SQLite's own file
+/// handles on a connection of its own (`SQLiteConnection.syncFiles`): a descriptor of our own on hearth.db
+/// would drop SQLite's POSIX locks when closed. Idle, it sleeps. Its syncs only make data durable earlier;
+/// nothing relies on them. A sync that fails is counted and otherwise ignored: Linux reports a failed
+/// write-back to every descriptor open on the file, so the syncs that durability relies on (the checkpoint's,
+/// and the commit pipeline's before it removes a log segment) see the same failure.
+final class SQLiteWriteback: @unchecked Sendable {
+    /// How long writes may gather between two syncs while a writer is active. At the disk speeds of the
+    /// figures (a few hundred MiB/s), 20 ms of a writer's output is a few MiB.
+    static let interval: Int = 20_000_000   // ns
+
+    private let connection: SQLiteConnection
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    // Under `mutex`:
+    /// Writers between `begin()` and `end()`.
+    private var active = 0
+    /// A writer ended since the last sync began: one more sync is owed.
+    private var owed = false
+    private var stopping = false
+    private var syncing = false
+    private var thread: pthread_t?
+    private var syncCount = 0
+    private var failureCount = 0
+
+    init(path: String) throws(HearthError) {
+        connection = try SQLiteConnection(path: path, role: "writeback", create: false)
+        do {
+            // The connection opens the WAL at its first read; its handle is what `syncFiles` syncs.
+            _ = try connection.queryInt("SELECT count(*) FROM meta")
+        } catch {
+            connection.close()
+            throw error
+        }
+        mutex.initialize(to: pthread_mutex_t())
+        changed.initialize(to: pthread_cond_t())
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        #if os(Linux)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        #endif
+        pthread_cond_init(changed, &attributes)
+        pthread_condattr_destroy(&attributes)
+        do { thread = try StorageThread.start("writeback", name: "hearth-wback") { self.run() } } catch {
+            connection.close()
+            throw error
+        }
+    }
+
+    deinit {
+        pthread_cond_destroy(changed)
+        pthread_mutex_destroy(mutex)
+        changed.deallocate()
+        mutex.deallocate()
+    }
+
+    private func locked<R>(_ body: () -> R) -> R {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return body()
+    }
+
+    /// A writer starts writing SQLite's files (any thread).
+    func begin() {
+        locked {
+            active += 1
+            if active == 1 { pthread_cond_broadcast(changed) }
+        }
+    }
+
+    /// The writer that called `begin()` is done: one more sync follows, then the thread sleeps if no other
+    /// writer is active.
+    func end() {
+        locked {
+            precondition(active > 0, "SQLiteWriteback.end without begin")
+            active -= 1
+            owed = true
+            pthread_cond_broadcast(changed)
+        }
+    }
+
+    /// Syncs done and failed so far, and whether the thread is asleep with nothing owed.
+    var state: (syncs: Int, failures: Int, idle: Bool) {
+        locked { (syncCount, failureCount, active == 0 && !owed && !syncing) }
+    }
+
+    /// Waits until no writer is active and the sync owed after the last one is done.
+    func waitUntilIdle() {
+        locked {
+            while (active > 0 || owed || syncing) && !stopping { pthread_cond_wait(changed, mutex) }
+        }
+    }
+
+    /// Waits until `n` syncs have been made since the pacer started (tests: it keeps syncing while a writer is
+    /// active).
+    func waitForSyncs(_ n: Int) {
+        locked {
+            while syncCount < n && !stopping { pthread_cond_wait(changed, mutex) }
+        }
+    }
+
+    /// Stops the thread and closes its connection. Call before the store's other connections close (their
+    /// last close removes the WAL). Idempotent.
+    func close() {
+        guard let t = locked({ () -> pthread_t? in
+            stopping = true
+            pthread_cond_broadcast(changed)
+            defer { thread = nil }
+            return thread
+        }) else { return }
+        pthread_join(t, nil)
+        connection.close()
+    }
+
+    private func run() {
+        pthread_mutex_lock(mutex)
+        while !stopping {
+            guard active > 0 || owed else {
+                pthread_cond_wait(changed, mutex)
+                continue
+            }
+            owed = false
+            syncing = true
+            pthread_mutex_unlock(mutex)
+            let ok = (try? connection.syncFiles()) != nil
+            pthread_mutex_lock(mutex)
+            syncing = false
+            syncCount += 1
+            if !ok { failureCount += 1 }
+            pthread_cond_broadcast(changed)
+            // While a writer is active, let `interval` of its writes gather (`end` or `close` cut it short).
+            if active > 0 && !owed && !stopping {
+                var deadline = Self.now(plus: Self.interval)
+                pthread_cond_timedwait(changed, mutex, &deadline)
+            }
+        }
+        pthread_mutex_unlock(mutex)
+    }
+
+    #if os(Linux)
+    private static let waitClock = CLOCK_MONOTONIC
+    #else
+    private static let waitClock = CLOCK_REALTIME
+    #endif
+
+    private static func now(plus ns: Int) -> timespec {
+        var t = timespec()
+        clock_gettime(Self.waitClock, &t)
+        let total = Int(t.tv_nsec) + ns
+        t.tv_sec += total / 1_000_000_000
+        t.tv_nsec = total % 1_000_000_000
+        return t
+    }
+}
