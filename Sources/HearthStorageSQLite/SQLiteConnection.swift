@@ -108,8 +108,8 @@ package final class SQLiteConnection {
     /// connection committed so far survives a power loss, whether its pages are still in the WAL or already
     /// copied into the database file (a WAL is only started over once everything in it is copied and the
     /// database file synced). For a writer running with `synchronous = NORMAL`, whose commits do not sync.
-    func syncFiles() throws(HearthError) {
-        for (op, what) in [(SQLITE_FCNTL_JOURNAL_POINTER, "the WAL"), (SQLITE_FCNTL_FILE_POINTER, "the database file")] {
+    func syncFiles(wal: Bool = true, database: Bool = true) throws(HearthError) {
+        for (op, what, wanted) in [(SQLITE_FCNTL_JOURNAL_POINTER, "the WAL", wal), (SQLITE_FCNTL_FILE_POINTER, "the database file", database)] where wanted {
             var file: UnsafeMutablePointer<sqlite3_file>?
             let rc = sqlite3_file_control(db, "main", op, &file)
             try SQLiteFailure.check(rc, db, "finding \(what) to sync")

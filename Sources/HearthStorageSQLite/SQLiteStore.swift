@@ -321,8 +321,9 @@ public final class SQLiteStore: DocumentStore {
     /// Checkpoints the background checkpointer has completed since the store opened, and whether it is idle
     /// (none running or asked for).
     package var backgroundCheckpoints: (completed: Int, idle: Bool) { checkpointer.state }
-    /// Syncs the write-back pacer has made, failed, and whether it is idle (nil without a commit log).
-    package var writebackState: (syncs: Int, failures: Int, idle: Bool)? { writeback?.state }
+    /// The write-back pacer's passes, files synced, failed passes, and whether it is idle (nil without a commit
+    /// log).
+    package var writebackState: (passes: Int, syncs: Int, failures: Int, idle: Bool)? { writeback?.state }
     /// Waits until the write-back pacer has nothing owed (tests: a barrier after the applier drained).
     package func waitForWritebackIdle() { writeback?.waitUntilIdle() }
     /// The WAL size, in pages, that wakes the background checkpointer.

@@ -37,6 +37,8 @@ final class SQLiteWriteback: @unchecked Sendable {
     static let interval: Int = 20_000_000   // ns
 
     private let connection: SQLiteConnection
+    /// hearth.db; its WAL is `databasePath-wal`.
+    private let databasePath: String
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     // Under `mutex`:
@@ -47,11 +49,13 @@ final class SQLiteWriteback: @unchecked Sendable {
     private var stopping = false
     private var syncing = false
     private var thread: pthread_t?
-    private var syncCount = 0
+    private var passCount = 0
+    private var fileSyncs = 0
     private var failureCount = 0
 
     init(path: String) throws(HearthError) {
         connection = try SQLiteConnection(path: path, role: "writeback", create: false)
+        databasePath = path
         do {
             // The connection opens the WAL at its first read; its handle is what `syncFiles` syncs.
             _ = try connection.queryInt("SELECT count(*) FROM meta")
@@ -107,9 +111,10 @@ final class SQLiteWriteback: @unchecked Sendable {
         }
     }
 
-    /// Syncs done and failed so far, and whether the thread is asleep with nothing owed.
-    var state: (syncs: Int, failures: Int, idle: Bool) {
-        locked { (syncCount, failureCount, active == 0 && !owed && !syncing) }
+    /// Passes made so far, files synced by them (a pass syncs only the files written since their last sync),
+    /// passes whose sync failed, and whether the thread is asleep with nothing owed.
+    var state: (passes: Int, syncs: Int, failures: Int, idle: Bool) {
+        locked { (passCount, fileSyncs, failureCount, active == 0 && !owed && !syncing) }
     }
 
     /// Waits until no writer is active and the sync owed after the last one is done.
@@ -119,11 +124,11 @@ final class SQLiteWriteback: @unchecked Sendable {
         }
     }
 
-    /// Waits until `n` syncs have been made since the pacer started (tests: it keeps syncing while a writer is
-    /// active).
-    func waitForSyncs(_ n: Int) {
+    /// Waits until `n` passes have been made since the pacer started (tests: it keeps passing while a writer
+    /// is active).
+    func waitForPasses(_ n: Int) {
         locked {
-            while syncCount < n && !stopping { pthread_cond_wait(changed, mutex) }
+            while passCount < n && !stopping { pthread_cond_wait(changed, mutex) }
         }
     }
 
@@ -150,10 +155,11 @@ final class SQLiteWriteback: @unchecked Sendable {
             owed = false
             syncing = true
             pthread_mutex_unlock(mutex)
-            let ok = (try? connection.syncFiles()) != nil
+            let (ok, files) = syncChangedFiles()
             pthread_mutex_lock(mutex)
+            fileSyncs += files
             syncing = false
-            syncCount += 1
+            passCount += 1
             if !ok { failureCount += 1 }
             pthread_cond_broadcast(changed)
             // While a writer is active, let `interval` of its writes gather (`end` or `close` cut it short).
@@ -163,6 +169,42 @@ final class SQLiteWriteback: @unchecked Sendable {
             }
         }
         pthread_mutex_unlock(mutex)
+    }
+
+    /// The WAL's and hearth.db's modification time and size when this thread last synced them.
+    private var synced: [Stamp?] = [nil, nil]
+
+    private struct Stamp: Equatable {
+        let seconds: Int
+        let nanoseconds: Int
+        let size: Int64
+    }
+
+    /// Syncs the WAL and hearth.db, each only when its modification time or size changed since its last sync
+    /// (a sync flushes the disk's cache even when the file has nothing to write, and a writer may leave one of
+    /// them untouched: an applier transaction that runs no checkpoint writes only the WAL). A write in the
+    /// same clock tick as the last look may wait for the next sync: pacing, not durability. Returns whether
+    /// the sync succeeded and how many files it synced.
+    private func syncChangedFiles() -> (ok: Bool, files: Int) {
+        let paths = [databasePath + "-wal", databasePath]
+        var wanted = [false, false]
+        var stamps: [Stamp?] = [nil, nil]
+        for i in 0..<2 {
+            var st = stat()
+            guard stat(paths[i], &st) == 0 else { continue }
+            #if canImport(Darwin)
+            let time = st.st_mtimespec
+            #else
+            let time = st.st_mtim
+            #endif
+            stamps[i] = Stamp(seconds: Int(time.tv_sec), nanoseconds: Int(time.tv_nsec), size: Int64(st.st_size))
+            wanted[i] = stamps[i] != synced[i]
+        }
+        let files = wanted.filter { $0 }.count
+        guard files > 0 else { return (true, 0) }
+        do { try connection.syncFiles(wal: wanted[0], database: wanted[1]) } catch { return (false, 0) }
+        synced = stamps
+        return (true, files)
     }
 
     #if os(Linux)

@@ -5,30 +5,57 @@ import HearthStorage
 import Testing
 
 /// The pacer that pushes SQLite's writes to the disk while the applier and the checkpointer write
-/// (`SQLiteWriteback`): it syncs while a writer is active, once more after the last one ends, and sleeps
-/// otherwise; a store with a commit log runs one around every applier transaction and background checkpoint.
+/// (`SQLiteWriteback`): it makes a pass every interval while a writer is active and once more after the last
+/// one ends, syncing the files written since their last sync, and sleeps otherwise; a store with a commit log
+/// runs one around every applier transaction and background checkpoint.
 @Suite struct SQLiteWritebackTests {
-    @Test func syncsWhileAWriterIsActiveThenOnceMoreThenSleeps() throws {
+    @Test func passesWhileAWriterIsActiveThenOnceMoreThenSleeps() throws {
         let f = try StoreFixture(.sqlite)
         defer { f.finish() }
         let store = try #require(f.store as? SQLiteStore)
         let pacer = try SQLiteWriteback(path: store.databasePath)
         defer { pacer.close() }
-        #expect(pacer.state.syncs == 0)
+        #expect(pacer.state.passes == 0)
         #expect(pacer.state.idle)
         pacer.begin()
-        // The first sync comes at once, the others one interval apart: this returns only if it keeps syncing.
-        pacer.waitForSyncs(3)
+        // The first pass comes at once, the others one interval apart: this returns only if it keeps passing.
+        pacer.waitForPasses(3)
         #expect(!pacer.state.idle)
         pacer.end()
         pacer.waitUntilIdle()
         let after = pacer.state
-        #expect(after.syncs >= 4, "one more sync after the writer ended")
+        #expect(after.passes >= 4, "one more pass after the writer ended")
         #expect(after.failures == 0)
         #expect(after.idle)
-        // Idle, it makes no sync of its own.
+        // Idle, it makes no pass of its own.
         pacer.waitUntilIdle()
-        #expect(pacer.state.syncs == after.syncs)
+        #expect(pacer.state.passes == after.passes)
+    }
+
+    /// A pass syncs a file only when it was written since its last sync: the first syncs both, passes over
+    /// files nobody writes sync nothing, and a write to the WAL is synced by the next pass.
+    @Test func aPassSyncsOnlyTheFilesWrittenSinceTheirLastSync() throws {
+        let f = try StoreFixture(.sqlite)
+        defer { f.finish() }
+        let store = try #require(f.store as? SQLiteStore)
+        var h = History()
+        try store.apply([h.put("c/a", bytes("a"))])
+        try store.drainApplier()   // the WAL exists
+        let pacer = try SQLiteWriteback(path: store.databasePath)
+        defer { pacer.close() }
+        pacer.begin()
+        pacer.waitForPasses(1)
+        #expect(pacer.state.syncs == 2, "the first pass syncs the WAL and hearth.db")
+        pacer.waitForPasses(3)
+        #expect(pacer.state.syncs == 2, "nothing written since: nothing synced")
+        try store.apply([h.put("c/b", [UInt8](repeating: 1, count: 100_000))])
+        try store.drainApplier()   // the applier wrote the WAL
+        let before = pacer.state.passes
+        pacer.waitForPasses(before + 2)   // a pass that began after the write
+        #expect(pacer.state.syncs >= 3)
+        pacer.end()
+        pacer.waitUntilIdle()
+        #expect(pacer.state.failures == 0)
     }
 
     @Test func staysActiveUntilEveryWriterEnds() throws {
@@ -40,8 +67,8 @@ import Testing
         pacer.begin()
         pacer.begin()
         pacer.end()
-        let n = pacer.state.syncs
-        pacer.waitForSyncs(n + 3)   // one writer is still active: it keeps syncing
+        let n = pacer.state.passes
+        pacer.waitForPasses(n + 3)   // one writer is still active: it keeps passing
         #expect(!pacer.state.idle)
         pacer.end()
         pacer.waitUntilIdle()
@@ -54,7 +81,7 @@ import Testing
         let store = try #require(f.store as? SQLiteStore)
         let pacer = try SQLiteWriteback(path: store.databasePath)
         pacer.begin()
-        pacer.waitForSyncs(1)
+        pacer.waitForPasses(1)
         pacer.close()   // returns although the writer never ended
         pacer.close()   // idempotent
         pacer.end()     // a writer ending after the close changes nothing
@@ -67,13 +94,14 @@ import Testing
         let f = try StoreFixture(.sqlite)
         defer { f.finish() }
         let store = try #require(f.store as? SQLiteStore)
-        #expect(store.writebackState?.syncs == 0)
+        #expect(store.writebackState?.passes == 0)
         var h = History()
         let big = [UInt8](repeating: 7, count: 64 * 1024)
         for i in 0..<20 { try store.apply([h.put("c/d\(i)", big)]) }
         try store.drainApplier()
         store.waitForWritebackIdle()
         let state = try #require(store.writebackState)
+        #expect(state.passes > 0)
         #expect(state.syncs > 0)
         #expect(state.failures == 0)
         #expect(state.idle)
