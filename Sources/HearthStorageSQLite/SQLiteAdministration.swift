@@ -85,6 +85,9 @@ extension SQLiteStore: StoreAdministration {
         // What was deleted and acknowledged must be in SQLite before the vacuum, or its space stays taken.
         try drainApplier()
         let before = bytesOnDisk()
+        // A vacuum rewrites the whole database through the WAL: paced out to the disk as it goes.
+        writeback?.begin()
+        defer { writeback?.end() }
         let method = try writer.withLock { (w: inout SQLiteWriter?) throws(HearthError) -> String in
             guard let w else { throw HearthError(.unavailable, "storage: the store is closed") }
             let c = w.connection

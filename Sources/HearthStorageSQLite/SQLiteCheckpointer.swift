@@ -47,10 +47,15 @@ final class SQLiteCheckpointer: @unchecked Sendable {
     private(set) var completed = 0
 
     init(path: String, writeback: SQLiteWriteback?) throws(HearthError) {
-        connection = try SQLiteConnection(path: path, role: "checkpointer", create: false)
+        // Everything that can fail comes before the mutex and condition are initialized (deinit destroys them).
+        let c = try SQLiteConnection(path: path, role: "checkpointer", create: false)
+        do { try c.exec("PRAGMA synchronous = FULL;", "setting pragmas") } catch {   // fsync hearth.db after copying
+            c.close()
+            throw error
+        }
+        connection = c
         self.path = path
         self.writeback = writeback
-        try connection.exec("PRAGMA synchronous = FULL;", "setting pragmas")   // fsync hearth.db after copying
         mutex.initialize(to: pthread_mutex_t())
         condition.initialize(to: pthread_cond_t())
         pthread_mutex_init(mutex, nil)

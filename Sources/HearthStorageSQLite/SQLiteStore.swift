@@ -50,7 +50,7 @@ public final class SQLiteStore: DocumentStore {
     private let checkpointer: SQLiteCheckpointer
     /// Paces the applier's and the checkpointer's writes out to the disk (`SQLiteWriteback`); nil without a
     /// commit log.
-    private let writeback: SQLiteWriteback?
+    let writeback: SQLiteWriteback?
 
     /// Opens the store in `directory`, creating the directory and the database when missing, and locks the
     /// directory for as long as the store is open.
@@ -324,8 +324,9 @@ public final class SQLiteStore: DocumentStore {
     /// The write-back pacer's passes, files synced, failed passes, and whether it is idle (nil without a commit
     /// log).
     package var writebackState: (passes: Int, syncs: Int, failures: Int, idle: Bool)? { writeback?.state }
-    /// Waits until the write-back pacer has nothing owed (tests: a barrier after the applier drained).
-    package func waitForWritebackIdle() { writeback?.waitUntilIdle() }
+    /// Waits up to `seconds` until the write-back pacer has nothing owed (tests: a barrier after the applier
+    /// drained); false if it still had.
+    package func waitForWritebackIdle(within seconds: Double = 30) -> Bool { writeback?.waitUntilIdle(within: seconds) ?? true }
     /// The WAL size, in pages, that wakes the background checkpointer.
     package static var checkpointThresholdPages: Int { Int(SQLiteCheckpointer.thresholdPages) }
 

@@ -28,9 +28,12 @@ import HearthModel
 /// background checkpoint), and once more after the last one ends. It syncs through SQLite's own file
 /// handles on a connection of its own (`SQLiteConnection.syncFiles`): a descriptor of our own on hearth.db
 /// would drop SQLite's POSIX locks when closed. Idle, it sleeps. Its syncs only make data durable earlier;
-/// nothing relies on them. A sync that fails is counted and otherwise ignored: Linux reports a failed
-/// write-back to every descriptor open on the file, so the syncs that durability relies on (the checkpoint's,
-/// and the commit pipeline's before it removes a log segment) see the same failure.
+/// nothing relies on them. A failed sync is kept (`failure`): Linux reports a failed page write-back to every
+/// descriptor open on the file (since 4.13), but a failed flush of the disk's cache only to the sync that
+/// issued it, so the commit pipeline, before it relies on SQLite's files (to remove a log segment), treats
+/// a failure kept here as its own sync's and refuses writes until a restart recovers from the log.
+/// Compactions (a vacuum rewrites the whole database through the WAL) and groups applied before their
+/// acknowledgement on a nearly full disk are paced too.
 final class SQLiteWriteback: @unchecked Sendable {
     /// How long writes may gather between two syncs while a writer is active. At the disk speeds of the
     /// figures (a few hundred MiB/s), 20 ms of a writer's output is a few MiB.
@@ -52,17 +55,23 @@ final class SQLiteWriteback: @unchecked Sendable {
     private var passCount = 0
     private var fileSyncs = 0
     private var failureCount = 0
+    /// The first sync that failed. A failed sync may have consumed a failed flush of the disk's cache, which is
+    /// reported to its caller only: the commit pipeline checks this before it relies on SQLite's files
+    /// (`CommitPipeline.syncFiles(of:)`).
+    private var firstFailure: HearthError?
 
     init(path: String) throws(HearthError) {
-        connection = try SQLiteConnection(path: path, role: "writeback", create: false)
-        databasePath = path
+        // Everything that can fail comes before the mutex and condition are initialized (deinit destroys them).
+        let c = try SQLiteConnection(path: path, role: "writeback", create: false)
         do {
             // The connection opens the WAL at its first read; its handle is what `syncFiles` syncs.
-            _ = try connection.queryInt("SELECT count(*) FROM meta")
+            _ = try c.queryInt("SELECT count(*) FROM meta")
         } catch {
-            connection.close()
+            c.close()
             throw error
         }
+        connection = c
+        databasePath = path
         mutex.initialize(to: pthread_mutex_t())
         changed.initialize(to: pthread_cond_t())
         pthread_mutex_init(mutex, nil)
@@ -117,18 +126,28 @@ final class SQLiteWriteback: @unchecked Sendable {
         locked { (passCount, fileSyncs, failureCount, active == 0 && !owed && !syncing) }
     }
 
-    /// Waits until no writer is active and the sync owed after the last one is done.
-    func waitUntilIdle() {
-        locked {
-            while (active > 0 || owed || syncing) && !stopping { pthread_cond_wait(changed, mutex) }
-        }
+    /// The first sync that failed, if any.
+    var failure: HearthError? { locked { firstFailure } }
+
+    /// Waits up to `seconds` until no writer is active and the pass owed after the last one is done; false if
+    /// that did not happen in time.
+    func waitUntilIdle(within seconds: Double) -> Bool {
+        wait(within: seconds) { active == 0 && !owed && !syncing }
     }
 
-    /// Waits until `n` passes have been made since the pacer started (tests: it keeps passing while a writer
-    /// is active).
-    func waitForPasses(_ n: Int) {
-        locked {
-            while passCount < n && !stopping { pthread_cond_wait(changed, mutex) }
+    /// Waits up to `seconds` until `n` passes have been made since the pacer started; false if they were not
+    /// (tests: it keeps passing while a writer is active, and makes none while idle).
+    func waitForPasses(_ n: Int, within seconds: Double) -> Bool {
+        wait(within: seconds) { passCount >= n }
+    }
+
+    private func wait(within seconds: Double, until done: () -> Bool) -> Bool {
+        var deadline = Self.now(plus: Int(seconds * 1e9))
+        return locked {
+            while !done() && !stopping {
+                if pthread_cond_timedwait(changed, mutex, &deadline) == ETIMEDOUT { return done() }
+            }
+            return done()
         }
     }
 
@@ -155,12 +174,15 @@ final class SQLiteWriteback: @unchecked Sendable {
             owed = false
             syncing = true
             pthread_mutex_unlock(mutex)
-            let (ok, files) = syncChangedFiles()
+            let (failure, files) = syncChangedFiles()
             pthread_mutex_lock(mutex)
             fileSyncs += files
+            if let failure {
+                failureCount += 1
+                if firstFailure == nil { firstFailure = failure }
+            }
             syncing = false
             passCount += 1
-            if !ok { failureCount += 1 }
             pthread_cond_broadcast(changed)
             // While a writer is active, let `interval` of its writes gather (`end` or `close` cut it short).
             if active > 0 && !owed && !stopping {
@@ -182,10 +204,11 @@ final class SQLiteWriteback: @unchecked Sendable {
 
     /// Syncs the WAL and hearth.db, each only when its modification time or size changed since its last sync
     /// (a sync flushes the disk's cache even when the file has nothing to write, and a writer may leave one of
-    /// them untouched: an applier transaction that runs no checkpoint writes only the WAL). A write in the
-    /// same clock tick as the last look may wait for the next sync: pacing, not durability. Returns whether
-    /// the sync succeeded and how many files it synced.
-    private func syncChangedFiles() -> (ok: Bool, files: Int) {
+    /// them untouched: an applier transaction that runs no checkpoint writes only the WAL). A file system that
+    /// keeps whole seconds (no nanoseconds in the time) cannot tell: such a file is synced on every pass. A
+    /// write in the same clock tick as the last look may wait for the next sync: pacing, not durability.
+    /// Returns the first failure, and how many files were synced.
+    private func syncChangedFiles() -> (failure: HearthError?, files: Int) {
         let paths = [databasePath + "-wal", databasePath]
         var wanted = [false, false]
         var stamps: [Stamp?] = [nil, nil]
@@ -198,13 +221,15 @@ final class SQLiteWriteback: @unchecked Sendable {
             let time = st.st_mtim
             #endif
             stamps[i] = Stamp(seconds: Int(time.tv_sec), nanoseconds: Int(time.tv_nsec), size: Int64(st.st_size))
-            wanted[i] = stamps[i] != synced[i]
+            wanted[i] = stamps[i] != synced[i] || time.tv_nsec == 0
         }
-        let files = wanted.filter { $0 }.count
-        guard files > 0 else { return (true, 0) }
-        do { try connection.syncFiles(wal: wanted[0], database: wanted[1]) } catch { return (false, 0) }
-        synced = stamps
-        return (true, files)
+        var files = 0
+        for i in 0..<2 where wanted[i] {
+            do { try connection.syncFiles(wal: i == 0, database: i == 1) } catch { return (error, files) }
+            synced[i] = stamps[i]
+            files += 1
+        }
+        return (nil, files)
     }
 
     #if os(Linux)

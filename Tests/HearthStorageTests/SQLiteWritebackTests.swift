@@ -7,9 +7,12 @@ import Testing
 /// The pacer that pushes SQLite's writes to the disk while the applier and the checkpointer write
 /// (`SQLiteWriteback`): it makes a pass every interval while a writer is active and once more after the last
 /// one ends, syncing the files written since their last sync, and sleeps otherwise; a store with a commit log
-/// runs one around every applier transaction and background checkpoint.
+/// runs one around every applier transaction, background checkpoint and compaction.
 @Suite struct SQLiteWritebackTests {
-    @Test func passesWhileAWriterIsActiveThenOnceMoreThenSleeps() throws {
+    /// Generous bounds for what must happen (a regression fails instead of hanging the suite).
+    static let patience = 30.0
+
+    @Test func passesEveryIntervalWhileAWriterIsActiveThenOnceMoreThenSleeps() throws {
         let f = try StoreFixture(.sqlite)
         defer { f.finish() }
         let store = try #require(f.store as? SQLiteStore)
@@ -17,18 +20,21 @@ import Testing
         defer { pacer.close() }
         #expect(pacer.state.passes == 0)
         #expect(pacer.state.idle)
+        let start = Date()
         pacer.begin()
-        // The first pass comes at once, the others one interval apart: this returns only if it keeps passing.
-        pacer.waitForPasses(3)
+        // The first pass comes at once, the others one interval apart.
+        #expect(pacer.waitForPasses(5, within: Self.patience))
+        let interval = Double(SQLiteWriteback.interval) / 1e9
+        #expect(Date().timeIntervalSince(start) >= 4 * interval * 0.9, "passes wait an interval between them")
         #expect(!pacer.state.idle)
         pacer.end()
-        pacer.waitUntilIdle()
+        #expect(pacer.waitUntilIdle(within: Self.patience))
         let after = pacer.state
-        #expect(after.passes >= 4, "one more pass after the writer ended")
+        #expect(after.passes >= 6, "one more pass after the writer ended")
         #expect(after.failures == 0)
         #expect(after.idle)
-        // Idle, it makes no pass of its own.
-        pacer.waitUntilIdle()
+        // Idle, it makes no pass of its own: none in five intervals.
+        #expect(!pacer.waitForPasses(after.passes + 1, within: 5 * interval))
         #expect(pacer.state.passes == after.passes)
     }
 
@@ -44,18 +50,19 @@ import Testing
         let pacer = try SQLiteWriteback(path: store.databasePath)
         defer { pacer.close() }
         pacer.begin()
-        pacer.waitForPasses(1)
+        #expect(pacer.waitForPasses(1, within: Self.patience))
         #expect(pacer.state.syncs == 2, "the first pass syncs the WAL and hearth.db")
-        pacer.waitForPasses(3)
+        #expect(pacer.waitForPasses(3, within: Self.patience))
         #expect(pacer.state.syncs == 2, "nothing written since: nothing synced")
         try store.apply([h.put("c/b", [UInt8](repeating: 1, count: 100_000))])
         try store.drainApplier()   // the applier wrote the WAL
         let before = pacer.state.passes
-        pacer.waitForPasses(before + 2)   // a pass that began after the write
+        #expect(pacer.waitForPasses(before + 2, within: Self.patience))   // a pass that began after the write
         #expect(pacer.state.syncs >= 3)
         pacer.end()
-        pacer.waitUntilIdle()
+        #expect(pacer.waitUntilIdle(within: Self.patience))
         #expect(pacer.state.failures == 0)
+        #expect(pacer.failure == nil)
     }
 
     @Test func staysActiveUntilEveryWriterEnds() throws {
@@ -68,29 +75,43 @@ import Testing
         pacer.begin()
         pacer.end()
         let n = pacer.state.passes
-        pacer.waitForPasses(n + 3)   // one writer is still active: it keeps passing
+        #expect(pacer.waitForPasses(n + 3, within: Self.patience))   // one writer is still active: it keeps passing
         #expect(!pacer.state.idle)
         pacer.end()
-        pacer.waitUntilIdle()
+        #expect(pacer.waitUntilIdle(within: Self.patience))
         #expect(pacer.state.idle)
     }
 
-    @Test func closesPromptlyWhileAWriterIsActive() throws {
+    @Test func closesWhileAWriterIsActive() throws {
         let f = try StoreFixture(.sqlite)
         defer { f.finish() }
         let store = try #require(f.store as? SQLiteStore)
         let pacer = try SQLiteWriteback(path: store.databasePath)
         pacer.begin()
-        pacer.waitForPasses(1)
+        #expect(pacer.waitForPasses(1, within: Self.patience))
         pacer.close()   // returns although the writer never ended
         pacer.close()   // idempotent
         pacer.end()     // a writer ending after the close changes nothing
         #expect(pacer.state.failures == 0)
     }
 
+    /// A database the pacer cannot read (here: no `meta` table) is refused with the cause, and nothing waits.
+    @Test func aDatabaseThePacerCannotReadIsRefused() throws {
+        let directory = StoreFixture.makeTemporaryDirectory()
+        defer { StoreFixture.removeTemporaryDirectory(directory) }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/other.db"
+        let c = try SQLiteConnection(path: path, role: "test", create: true)
+        try c.exec("CREATE TABLE x (a)", "creating a table")
+        c.close()
+        let error = thrownError { () throws(HearthError) in _ = try SQLiteWriteback(path: path) }
+        #expect(error?.message.contains("meta") == true)
+    }
+
     /// The store's applier runs the pacer around each transaction: once SQLite holds a group, the pacer has
-    /// synced and gone back to sleep. A store without a commit log (SQLite syncs every commit) has none.
-    @Test func theApplierPacesItsTransactions() throws {
+    /// synced what the transaction wrote and gone back to sleep. A compaction runs it too. A store without a
+    /// commit log (SQLite syncs every commit) has none.
+    @Test func theApplierAndCompactionArePaced() throws {
         let f = try StoreFixture(.sqlite)
         defer { f.finish() }
         let store = try #require(f.store as? SQLiteStore)
@@ -99,12 +120,15 @@ import Testing
         let big = [UInt8](repeating: 7, count: 64 * 1024)
         for i in 0..<20 { try store.apply([h.put("c/d\(i)", big)]) }
         try store.drainApplier()
-        store.waitForWritebackIdle()
+        #expect(store.waitForWritebackIdle())
         let state = try #require(store.writebackState)
         #expect(state.passes > 0)
-        #expect(state.syncs > 0)
+        #expect(state.syncs > 0, "the WAL the applier wrote was synced")
         #expect(state.failures == 0)
         #expect(state.idle)
+        _ = try store.compact()
+        #expect(store.waitForWritebackIdle())
+        #expect(try #require(store.writebackState).passes > state.passes)
         // What the pacer synced is what SQLite holds: a second connection set reads it.
         let second = try f.openSecond()
         defer { second.close() }
