@@ -117,15 +117,7 @@ final class CommitPipeline: @unchecked Sendable {
         mutex.initialize(to: pthread_mutex_t())
         changed.initialize(to: pthread_cond_t())
         pthread_mutex_init(mutex, nil)
-        // The applier's timed wait is on the monotonic clock where the platform allows: a wall-clock step must
-        // not stretch it.
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        #if os(Linux)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        #endif
-        pthread_cond_init(changed, &attributes)
-        pthread_condattr_destroy(&attributes)
+        StorageThread.initCondition(changed)   // the applier's timed wait
         thread = try StorageThread.start("applier", name: "hearth-applier") { self.run() }
     }
 
@@ -434,11 +426,11 @@ final class CommitPipeline: @unchecked Sendable {
                 if stopping || poisoned != nil { break }
                 let keep = draining > 0 ? 0 : heldGroups
                 if failure == nil, backlog.groups.count > keep {
-                    if draining > 0 || batchIsFull || deadline.map(Self.passed) == true {
+                    if draining > 0 || batchIsFull || deadline.map(StorageThread.passed) == true {
                         work = transaction(from: backlog.groups.dropLast(keep))
                         break
                     }
-                    if deadline == nil { deadline = Self.now(plus: Self.batchInterval) }
+                    if deadline == nil { deadline = StorageThread.deadline(after: Self.batchInterval) }
                     var d = deadline!
                     pthread_cond_timedwait(changed, mutex, &d)
                     continue
@@ -498,27 +490,6 @@ final class CommitPipeline: @unchecked Sendable {
     private var batchIsFull: Bool {
         backlog.writeCount >= Self.batchWrites || backlog.groups.count >= Self.maxPendingGroups / 4
             || backlog.commitCount >= Self.maxPendingCommits / 4 || backlog.imageBytes >= Self.maxPendingBytes / 4
-    }
-
-    #if os(Linux)
-    private static let waitClock = CLOCK_MONOTONIC
-    #else
-    private static let waitClock = CLOCK_REALTIME
-    #endif
-
-    private static func now(plus ns: Int) -> timespec {
-        var t = timespec()
-        clock_gettime(Self.waitClock, &t)
-        let total = Int(t.tv_nsec) + ns
-        t.tv_sec += total / 1_000_000_000
-        t.tv_nsec = total % 1_000_000_000
-        return t
-    }
-
-    private static func passed(_ d: timespec) -> Bool {
-        var t = timespec()
-        clock_gettime(Self.waitClock, &t)
-        return t.tv_sec > d.tv_sec || (t.tv_sec == d.tv_sec && t.tv_nsec >= d.tv_nsec)
     }
 
     /// What the applier has done, and what it has yet to do.

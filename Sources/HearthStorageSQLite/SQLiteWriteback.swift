@@ -75,13 +75,7 @@ final class SQLiteWriteback: @unchecked Sendable {
         mutex.initialize(to: pthread_mutex_t())
         changed.initialize(to: pthread_cond_t())
         pthread_mutex_init(mutex, nil)
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        #if os(Linux)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        #endif
-        pthread_cond_init(changed, &attributes)
-        pthread_condattr_destroy(&attributes)
+        StorageThread.initCondition(changed)
         do { thread = try StorageThread.start("writeback", name: "hearth-wback") { self.run() } } catch {
             connection.close()
             throw error
@@ -142,7 +136,7 @@ final class SQLiteWriteback: @unchecked Sendable {
     }
 
     private func wait(within seconds: Double, until done: () -> Bool) -> Bool {
-        var deadline = Self.now(plus: Int(seconds * 1e9))
+        var deadline = StorageThread.deadline(after: Int(seconds * 1e9))
         return locked {
             while !done() && !stopping {
                 if pthread_cond_timedwait(changed, mutex, &deadline) == ETIMEDOUT { return done() }
@@ -186,7 +180,7 @@ final class SQLiteWriteback: @unchecked Sendable {
             pthread_cond_broadcast(changed)
             // While a writer is active, let `interval` of its writes gather (`end` or `close` cut it short).
             if active > 0 && !owed && !stopping {
-                var deadline = Self.now(plus: Self.interval)
+                var deadline = StorageThread.deadline(after: Self.interval)
                 pthread_cond_timedwait(changed, mutex, &deadline)
             }
         }
@@ -230,20 +224,5 @@ final class SQLiteWriteback: @unchecked Sendable {
             files += 1
         }
         return (nil, files)
-    }
-
-    #if os(Linux)
-    private static let waitClock = CLOCK_MONOTONIC
-    #else
-    private static let waitClock = CLOCK_REALTIME
-    #endif
-
-    private static func now(plus ns: Int) -> timespec {
-        var t = timespec()
-        clock_gettime(Self.waitClock, &t)
-        let total = Int(t.tv_nsec) + ns
-        t.tv_sec += total / 1_000_000_000
-        t.tv_nsec = total % 1_000_000_000
-        return t
     }
 }

@@ -32,4 +32,40 @@ enum StorageThread {
         _ = hearth_set_thread_name(t, name)
         return t
     }
+
+    // Timed waits of the storage's threads run on the monotonic clock where the platform allows it, so that a
+    // step of the wall clock cannot stretch or cut them.
+    #if os(Linux)
+    private static let waitClock = CLOCK_MONOTONIC
+    #else
+    private static let waitClock = CLOCK_REALTIME
+    #endif
+
+    /// Initializes `condition` for timed waits against `deadline(after:)`.
+    static func initCondition(_ condition: UnsafeMutablePointer<pthread_cond_t>) {
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        #if os(Linux)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        #endif
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    /// The time `ns` nanoseconds from now, for `pthread_cond_timedwait` on a condition from `initCondition`.
+    static func deadline(after ns: Int) -> timespec {
+        var t = timespec()
+        clock_gettime(waitClock, &t)
+        let total = Int(t.tv_nsec) + ns
+        t.tv_sec += total / 1_000_000_000
+        t.tv_nsec = total % 1_000_000_000
+        return t
+    }
+
+    /// True once `deadline` has passed.
+    static func passed(_ deadline: timespec) -> Bool {
+        var t = timespec()
+        clock_gettime(waitClock, &t)
+        return t.tv_sec > deadline.tv_sec || (t.tv_sec == deadline.tv_sec && t.tv_nsec >= deadline.tv_nsec)
+    }
 }
