@@ -71,6 +71,13 @@ enum SQLiteBackup {
                 stepError = HearthError(.unavailable, "backup: stopped before the end (the daemon is shutting down); \(directory) holds no store")
                 break
             }
+            // Each slice goes to the disk before the next is copied, so the copy never piles up in the page
+            // cache to reach the disk in one burst at its final sync, which commit-log syncs would wait behind
+            // (as SQLiteWriteback paces the applier's writes).
+            do { try target.syncFiles(wal: false, database: true) } catch {
+                stepError = error
+                break
+            }
         }
         let finish = sqlite3_backup_finish(b)
         if let stepError { throw stepError }
