@@ -250,11 +250,11 @@ final class CommitPipeline: @unchecked Sendable {
             if error.isDiskFull { try? emptyLog() }
             throw error
         }
-        writeback?.begin()
-        defer { writeback?.end() }
         do {
             try writer.withLock { (w: inout SQLiteWriter?) throws(HearthError) in
                 guard let w else { throw CommitValidation.closed }
+                writeback?.begin()
+                defer { writeback?.end() }
                 try w.apply(commits)
             }
         } catch {
@@ -340,14 +340,7 @@ final class CommitPipeline: @unchecked Sendable {
 
     private func syncFiles(of w: SQLiteWriter) throws(HearthError) {
         if let p = try! locked({ poisoned }) { throw p }
-        do throws(HearthError) {
-            try w.connection.syncFiles()
-            // A failed sync of the write-back pacer may have been told of a failed flush of the disk's cache that
-            // this sync, finding the pages written, is not told of: SQLite's files are not known to be durable.
-            if let failed = writeback?.failure {
-                throw HearthError(failed.code, "storage: syncing SQLite's files in the background failed: \(failed.message)")
-            }
-        } catch {
+        do { try w.connection.syncFiles() } catch {
             poison(error)
             throw error
         }

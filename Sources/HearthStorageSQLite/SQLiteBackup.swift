@@ -71,11 +71,12 @@ enum SQLiteBackup {
                 stepError = HearthError(.unavailable, "backup: stopped before the end (the daemon is shutting down); \(directory) holds no store")
                 break
             }
-            // Each slice goes to the disk before the next is copied, so the copy never piles up in the page
-            // cache to reach the disk in one burst at its final sync, which commit-log syncs would wait behind
-            // (as SQLiteWriteback paces the applier's writes).
+            // What SQLite has written of the copy so far (all but the pages its cache still holds, about 2 MiB)
+            // goes to the disk before the next slice is copied, so the copy never piles up in the page cache
+            // to reach the disk in one burst at its final sync, which commit-log syncs would wait behind (as
+            // SQLiteWriteback paces the applier's writes).
             do { try target.syncFiles(wal: false, database: true) } catch {
-                stepError = error
+                stepError = HearthError(error.code, "backup: syncing \(partial) failed: \(error.message)")
                 break
             }
         }

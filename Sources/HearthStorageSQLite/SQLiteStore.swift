@@ -341,7 +341,6 @@ public final class SQLiteStore: DocumentStore {
             SQLiteCheckpointer.detach(from: w.connection)
         }
         checkpointer.close()
-        writeback?.close()
         reader.withLock { r in
             r?.close()
             r = nil
@@ -356,6 +355,8 @@ public final class SQLiteStore: DocumentStore {
             w?.close()
             w = nil
         }
+        // After SQLite's last connection: closing its descriptor of hearth.db drops the process's POSIX locks.
+        writeback?.close()
         lock?.release()
     }
 

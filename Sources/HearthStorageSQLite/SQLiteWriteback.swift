@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import CThreadName
 import HearthModel
 
 /// Pushes the pages SQLite writes to the disk as they are written, while the applier and the checkpointer
@@ -23,27 +24,30 @@ import HearthModel
 /// dirty data in the kernel's page cache, reducing the likelihood of stalls when an fsync is issued".
 /// docs/benchmarks.md, "SQLite's writes paced to the disk", has the figures.
 ///
-/// How: a thread of its own syncs the WAL and hearth.db every `interval` while a writer is active (between
-/// `begin()` and `end()`: an applier transaction, with the checkpoint its commit may run inline, or a
-/// background checkpoint), and once more after the last one ends. It syncs through SQLite's own file
-/// handles on a connection of its own (`SQLiteConnection.syncFiles`): a descriptor of our own on hearth.db
-/// would drop SQLite's POSIX locks when closed. Idle, it sleeps. Its syncs only make data durable earlier;
-/// nothing relies on them. A failed sync is kept (`failure`): Linux reports a failed page write-back to every
-/// descriptor open on the file (since 4.13), but a failed flush of the disk's cache only to the sync that
-/// issued it, so the commit pipeline, before it relies on SQLite's files (to remove a log segment), treats
-/// a failure kept here as its own sync's and refuses writes until a restart recovers from the log.
-/// Compactions (a vacuum rewrites the whole database through the WAL) and groups applied before their
-/// acknowledgement on a nearly full disk are paced too.
+/// How: a thread of its own writes the WAL's and hearth.db's dirty pages back, and waits for them
+/// (`sync_file_range`), every `interval` while a writer is active (between `begin()` and `end()`: an applier
+/// transaction, with the checkpoint its commit may run inline, a background checkpoint, a compaction, a group
+/// applied before its acknowledgement on a nearly full disk), and once more after the last one ends; idle, it
+/// sleeps. It flushes no disk cache, so it cannot take a failed flush that a sync durability relies on would
+/// then not be told of, and Linux reports a failed page write-back to every descriptor open on the file (since
+/// 4.13): its own descriptors' errors hide nothing from SQLite's and the pipeline's syncs, and nothing relies on
+/// what it writes. A failure is kept for diagnostics (`state`, `failure`).
+///
+/// Descriptors: its own, read-only, on hearth.db (opened with the pacer) and on the WAL (opened when the WAL
+/// first exists). Closing a descriptor of hearth.db drops every POSIX lock the process holds on the file,
+/// SQLite's included, so `close()` comes after SQLite's last connection to the store has closed (the WAL
+/// carries no locks: SQLite locks through the -shm file).
 final class SQLiteWriteback: @unchecked Sendable {
     /// How long writes may gather between two syncs while a writer is active. At the disk speeds of the
     /// figures (a few hundred MiB/s), 20 ms of a writer's output is a few MiB.
     static let interval: Int = 20_000_000   // ns
 
-    private let connection: SQLiteConnection
-    /// hearth.db; its WAL is `databasePath-wal`.
-    private let databasePath: String
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let changed = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    /// hearth.db, then its WAL: paths and this pacer's descriptors (-1: not open), used by its thread only,
+    /// and by `close()` after the thread stopped.
+    private let paths: [String]
+    private var descriptors: [Int32]
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    private let changed: UnsafeMutablePointer<pthread_cond_t>
     // Under `mutex`:
     /// Writers between `begin()` and `end()`.
     private var active = 0
@@ -55,29 +59,26 @@ final class SQLiteWriteback: @unchecked Sendable {
     private var passCount = 0
     private var fileSyncs = 0
     private var failureCount = 0
-    /// The first sync that failed. A failed sync may have consumed a failed flush of the disk's cache, which is
-    /// reported to its caller only: the commit pipeline checks this before it relies on SQLite's files
-    /// (`CommitPipeline.syncFiles(of:)`).
+    /// The first write-back that failed (diagnostics).
     private var firstFailure: HearthError?
 
     init(path: String) throws(HearthError) {
-        // Everything that can fail comes before the mutex and condition are initialized (deinit destroys them).
-        let c = try SQLiteConnection(path: path, role: "writeback", create: false)
-        do {
-            // The connection opens the WAL at its first read; its handle is what `syncFiles` syncs.
-            _ = try c.queryInt("SELECT count(*) FROM meta")
-        } catch {
-            c.close()
-            throw error
+        // Everything that can fail comes before the mutex and condition are allocated (deinit destroys them).
+        let database = open(path, O_RDONLY | O_CLOEXEC)
+        guard database >= 0 else {
+            throw HearthError(.unavailable, "storage: opening \(path) to write it back failed: \(DataDirectory.describe(errno))")
         }
-        connection = c
-        databasePath = path
+        paths = [path, path + "-wal"]
+        descriptors = [database, -1]
+        mutex = .allocate(capacity: 1)
+        changed = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         changed.initialize(to: pthread_cond_t())
         pthread_mutex_init(mutex, nil)
         StorageThread.initCondition(changed)
         do { thread = try StorageThread.start("writeback", name: "hearth-wback") { self.run() } } catch {
-            connection.close()
+            closeDescriptor(database)
+            descriptors[0] = -1
             throw error
         }
     }
@@ -145,17 +146,21 @@ final class SQLiteWriteback: @unchecked Sendable {
         }
     }
 
-    /// Stops the thread and closes its connection. Call before the store's other connections close (their
-    /// last close removes the WAL). Idempotent.
+    /// Stops the thread and closes its descriptors. Call once SQLite's last connection to the store has closed
+    /// (closing a descriptor of hearth.db drops the process's POSIX locks on it), or on a failed open. Idempotent.
     func close() {
-        guard let t = locked({ () -> pthread_t? in
+        let t = locked { () -> pthread_t? in
             stopping = true
             pthread_cond_broadcast(changed)
             defer { thread = nil }
             return thread
-        }) else { return }
+        }
+        guard let t else { return }
         pthread_join(t, nil)
-        connection.close()
+        for i in descriptors.indices where descriptors[i] >= 0 {
+            closeDescriptor(descriptors[i])
+            descriptors[i] = -1
+        }
     }
 
     private func run() {
@@ -187,7 +192,7 @@ final class SQLiteWriteback: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 
-    /// The WAL's and hearth.db's modification time and size when this thread last synced them.
+    /// hearth.db's and the WAL's modification time and size when this thread last wrote them back.
     private var synced: [Stamp?] = [nil, nil]
 
     private struct Stamp: Equatable {
@@ -196,33 +201,36 @@ final class SQLiteWriteback: @unchecked Sendable {
         let size: Int64
     }
 
-    /// Syncs the WAL and hearth.db, each only when its modification time or size changed since its last sync
-    /// (a sync flushes the disk's cache even when the file has nothing to write, and a writer may leave one of
-    /// them untouched: an applier transaction that runs no checkpoint writes only the WAL). A file system that
-    /// keeps whole seconds (no nanoseconds in the time) cannot tell: such a file is synced on every pass. A
-    /// write in the same clock tick as the last look may wait for the next sync: pacing, not durability.
-    /// Returns the first failure, and how many files were synced.
+    /// Writes hearth.db and the WAL back, each only when its modification time or size changed since its last
+    /// write-back (each call walks the file's pages, and a writer may leave one of them untouched: an applier
+    /// transaction that runs no checkpoint writes only the WAL). A file system that keeps whole seconds (no
+    /// nanoseconds in file times) cannot tell: such a file is written back on every pass. A write in the same
+    /// clock tick as the last look may wait for the next pass: pacing, not durability. Returns the first
+    /// failure, and how many files were written back.
     private func syncChangedFiles() -> (failure: HearthError?, files: Int) {
-        let paths = [databasePath + "-wal", databasePath]
-        var wanted = [false, false]
-        var stamps: [Stamp?] = [nil, nil]
-        for i in 0..<2 {
+        if descriptors[1] < 0 { descriptors[1] = open(paths[1], O_RDONLY | O_CLOEXEC) }   // the WAL, once it exists
+        var files = 0
+        for i in 0..<2 where descriptors[i] >= 0 {
             var st = stat()
-            guard stat(paths[i], &st) == 0 else { continue }
+            guard fstat(descriptors[i], &st) == 0 else { continue }
             #if canImport(Darwin)
             let time = st.st_mtimespec
             #else
             let time = st.st_mtim
             #endif
-            stamps[i] = Stamp(seconds: Int(time.tv_sec), nanoseconds: Int(time.tv_nsec), size: Int64(st.st_size))
-            wanted[i] = stamps[i] != synced[i] || time.tv_nsec == 0
-        }
-        var files = 0
-        for i in 0..<2 where wanted[i] {
-            do { try connection.syncFiles(wal: i == 0, database: i == 1) } catch { return (error, files) }
-            synced[i] = stamps[i]
+            let stamp = Stamp(seconds: Int(time.tv_sec), nanoseconds: Int(time.tv_nsec), size: Int64(st.st_size))
+            guard stamp != synced[i] || time.tv_nsec == 0 else { continue }
+            guard hearth_write_back(descriptors[i]) == 0 else {
+                return (HearthError(.unavailable, "storage: writing \(paths[i]) back failed: \(DataDirectory.describe(errno))"), files)
+            }
+            synced[i] = stamp
             files += 1
         }
         return (nil, files)
     }
+}
+
+/// `close(2)`, which `SQLiteWriteback.close()` hides inside the class.
+private func closeDescriptor(_ fd: Int32) {
+    _ = close(fd)
 }
