@@ -44,7 +44,21 @@ public final class SQLiteStore: DocumentStore {
     let reader: Locked<SQLiteReader?>
     /// Idle reader connections for snapshots (opened on demand, kept up to `maxIdleSnapshotReaders`), and
     /// whether the store is closed.
-    private let snapshotReaders = Locked<(idle: [SQLiteReader], closed: Bool)>(([], false))
+    private let snapshotReaders = Locked(ConnectionPool())
+
+    /// The snapshot connections kept for reuse, and the connections to hearth.db lent out (snapshots and
+    /// backups), which may outlive `close()`: the write-back pacer's descriptor of hearth.db is closed only once
+    /// the store's own connections and every lent one have closed (closing it drops the process's POSIX locks
+    /// on the file, SQLite's included).
+    private struct ConnectionPool {
+        var idle: [SQLiteReader] = []
+        var closed = false
+        var lent = 0
+        /// `close()` has closed the store's own connections.
+        var ownClosed = false
+        /// Nothing holds hearth.db open but the pacer: the moment to close its descriptor.
+        var drained: Bool { ownClosed && lent == 0 }
+    }
     private static let maxIdleSnapshotReaders = 8
     let writer: Locked<SQLiteWriter?>
     private let checkpointer: SQLiteCheckpointer
@@ -108,6 +122,9 @@ public final class SQLiteStore: DocumentStore {
         let writeback = log != nil ? try SQLiteWriteback(path: path) : nil
         self.writeback = writeback
         do { checkpointer = try SQLiteCheckpointer(path: path, writeback: writeback) } catch {
+            // SQLite's connections first: the pacer's close drops the process's POSIX locks on hearth.db.
+            r.close()
+            w.close()
             writeback?.close()
             throw error
         }
@@ -125,6 +142,8 @@ public final class SQLiteStore: DocumentStore {
             } catch {
                 SQLiteCheckpointer.detach(from: connection)
                 checkpointer.close()
+                r.close()
+                w.close()
                 writeback?.close()
                 throw error
             }
@@ -258,17 +277,27 @@ public final class SQLiteStore: DocumentStore {
 
     /// A read transaction on a connection of its own (reused once closed).
     public func snapshot() throws(HearthError) -> any StoreSnapshot {
-        let pooled: SQLiteReader? = try snapshotReaders.withLock { (p: inout (idle: [SQLiteReader], closed: Bool)) throws(HearthError) in
+        let pooled: SQLiteReader? = try snapshotReaders.withLock { (p: inout ConnectionPool) throws(HearthError) in
             guard !p.closed else { throw CommitValidation.closed }
+            p.lent += 1
             return p.idle.popLast()
         }
         let r: SQLiteReader
-        if let pooled { r = pooled } else { r = try SQLiteReader(path: databasePath) }
+        if let pooled { r = pooled } else {
+            do throws(HearthError) { r = try SQLiteReader(path: databasePath) } catch {
+                connectionReturned()
+                throw error
+            }
+        }
         // The pending groups first, then SQLite's state: the applier can only have moved SQLite past some of
         // them meanwhile (`PendingCommits`).
         let pending = pipeline?.pending ?? PendingCommits()
         let baseSeq: UInt64
-        do throws(HearthError) { baseSeq = try r.beginSnapshot() } catch { r.close(); throw error }
+        do throws(HearthError) { baseSeq = try r.beginSnapshot() } catch {
+            r.close()
+            connectionReturned()
+            throw error
+        }
         let unapplied = pending.after(baseSeq)
         return SQLiteSnapshot(reader: r, seq: max(baseSeq, unapplied.lastSeq ?? 0), baseSeq: baseSeq,
                               pending: unapplied, store: self)
@@ -280,15 +309,32 @@ public final class SQLiteStore: DocumentStore {
         let keep = snapshotReaders.withLock { p in
             guard !p.closed, p.idle.count < Self.maxIdleSnapshotReaders else { return false }
             p.idle.append(r)
+            p.lent -= 1
             return true
         }
-        if !keep { r.close() }
+        if !keep {
+            r.close()
+            connectionReturned()
+        }
+    }
+
+    /// A connection lent out has closed; the last one after `close()` closes the write-back pacer.
+    private func connectionReturned() {
+        let drained = snapshotReaders.withLock { p in
+            p.lent -= 1
+            return p.drained
+        }
+        if drained { writeback?.close() }
     }
 
     /// `SQLiteBackup`, on a connection of its own; stops early once the store closes.
     public func backup(to directory: String, progress: (BackupProgress) -> Bool) throws(HearthError) -> BackupResult {
         let isClosed = { self.snapshotReaders.withLock { $0.closed } }
-        guard !isClosed() else { throw CommitValidation.closed }
+        try snapshotReaders.withLock { (p: inout ConnectionPool) throws(HearthError) in
+            guard !p.closed else { throw CommitValidation.closed }
+            p.lent += 1   // the backup's source connection
+        }
+        defer { connectionReturned() }
         // The copy is of SQLite's files: every commit acknowledged before the backup goes into them first.
         try pipeline?.drain()
         return try SQLiteBackup.run(source: databasePath, to: directory) { p in !isClosed() && progress(p) }
@@ -324,6 +370,8 @@ public final class SQLiteStore: DocumentStore {
     /// The write-back pacer's passes, files synced, failed passes, and whether it is idle (nil without a commit
     /// log).
     package var writebackState: (passes: Int, syncs: Int, failures: Int, idle: Bool)? { writeback?.state }
+    /// Whether the write-back pacer still holds its descriptors (nil without a commit log).
+    package var writebackIsOpen: Bool? { writeback?.isOpen }
     /// Waits up to `seconds` until the write-back pacer has nothing owed (tests: a barrier after the applier
     /// drained); false if it still had.
     package func waitForWritebackIdle(within seconds: Double = 30) -> Bool { writeback?.waitUntilIdle(within: seconds) ?? true }
@@ -356,7 +404,12 @@ public final class SQLiteStore: DocumentStore {
             w = nil
         }
         // After SQLite's last connection: closing its descriptor of hearth.db drops the process's POSIX locks.
-        writeback?.close()
+        // A snapshot or a backup still open closes it when it ends (`connectionReturned`).
+        let drained = snapshotReaders.withLock { p in
+            p.ownClosed = true
+            return p.drained
+        }
+        if drained { writeback?.close() }
         lock?.release()
     }
 

@@ -121,6 +121,10 @@ final class SQLiteWriteback: @unchecked Sendable {
         locked { (passCount, fileSyncs, failureCount, active == 0 && !owed && !syncing) }
     }
 
+    /// True until `close()` (tests: the descriptor of hearth.db outlives the store's own connections while a
+    /// snapshot or a backup is open).
+    var isOpen: Bool { locked { !stopping } }
+
     /// The first sync that failed, if any.
     var failure: HearthError? { locked { firstFailure } }
 

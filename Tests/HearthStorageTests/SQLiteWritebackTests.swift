@@ -112,6 +112,31 @@ import Testing
         return Int(st.st_mtim.tv_nsec)
     }
 
+    /// Closing the pacer's descriptor of hearth.db drops the process's POSIX locks on it, SQLite's included: a
+    /// snapshot (or a backup) still open when the store closes keeps it open until it ends.
+    @Test func thePacerClosesAfterTheLastConnectionToTheDatabase() throws {
+        let f = try StoreFixture(.sqlite)
+        defer { f.finish() }
+        let store = try #require(f.store as? SQLiteStore)
+        var h = History()
+        try store.apply([h.put("c/a", bytes("a"))])
+        let snapshot = try store.snapshot()
+        #expect(try snapshot.get(path("c/a"))?.data == bytes("a"))
+        store.close()
+        #expect(store.writebackIsOpen == true, "a snapshot still holds hearth.db open")
+        #expect(try snapshot.get(path("c/a"))?.data == bytes("a"))
+        snapshot.close()
+        #expect(store.writebackIsOpen == false)
+
+        let g = try StoreFixture(.sqlite)
+        defer { g.finish() }
+        let other = try #require(g.store as? SQLiteStore)
+        let s2 = try other.snapshot()
+        s2.close()   // back in the pool: the store's own
+        other.close()
+        #expect(other.writebackIsOpen == false)
+    }
+
     /// The store's applier runs the pacer around each transaction: once SQLite holds a group, the pacer has
     /// synced what the transaction wrote and gone back to sleep. A compaction runs it too. A store without a
     /// commit log (SQLite syncs every commit) has none.
