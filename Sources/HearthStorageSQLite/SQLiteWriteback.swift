@@ -176,8 +176,11 @@ final class SQLiteWriteback: @unchecked Sendable {
             }
             owed = false
             syncing = true
+            // The pass after the last writer ended writes everything back: a write in the same clock tick as the
+            // previous pass's look left its file's stamp unchanged.
+            let last = active == 0
             pthread_mutex_unlock(mutex)
-            let (failure, files) = syncChangedFiles()
+            let (failure, files) = syncChangedFiles(all: last)
             pthread_mutex_lock(mutex)
             fileSyncs += files
             if let failure {
@@ -205,32 +208,45 @@ final class SQLiteWriteback: @unchecked Sendable {
         let size: Int64
     }
 
-    /// Writes hearth.db and the WAL back, each only when its modification time or size changed since its last
-    /// write-back (each call walks the file's pages, and a writer may leave one of them untouched: an applier
-    /// transaction that runs no checkpoint writes only the WAL). A file system that keeps whole seconds (no
-    /// nanoseconds in file times) cannot tell: such a file is written back on every pass. A write in the same
-    /// clock tick as the last look may wait for the next pass: pacing, not durability. Returns the first
+    /// Writes hearth.db and the WAL back (`all`), or each only when its modification time or size changed since
+    /// its last write-back (each call walks the file's pages, and a writer may leave one of them untouched: an
+    /// applier transaction that runs no checkpoint writes only the WAL). A file system that keeps whole seconds
+    /// (no nanoseconds in file times) cannot tell: such a file is written back on every pass. A write in the
+    /// same clock tick as the last look waits for the next pass: pacing, not durability. Returns the first
     /// failure, and how many files were written back.
-    private func syncChangedFiles() -> (failure: HearthError?, files: Int) {
-        if descriptors[1] < 0 { descriptors[1] = open(paths[1], O_RDONLY | O_CLOEXEC) }   // the WAL, once it exists
+    private func syncChangedFiles(all: Bool) -> (failure: HearthError?, files: Int) {
+        var failure: HearthError?
         var files = 0
-        for i in 0..<2 where descriptors[i] >= 0 {
+        for i in 0..<2 {
+            if i == 1 && descriptors[1] < 0 { descriptors[1] = open(paths[1], O_RDONLY | O_CLOEXEC) }   // the WAL, once it exists
+            guard descriptors[i] >= 0 else { continue }
             var st = stat()
             guard fstat(descriptors[i], &st) == 0 else { continue }
+            if i == 1 && st.st_nlink == 0 {
+                // The WAL was removed (only by something outside the store: SQLite removes it at its last close):
+                // follow the file now at that path.
+                closeDescriptor(descriptors[1])
+                descriptors[1] = -1
+                synced[1] = nil
+                continue
+            }
             #if canImport(Darwin)
             let time = st.st_mtimespec
             #else
             let time = st.st_mtim
             #endif
             let stamp = Stamp(seconds: Int(time.tv_sec), nanoseconds: Int(time.tv_nsec), size: Int64(st.st_size))
-            guard stamp != synced[i] || time.tv_nsec == 0 else { continue }
+            guard all || stamp != synced[i] || time.tv_nsec == 0 else { continue }
             guard hearth_write_back(descriptors[i]) == 0 else {
-                return (HearthError(.unavailable, "storage: writing \(paths[i]) back failed: \(DataDirectory.describe(errno))"), files)
+                if failure == nil {
+                    failure = HearthError(.unavailable, "storage: writing \(paths[i]) back failed: \(DataDirectory.describe(errno))")
+                }
+                continue
             }
             synced[i] = stamp
             files += 1
         }
-        return (nil, files)
+        return (failure, files)
     }
 }
 

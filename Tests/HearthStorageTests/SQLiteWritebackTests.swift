@@ -39,8 +39,9 @@ import Testing
     }
 
     /// A pass writes a file back only when it was written since its last write-back: the first writes both
-    /// back, passes over files nobody writes write nothing back, and a write to the WAL is written back by the
-    /// next pass. (On a file system that keeps whole seconds in file times every pass writes both back.)
+    /// back, passes over files nobody writes write nothing back, a write to the WAL is written back by the
+    /// next pass, and the pass after the last writer ends writes both back. (On a file system that keeps whole
+    /// seconds in file times every pass writes both back.)
     @Test func aPassSyncsOnlyTheFilesWrittenSinceTheirLastSync() throws {
         let f = try StoreFixture(.sqlite)
         defer { f.finish() }
@@ -61,8 +62,10 @@ import Testing
         let before = pacer.state.passes
         #expect(pacer.waitForPasses(before + 2, within: Self.patience))   // a pass that began after the write
         #expect(pacer.state.syncs >= 3)
+        let beforeEnd = pacer.state.syncs
         pacer.end()
         #expect(pacer.waitUntilIdle(within: Self.patience))
+        #expect(pacer.state.syncs >= beforeEnd + 2, "the pass after the last writer writes both files back")
         #expect(pacer.state.failures == 0)
         #expect(pacer.failure == nil)
     }
