@@ -48,13 +48,22 @@ public struct ApplierStatus: Sendable, Equatable {
     public var backlogCommits: Int
     /// Why the applier stopped (writes are refused until it can go on), or nil.
     public var stalled: String?
+    /// The write-back pacer (SQLite: `SQLiteWriteback`): files written back to the disk while the applier and
+    /// checkpoints write, write-backs that failed, and the first failure (nil: none).
+    public var writebacks: Int
+    public var writebackFailures: Int
+    public var writebackFailure: String?
 
-    public init(groups: Int, transactions: Int, largestTransaction: Int, backlogCommits: Int, stalled: String? = nil) {
+    public init(groups: Int, transactions: Int, largestTransaction: Int, backlogCommits: Int, stalled: String? = nil,
+                writebacks: Int = 0, writebackFailures: Int = 0, writebackFailure: String? = nil) {
         self.groups = groups
         self.transactions = transactions
         self.largestTransaction = largestTransaction
         self.backlogCommits = backlogCommits
         self.stalled = stalled
+        self.writebacks = writebacks
+        self.writebackFailures = writebackFailures
+        self.writebackFailure = writebackFailure
     }
 }
 

@@ -359,7 +359,16 @@ public final class SQLiteStore: DocumentStore {
     package var logRotations: Int { pipeline?.rotations ?? 0 }
 
     /// The background applier's counters (nil: a store without a commit log).
-    public var applier: ApplierStatus? { pipeline?.counters }
+    public var applier: ApplierStatus? {
+        guard var status = pipeline?.counters else { return nil }
+        if let w = writeback {
+            let state = w.state
+            status.writebacks = state.syncs
+            status.writebackFailures = state.failures
+            status.writebackFailure = w.failure?.message
+        }
+        return status
+    }
 
     /// Waits until SQLite holds every commit acknowledged before the call.
     package func drainApplier() throws(HearthError) { try pipeline?.drain() }

@@ -158,6 +158,10 @@ import Testing
         #expect(state.syncs > 0, "the WAL the applier wrote was synced")
         #expect(state.failures == 0)
         #expect(state.idle)
+        // The store's status carries them (the stats op and /metrics show it).
+        #expect(store.applier?.writebacks == state.syncs)
+        #expect(store.applier?.writebackFailures == 0)
+        #expect(store.applier?.writebackFailure == nil)
         _ = try store.compact()
         #expect(store.waitForWritebackIdle())
         #expect(try #require(store.writebackState).passes > state.passes)

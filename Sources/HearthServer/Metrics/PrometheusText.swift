@@ -53,6 +53,8 @@ enum PrometheusText {
             counter("hearth_applier_groups_total", "Group commits applied to the database by the background applier.", "\(a.groups)")
             counter("hearth_applier_transactions_total", "Database transactions the background applier ran (each holds one or more groups).", "\(a.transactions)")
             gauge("hearth_applier_stalled", "1 while the background applier cannot apply the backlog (writes are refused; the log holds it), else 0.", a.stalled == nil ? "0" : "1")
+            counter("hearth_writeback_files_total", "Files (the database and its WAL) written back to the disk while the applier and checkpoints write them.", "\(a.writebacks)")
+            counter("hearth_writeback_failures_total", "Write-backs of the database's files that failed (an I/O error: the syncs durability relies on see it too).", "\(a.writebackFailures)")
         }
         gauge("hearth_seq", "The last durable and published seq.", "\(r.seq)")
         gauge("hearth_oldest_resumable_seq", "The oldest seq listeners can resume from (the change log's retention window starts after it).", "\(r.store.oldestResumableSeq)")

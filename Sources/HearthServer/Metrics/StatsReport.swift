@@ -106,6 +106,10 @@ struct StatsReport: Sendable {
             w.key("largestTransaction"); w.int(Int64(a.largestTransaction))
             w.key("stalled")
             if let why = a.stalled { w.string(why) } else { w.null() }
+            w.key("writebacks"); w.int(Int64(a.writebacks))
+            w.key("writebackFailures"); w.int(Int64(a.writebackFailures))
+            w.key("writebackFailure")
+            if let why = a.writebackFailure { w.string(why) } else { w.null() }
             w.endObject()
         }
         w.endObject()

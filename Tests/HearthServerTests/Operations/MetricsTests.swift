@@ -90,6 +90,9 @@ import Testing
         // The applier takes the groups into SQLite behind the commit log, several per transaction.
         #expect(after["hearth_applier_stalled"] == 0)
         #expect(after["hearth_applier_transactions_total"]! <= after["hearth_applier_groups_total"]!)
+        // The write-back pacer's counters are there; nothing failed.
+        #expect(after["hearth_writeback_files_total"] != nil)
+        #expect(after["hearth_writeback_failures_total"] == 0)
         #expect(after["hearth_commit_duration_seconds_count"]! > before["hearth_commit_duration_seconds_count"]!)
         #expect(after["hearth_seq"]! >= before["hearth_seq"]! + 50)
         #expect(after["hearth_connections"]! >= 2)
