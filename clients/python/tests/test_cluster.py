@@ -18,10 +18,18 @@ from .support import Daemon
 DSN = os.environ.get("HEARTH_TEST_POSTGRES", "")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports: all held at once while they are picked, so none is picked twice."""
+    sockets = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            sockets.append(s)
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 class ClusterClientTest(unittest.IsolatedAsyncioTestCase):
@@ -29,12 +37,18 @@ class ClusterClientTest(unittest.IsolatedAsyncioTestCase):
         if not DSN:
             self.skipTest("HEARTH_TEST_POSTGRES is not set (make test starts a PostgreSQL cluster and sets it)")
         schema = "py_" + uuid.uuid4().hex[:12]
-        self.ports = [free_port() for _ in range(3)]
+        self.ports = free_ports(3)
         self.nodes = []
-        for i, port in enumerate(self.ports):
-            d = Daemon("--postgres", DSN, "--postgres-schema", schema, "--port", str(port),
-                       "--advertise", f"127.0.0.1:{port}", "--node-name", f"n{i}", "--lease-ms", "1500")
-            self.nodes.append(d.start())
+        try:
+            for i, port in enumerate(self.ports):
+                d = Daemon("--postgres", DSN, "--postgres-schema", schema, "--port", str(port),
+                           "--advertise", f"127.0.0.1:{port}", "--node-name", f"n{i}", "--lease-ms", "1500")
+                self.nodes.append(d.start())
+        except BaseException:
+            # asyncTearDown does not run after a failed set-up: the nodes already started must not outlive it.
+            for d in self.nodes:
+                d.stop()
+            raise
 
     async def asyncTearDown(self) -> None:
         for d in getattr(self, "nodes", []):
