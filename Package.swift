@@ -13,7 +13,7 @@ import PackageDescription
 //   HearthRules ─► HearthModel, CRE2 (the Firestore Security Rules language: compile and evaluate; only it imports RE2)
 //   HearthCrypto ─► COpenSSL (only HearthCrypto imports OpenSSL: TLS and token signatures)
 //   HearthAuth ─► HearthCrypto, HearthProtocol, HearthModel (token verification, the admin key)
-//   HearthLoop, HearthStorageSQLite ─► CThreadName (libc's pthread_setname_np: names for their threads)
+//   HearthLoop, HearthStorageSQLite ─► CLibcGNU (libc's GNU extensions: thread names, sync_file_range)
 //   hearthd ─► CMalloc (jemalloc, linked as the daemon's allocator; only CMalloc names it)
 // See docs/architecture.md.
 let package = Package(
@@ -30,7 +30,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CXXHash", pkgConfig: "libxxhash", providers: [.apt(["libxxhash-dev"])]),
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
-        .systemLibrary(name: "CThreadName"),
+        .systemLibrary(name: "CLibcGNU"),
         .systemLibrary(name: "CMalloc", providers: [.apt(["libjemalloc-dev"])]),
         .target(
             name: "CSimdJSON",
@@ -50,10 +50,10 @@ let package = Package(
         .target(name: "HearthRules", dependencies: ["HearthModel", "CRE2"]),
         .target(name: "HearthProtocol", dependencies: ["HearthModel", "CSimdJSON"]),
         .target(name: "HearthStorage", dependencies: ["HearthModel"]),
-        .target(name: "HearthStorageSQLite", dependencies: ["HearthStorage", "HearthModel", "CSQLite", "CXXHash", "CThreadName"]),
+        .target(name: "HearthStorageSQLite", dependencies: ["HearthStorage", "HearthModel", "CSQLite", "CXXHash", "CLibcGNU"]),
         .target(name: "HearthStoragePostgres", dependencies: ["HearthStorage", "HearthModel", "CLibPQ"]),
         .target(name: "HearthEngine", dependencies: ["HearthStorage", "HearthModel"]),
-        .target(name: "HearthLoop", dependencies: ["CLibUV", "HearthCrypto", "CThreadName"]),
+        .target(name: "HearthLoop", dependencies: ["CLibUV", "HearthCrypto", "CLibcGNU"]),
         .target(name: "HearthServer", dependencies: ["HearthRules", "HearthAuth", "HearthLoop", "HearthCrypto", "HearthProtocol", "HearthEngine", "HearthStorage", "HearthModel"]),
         .target(name: "HearthCheck", dependencies: ["HearthStorageSQLite", "HearthEngine", "HearthProtocol", "HearthStorage", "HearthModel"]),
         .executableTarget(name: "hearthd", dependencies: ["CMalloc", "HearthServer", "HearthCrypto", "HearthCheck", "HearthStorageSQLite", "HearthStoragePostgres", "HearthStorage", "HearthModel"]),

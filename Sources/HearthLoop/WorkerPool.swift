@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CThreadName
+import CLibcGNU
 
 /// Threads of their own for work that must not run on the loop thread nor queue behind (or ahead of) libuv's
 /// shared pool, which carries the commit writer: large reads run here, so a burst of them never delays a

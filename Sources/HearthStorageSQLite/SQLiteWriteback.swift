@@ -5,7 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CThreadName
+import CLibcGNU
 import HearthModel
 
 /// Pushes the pages SQLite writes to the disk as they are written, while the applier and the checkpointer

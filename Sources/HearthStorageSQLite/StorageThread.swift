@@ -5,7 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import CThreadName
+import CLibcGNU
 import HearthModel
 
 /// The storage's own threads (the checkpointer, the applier): a pthread running `body`, which holds what it
@@ -46,7 +46,7 @@ enum StorageThread {
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
         #if os(Linux)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_condattr_setclock(&attributes, waitClock)
         #endif
         pthread_cond_init(condition, &attributes)
         pthread_condattr_destroy(&attributes)

@@ -1,5 +1,5 @@
-#ifndef HEARTH_CTHREADNAME_SHIM_H
-#define HEARTH_CTHREADNAME_SHIM_H
+#ifndef HEARTH_CLIBCGNU_SHIM_H
+#define HEARTH_CLIBCGNU_SHIM_H
 /* libc's GNU extensions that Swift's Glibc module does not declare (they need _GNU_SOURCE).
    Naming threads (pthread_setname_np): names show in top -H, ps -L, perf and gdb; Linux takes at most 15 bytes. */
 #include <pthread.h>
