@@ -25,8 +25,17 @@ public final class PendingGroup: Sendable {
     public let imageBytes: Int64
     /// The documents the commits wrote, counted per commit (a document two commits wrote counts twice).
     public let writeCount: Int
-    /// The bytes of the commit-log frame that made the group durable (0 for a store without one).
+    /// The bytes of the commit-log frame that made the group durable (0 for a store without one); for a
+    /// coalesced group, the sum of its groups' frames.
     public let logBytes: Int
+    /// 0 for a group as a store acknowledged it; one more than its groups' highest for a coalesced group
+    /// (`init(coalescing:)`).
+    public let tier: Int
+    /// The groups as the store acknowledged them that this one holds (1 unless coalesced).
+    public let acknowledgedGroups: Int
+    /// The requests the commits carried (`CommitRecord.request`), by ID, the oldest commit's for an ID
+    /// carried twice; empty for most groups.
+    let requests: [String: CommittedRequest]
     /// The group's net index changes, built by the first index read that needs them: most groups are
     /// applied before any read asks, and a fan-out group holds thousands of keys.
     private let indexState = Locked<IndexState?>(nil)
@@ -44,13 +53,34 @@ public final class PendingGroup: Sendable {
     }
 
     /// `records` must be non-empty and ascending (the store validated them).
-    public init(_ records: [CommitRecord], logBytes: Int = 0) {
+    public convenience init(_ records: [CommitRecord], logBytes: Int = 0) {
+        self.init(records, logBytes: logBytes, tier: 0, acknowledgedGroups: 1)
+    }
+
+    /// One group holding the commits of `groups` (adjacent, ascending, at least one): every read of a
+    /// `PendingCommits` gives the same answer with it in their place, since each of its maps keeps the newest
+    /// commit's version as the groups' reads do newest group first. Its index keys are built at once when one
+    /// of the groups had built theirs (index reads are being served), else by the first read that needs them.
+    public convenience init(coalescing groups: [PendingGroup]) {
+        precondition(!groups.isEmpty, "a coalesced group holds at least one group")
+        for (a, b) in zip(groups, groups.dropFirst()) {
+            precondition(a.lastSeq < b.firstSeq, "coalesced groups must be ascending")
+        }
+        self.init(groups.flatMap(\.records), logBytes: groups.reduce(0) { $0 + $1.logBytes },
+                  tier: groups.reduce(0) { max($0, $1.tier) } + 1, acknowledgedGroups: groups.reduce(0) { $0 + $1.acknowledgedGroups })
+        if groups.contains(where: { $0.indexState.withLock { $0 != nil } }) { _ = indexKeys }
+    }
+
+    private init(_ records: [CommitRecord], logBytes: Int, tier: Int, acknowledgedGroups: Int) {
         self.logBytes = logBytes
+        self.tier = tier
+        self.acknowledgedGroups = acknowledgedGroups
         precondition(!records.isEmpty, "a pending group holds at least one commit")
         self.records = records
         firstSeq = records.first!.seq
         lastSeq = records.last!.seq
         var documents: [DocumentPath: StoredDocument?] = [:]
+        var requests: [String: CommittedRequest] = [:]
         var catalog: [UInt8]?
         var bytes: Int64 = 0
         var writes = 0
@@ -58,9 +88,11 @@ public final class PendingGroup: Sendable {
             writes += r.mutations.count
             for m in r.mutations { documents[m.path] = .some(m.after) }
             if let c = r.indexCatalog { catalog = c }
+            if let req = r.request, requests[req.id] == nil { requests[req.id] = CommittedRequest(seq: r.seq, answer: req.answer) }
             bytes += r.imageBytes
         }
         self.documents = documents
+        self.requests = requests
         pathHashes = Set(documents.keys.map(\.hashValue))
         self.catalog = catalog
         imageBytes = bytes
@@ -131,21 +163,48 @@ public protocol PendingBase: StoreReads {
 public struct PendingCommits: Sendable {
     /// Ascending, contiguous in apply order.
     public private(set) var groups: [PendingGroup] = []
+    /// The groups' totals, kept as groups come and go (a store's bounds check them at every append).
+    public private(set) var commitCount = 0
+    public private(set) var imageBytes: Int64 = 0
+    public private(set) var writeCount = 0
+    public private(set) var logBytes = 0
 
-    public init(_ groups: [PendingGroup] = []) { self.groups = groups }
+    public init(_ groups: [PendingGroup] = []) {
+        for g in groups { append(g) }
+    }
 
     public var isEmpty: Bool { groups.isEmpty }
     /// The newest pending seq.
     public var lastSeq: UInt64? { groups.last?.lastSeq }
-    public var commitCount: Int { groups.reduce(0) { $0 + $1.records.count } }
-    public var imageBytes: Int64 { groups.reduce(0) { $0 + $1.imageBytes } }
-    public var writeCount: Int { groups.reduce(0) { $0 + $1.writeCount } }
-    public var logBytes: Int { groups.reduce(0) { $0 + $1.logBytes } }
 
-    public mutating func append(_ group: PendingGroup) { groups.append(group) }
+    public mutating func append(_ group: PendingGroup) {
+        groups.append(group)
+        count(group, +1)
+    }
 
     /// Drops the groups through `seq` (applied).
-    public mutating func removeThrough(_ seq: UInt64) { groups.removeAll { $0.lastSeq <= seq } }
+    public mutating func removeThrough(_ seq: UInt64) {
+        let applied = groups.prefix { $0.lastSeq <= seq }.count
+        for g in groups[..<applied] { count(g, -1) }
+        groups.removeFirst(applied)
+    }
+
+    /// Replaces the adjacent groups at `range` with `coalesced`, which must hold exactly their commits
+    /// (`PendingGroup(coalescing:)`).
+    public mutating func coalesce(_ range: Range<Int>, into coalesced: PendingGroup) {
+        precondition(!range.isEmpty && groups[range.lowerBound].firstSeq == coalesced.firstSeq
+                     && groups[range.upperBound - 1].lastSeq == coalesced.lastSeq
+                     && groups[range].reduce(0, { $0 + $1.records.count }) == coalesced.records.count,
+                     "a coalesced group must hold exactly the groups it replaces")
+        groups.replaceSubrange(range, with: [coalesced])
+    }
+
+    private mutating func count(_ g: PendingGroup, _ sign: Int) {
+        commitCount += sign * g.records.count
+        imageBytes += Int64(sign) * g.imageBytes
+        writeCount += sign * g.writeCount
+        logBytes += sign * g.logBytes
+    }
 
     /// The groups a base at `baseSeq` does not hold yet; empty when the base is at or past the newest.
     public func after(_ baseSeq: UInt64) -> PendingCommits {
@@ -172,11 +231,7 @@ public struct PendingCommits: Sendable {
 
     /// The pending commit that carried request `id`, if any.
     public func committedRequest(_ id: String) -> CommittedRequest? {
-        for g in groups {
-            for r in g.records {
-                if let req = r.request, req.id == id { return CommittedRequest(seq: r.seq, answer: req.answer) }
-            }
-        }
+        for g in groups { if let found = g.requests[id] { return found } }
         return nil
     }
 

@@ -44,8 +44,11 @@ public struct ApplierStatus: Sendable, Equatable {
     public var groups: Int
     public var transactions: Int
     public var largestTransaction: Int
-    /// Commits acknowledged and not yet applied.
+    /// Commits acknowledged and not yet applied, and the groups holding them (coalesced as they wait).
     public var backlogCommits: Int
+    public var backlogGroups: Int
+    /// Groups the applier has replaced by coalesced ones (a group coalesced again counts again).
+    public var coalescedGroups: Int
     /// Why the applier stopped (writes are refused until it can go on), or nil.
     public var stalled: String?
     /// The write-back pacer (SQLite: `SQLiteWriteback`): files written back to the disk while the applier and
@@ -54,12 +57,15 @@ public struct ApplierStatus: Sendable, Equatable {
     public var writebackFailures: Int
     public var writebackFailure: String?
 
-    public init(groups: Int, transactions: Int, largestTransaction: Int, backlogCommits: Int, stalled: String? = nil,
+    public init(groups: Int, transactions: Int, largestTransaction: Int, backlogCommits: Int, backlogGroups: Int = 0,
+                coalescedGroups: Int = 0, stalled: String? = nil,
                 writebacks: Int = 0, writebackFailures: Int = 0, writebackFailure: String? = nil) {
         self.groups = groups
         self.transactions = transactions
         self.largestTransaction = largestTransaction
         self.backlogCommits = backlogCommits
+        self.backlogGroups = backlogGroups
+        self.coalescedGroups = coalescedGroups
         self.stalled = stalled
         self.writebacks = writebacks
         self.writebackFailures = writebackFailures

@@ -351,6 +351,12 @@ public final class SQLiteStore: DocumentStore {
 
     /// Tests: keeps the newest `groups` acknowledged groups out of SQLite (0: none), so that reads merge them.
     package func holdApplier(_ groups: Int) { pipeline?.hold(groups) }
+    /// Tests: coalesces the backlog's groups now, the held ones included (`CommitPipeline.coalesceNow`).
+    package func coalesceBacklog() { pipeline?.coalesceNow() }
+    /// Tests: how long the applier lets a backlog gather (`CommitPipeline.setBatchInterval`).
+    package func setApplierInterval(seconds: Double) { pipeline?.setBatchInterval(Int(seconds * 1e9)) }
+    /// Tests: waits until the applier has coalesced what it would (`CommitPipeline.waitUntilCoalesced`).
+    package func waitForCoalescing(within seconds: Double) -> Bool { pipeline?.waitUntilCoalesced(within: seconds) ?? true }
 
     /// Tests: `body` runs on the applier thread after each of its transactions (nil: nothing).
     package func afterEachApplierTransaction(_ body: (@Sendable () -> Void)?) { pipeline?.afterEachTransaction(body) }

@@ -180,6 +180,35 @@ import Testing
         #expect(store.applier?.backlogCommits == 0)
     }
 
+    /// While it waits for its interval, the applier coalesces the backlog's groups in tiers of
+    /// `coalesceFanIn`: reads consult a few groups and answer as before, nothing is applied early, and a drain
+    /// then applies every acknowledged group.
+    @Test func theApplierCoalescesTheGroupsItWaitsFor() throws {
+        let f = try StoreFixture(.sqlite)
+        defer { f.finish() }
+        let store = try #require(f.store as? SQLiteStore)
+        store.setApplierInterval(seconds: 600)
+        var h = History()
+        let groups = 100
+        for i in 0..<groups { try store.apply([h.put("c/d\(i % 30)", bytes("\(i)")), h.put("c/e\(i)", bytes("e"))]) }
+        #expect(store.waitForCoalescing(within: 60), "the applier coalesced the backlog")
+        let status = try #require(store.applier)
+        let fanIn = CommitPipeline.coalesceFanIn
+        // 100 groups: 12 runs of 8 became tier 1, 8 of those tier 2; 4 tier-0 and 4 tier-1 groups are left.
+        #expect(status.backlogGroups == 9 && status.coalescedGroups == 12 * fanIn + fanIn, "\(status)")
+        #expect(status.backlogCommits == 2 * groups && status.groups == 0 && status.transactions == 0, "\(status)")
+        for i in 0..<30 {
+            let last = (0..<groups).last { $0 % 30 == i }!
+            #expect(try store.get(path("c/d\(i)"))?.data == bytes("\(last)"))
+        }
+        #expect(try store.list(collection: collection("c"), afterID: nil, limit: 1_000).count == 30 + groups)
+        store.setApplierInterval(seconds: 0.5)
+        try store.drainApplier()
+        let drained = try #require(store.applier)
+        #expect(drained.backlogCommits == 0 && drained.backlogGroups == 0 && drained.groups == groups, "\(drained)")
+        #expect(try store.get(path("c/e99"))?.data == bytes("e"))
+    }
+
     /// Backpressure: with the applier holding every group back, the backlog's bound makes `apply` have it
     /// applied, so memory stays bounded and nothing is refused.
     @Test func aFullBacklogIsAppliedBeforeMoreIsTaken() throws {

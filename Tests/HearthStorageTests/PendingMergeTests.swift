@@ -5,7 +5,8 @@ import Testing
 
 /// The merge of pending groups with SQLite's entries (`PendingCommits`, `PendingKeyCursor`), checked against a
 /// model over many groups that touch the same keys, with random bounds, directions and limits, through the
-/// store and through a snapshot, and with visitors that stop early.
+/// store and through a snapshot, and with visitors that stop early; every few groups the backlog is coalesced
+/// (`PendingGroup(coalescing:)`), so later reads merge groups of several tiers.
 @Suite struct PendingMergeTests {
     /// Keys from a small alphabet, so groups touch each other's keys, remove what an older group added, and
     /// land on the bounds the reads use.
@@ -70,9 +71,10 @@ import Testing
         for _ in 0..<15 { try store.apply(group()) }
         try store.drainApplier()
         store.holdApplier(1_000)
-        for round in 0..<60 {
+        for round in 0..<80 {
             try store.apply(group())
             #expect(store.applier!.backlogCommits > 0, "the groups are pending, not applied")
+            if round % 9 == 8 { store.coalesceBacklog() }
             let snapshot = try store.snapshot()
             defer { snapshot.close() }
             for _ in 0..<6 {
@@ -110,5 +112,8 @@ import Testing
                 }
             }
         }
+        let status = try #require(store.applier)
+        #expect(status.coalescedGroups >= 64 && status.backlogGroups < 16, "80 groups were coalesced into a few: \(status)")
+        #expect(status.groups == 16, "only the groups applied before the hold reached SQLite: \(status)")
     }
 }

@@ -50,6 +50,8 @@ enum PrometheusText {
         counter("hearth_store_loop_reads_total", "Reads of the store made on the event loop thread (over PostgreSQL they stay at or near 0: such reads are made on reader threads).", "\(r.loopStoreReads)")
         if let a = r.applier {
             gauge("hearth_applier_backlog_commits", "Commits durable in the commit log and not yet applied to the database.", "\(a.backlogCommits)")
+            gauge("hearth_applier_backlog_groups", "Groups holding the backlog's commits (the applier coalesces them as they wait; each read consults every one).", "\(a.backlogGroups)")
+            counter("hearth_applier_coalesced_groups_total", "Pending groups the applier replaced by coalesced ones (a group coalesced again counts again).", "\(a.coalescedGroups)")
             counter("hearth_applier_groups_total", "Group commits applied to the database by the background applier.", "\(a.groups)")
             counter("hearth_applier_transactions_total", "Database transactions the background applier ran (each holds one or more groups).", "\(a.transactions)")
             gauge("hearth_applier_stalled", "1 while the background applier cannot apply the backlog (writes are refused; the log holds it), else 0.", a.stalled == nil ? "0" : "1")

@@ -101,6 +101,8 @@ struct StatsReport: Sendable {
             w.key("applier")
             w.beginObject()
             w.key("backlogCommits"); w.int(Int64(a.backlogCommits))
+            w.key("backlogGroups"); w.int(Int64(a.backlogGroups))
+            w.key("coalescedGroups"); w.int(Int64(a.coalescedGroups))
             w.key("groups"); w.int(Int64(a.groups))
             w.key("transactions"); w.int(Int64(a.transactions))
             w.key("largestTransaction"); w.int(Int64(a.largestTransaction))
