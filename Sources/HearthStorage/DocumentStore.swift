@@ -317,7 +317,7 @@ public protocol DocumentStore: StoreReads, Sendable {
     /// `CommitRecord.imageBytes`. Pruning may empty the log; it never touches documents. A backend that makes
     /// a group durable first and applies it to its readable structure later (SQLite, after its commit log:
     /// `PendingCommits`) prunes when it applies: `oldestResumableSeq()` may then trail the group until the
-    /// applier's next transaction (up to ~100 ms and two transactions), which only keeps more history resumable.
+    /// applier's next transaction (up to ~500 ms and two transactions), which only keeps more history resumable.
     ///
     /// Throws INTERNAL, changing nothing, when the seqs are not strictly ascending and above `lastSeq()`, a seq
     /// exceeds `Int64.max`, or an image's path differs from its mutation's. On a storage failure before the

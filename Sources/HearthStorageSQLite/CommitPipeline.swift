@@ -49,23 +49,24 @@ final class CommitPipeline: @unchecked Sendable {
     static let maxPendingBytes: Int64 = 64 << 20
     /// The applier lets a backlog gather for up to `batchInterval`, counted from when it finds groups waiting
     /// after its last transaction, or until the backlog holds `batchWrites` document writes or a quarter of
-    /// what backpressure allows (`maxPendingGroups`, `maxPendingCommits`, `maxPendingBytes`), so that one
-    /// transaction writes a hot page once for many commits. The write limit is etcd's backend default
-    /// (`--backend-batch-limit` 10,000); the interval is five times etcd's (`--backend-batch-interval`
-    /// 100 ms), so that under sustained single-document writes the write limit ends most transactions: a
-    /// transaction of 10,000 sets to 10,000 hot documents wrote each document page once for ~7 sets where
-    /// 100 ms gave ~2, and the applier's CPU per set fell by a third. The quarter keeps a fast disk's many
-    /// small groups from reaching the bounds `append` waits at before the interval ends. Nothing waits for
-    /// the applier below those bounds (the log made the groups durable, and reads merge the backlog, whose
-    /// groups the applier coalesces as they come: `coalesceFanIn`). Measured in docs/benchmarks.md, "The
-    /// write path".
+    /// what backpressure allows (`maxPendingCommits`, `maxPendingBytes`, and `maxPendingGroups`, which only
+    /// groups too large to coalesce, or held by a test, can approach), so that one transaction writes a hot
+    /// page once for many commits. The write limit is etcd's backend default (`--backend-batch-limit`
+    /// 10,000); the interval is five times etcd's (`--backend-batch-interval` 100 ms), so that under sustained
+    /// single-document writes the write limit ends most transactions: 10,000 sets to 10,000 hot documents
+    /// write each of their ~1,500 pages once per transaction, where 100 ms of sets (~2,500) wrote most of them
+    /// too, and the applier's CPU per set fell by about a third. Nothing waits for the applier below the
+    /// bounds (the log made the groups durable, and reads merge the backlog, whose groups the applier
+    /// coalesces while it waits: `coalesceFanIn`). Measured in docs/benchmarks.md, "Longer applier
+    /// transactions, and the backlog coalesced".
     static let batchInterval: Int = 500_000_000   // ns
     static let batchWrites = 10_000
-    /// While it waits, the applier replaces each run of this many adjacent groups of one tier with one group
-    /// (`PendingGroup(coalescing:)`) whose frames fit in one transaction, so that a read, which consults every
-    /// pending group, consults a few dozen however many groups the interval gathers: groups stay ordered from
-    /// the oldest, largest tiers to the newest, and each commit is coalesced about log₈ of the backlog's groups
-    /// times. The newest `heldGroups` (tests) are left as they are.
+    /// While it waits for its interval, the applier replaces each run of this many adjacent groups of one
+    /// tier with one group of the next (`PendingGroup(coalescing:)`) whose frames fit in one transaction, so
+    /// that a read, which consults every pending group, consults at most seven per tier however many groups
+    /// the interval gathers (groups run from the oldest, highest tiers to the newest; a commit is coalesced
+    /// once per tier, ~log₈ of the groups gathered). Groups that arrive during a transaction wait for its end.
+    /// The groups of the transaction in progress and the newest `heldGroups` (tests) are left as they are.
     static let coalesceFanIn = 8
     /// `append` waits while the backlog's log frames exceed this many times `resetBytes`: the active log then
     /// stays below its hard limit (`hardLimitFactor`), where the writer would wait for the whole backlog.
@@ -103,13 +104,17 @@ final class CommitPipeline: @unchecked Sendable {
     private var retiredThrough: UInt64?
     /// Logs retired so far (renamed to `CommitLog.retiredName`), under the lock.
     private var rotationCount = 0
-    /// Tests: leave the newest `heldGroups` groups pending unless draining.
+    /// Tests: leave the newest `heldGroups` groups pending unless draining (groups as they are then: a group
+    /// coalesced before a hold counts as one).
     private var heldGroups = 0
     /// `batchInterval`, unless a test changed it (`setBatchInterval`).
     private var interval = CommitPipeline.batchInterval
     /// Tests: runs on the applier thread after each transaction, before the applied groups leave the backlog.
     private var afterTransaction: (@Sendable () -> Void)?
     private var draining = 0
+    /// The last seq of the transaction the applier is running, if any: its groups are not coalesced
+    /// (`coalesceNow` runs on another thread), so it removes exactly what it applied.
+    private var applyingThrough: UInt64?
     private var stopping = false
     private var thread: pthread_t?
     /// Groups applied so far, in how many transactions, and the largest one in commits (diagnostics).
@@ -178,9 +183,9 @@ final class CommitPipeline: @unchecked Sendable {
                 backlog.append(group)
                 loggedSeq = newest.seq
                 // Only the applier waits for groups: it needs a wake when its untimed wait has something to
-                // take now, its batch filled before its deadline (it wakes at that deadline on its own), or
-                // it has groups to coalesce.
-                if backlog.groups.count == heldGroups + 1 || batchIsFull || coalescibleRun() != nil { pthread_cond_broadcast(changed) }
+                // take now, its batch filled before its deadline (it wakes at that deadline on its own), or,
+                // between transactions, it has groups to coalesce.
+                if backlog.groups.count == heldGroups + 1 || batchIsFull || (applyingThrough == nil && coalescibleRun() != nil) { pthread_cond_broadcast(changed) }
             }
             if log.size >= resetBytes { rotateOrEmpty() }
         }
@@ -411,7 +416,8 @@ final class CommitPipeline: @unchecked Sendable {
         }
     }
 
-    /// Tests: waits up to `seconds` until the applier has coalesced every run it would; false if it had not.
+    /// Tests: waits up to `seconds` until the applier has coalesced every run it would; false if it had not
+    /// (a stalled applier coalesces nothing).
     func waitUntilCoalesced(within seconds: Double) -> Bool {
         try! locked {
             let deadline = StorageThread.deadline(after: Int(seconds * 1e9))
@@ -473,8 +479,10 @@ final class CommitPipeline: @unchecked Sendable {
                     // waiting for the interval, so the two segments stay near the reset size.
                     if draining > 0 || batchIsFull || retiredThrough != nil || deadline.map(StorageThread.passed) == true {
                         work = transaction(from: backlog.groups.dropLast(keep))
+                        applyingThrough = work.last!.lastSeq
                         break
                     }
+                    if deadline == nil { deadline = StorageThread.deadline(after: interval) }
                     if draining == 0, let run = coalescibleRun() {
                         let groups = Array(backlog.groups[run])
                         pthread_mutex_unlock(mutex)
@@ -489,7 +497,6 @@ final class CommitPipeline: @unchecked Sendable {
                         }
                         continue
                     }
-                    if deadline == nil { deadline = StorageThread.deadline(after: interval) }
                     var d = deadline!
                     pthread_cond_timedwait(changed, mutex, &d)
                     continue
@@ -526,6 +533,7 @@ final class CommitPipeline: @unchecked Sendable {
             case .failure(let e):
                 failure = e
             }
+            applyingThrough = nil
             pthread_cond_broadcast(changed)
             pthread_mutex_unlock(mutex)
         }
@@ -545,20 +553,25 @@ final class CommitPipeline: @unchecked Sendable {
         return Array(groups[groups.startIndex..<end])
     }
 
-    /// Under `mutex`: the oldest `coalesceFanIn` groups of the newest run of at least that many adjacent groups
-    /// of one tier, leaving out the newest `heldGroups`, whose frames fit in one transaction (so that
-    /// `transaction(from:)` still bounds what a transaction applies); nil when there is none.
+    /// Under `mutex`: `coalesceFanIn` adjacent groups of one tier to coalesce, the oldest such of the newest
+    /// run that has them, whose frames fit in one transaction (so that `transaction(from:)` still bounds what a
+    /// transaction applies); nil when there are none. Leaves out the newest `heldGroups` (tests) and the
+    /// groups of the transaction in progress.
     private func coalescibleRun() -> Range<Int>? {
         let groups = backlog.groups
+        let fanIn = Self.coalesceFanIn
         let limit = resetBytes * Self.transactionLogFactor
+        let floor = applyingThrough.map { seq in groups.prefix { $0.lastSeq <= seq }.count } ?? 0
         var end = groups.count - heldGroups
-        while end >= Self.coalesceFanIn {
+        while end - floor >= fanIn {
             let tier = groups[end - 1].tier
             var start = end - 1
-            while start > 0 && groups[start - 1].tier == tier { start -= 1 }
-            if end - start >= Self.coalesceFanIn {
-                let run = start ..< start + Self.coalesceFanIn
+            while start > floor && groups[start - 1].tier == tier { start -= 1 }
+            var first = start
+            while first + fanIn <= end {
+                let run = first ..< first + fanIn
                 if groups[run].reduce(0, { $0 + $1.logBytes }) <= limit { return run }
+                first += 1
             }
             end = start
         }

@@ -192,7 +192,7 @@ extension Dictionary where Key == String, Value == Any {
 
 extension WireClient {
     /// Asks `stats` until the SQLite store's applier has applied every acknowledged commit (it gathers a backlog
-    /// for up to 100 ms), for at most `timeout` seconds; returns the last backlog seen (0 once applied).
+    /// for up to 500 ms), for at most `timeout` seconds; returns the last backlog seen (0 once applied).
     public func waitForAppliedBacklog(timeout: Double = 10) throws -> Int {
         var backlog = -1
         let deadline = Date().addingTimeInterval(timeout)

@@ -29,7 +29,7 @@ import Testing
         let c = try first.connect()
         #expect(try c.request(#"{"op":"set","path":"a/1","data":{"n":1}}"#).isOK)
         // The set is in SQLite once the background applier's backlog is empty: the directory is quiet then.
-        // The applier gathers a backlog for up to 100 ms before it applies it: ask until it is empty (10 s at most).
+        // The applier gathers a backlog for up to 500 ms before it applies it: ask until it is empty (10 s at most).
         #expect(try c.waitForAppliedBacklog() == 0)
         let before = try Self.listing(first.dataDir)
         #expect(before.contains { $0.hasPrefix("LOCK ") })

@@ -190,7 +190,14 @@ import Testing
         store.setApplierInterval(seconds: 600)
         var h = History()
         let groups = 100
-        for i in 0..<groups { try store.apply([h.put("c/d\(i % 30)", bytes("\(i)")), h.put("c/e\(i)", bytes("e"))]) }
+        // Each group moves c/d(i % 30)'s index entry from key [1, i - 30] to [1, i]; e's entries stay at [2, i].
+        for i in 0..<groups {
+            let d = "c/d\(i % 30)"
+            let moved = IndexChanges(removed: i >= 30 ? [entry([1, UInt8(i - 30)], d)] : [], added: [entry([1, UInt8(i)], d)])
+            try store.apply([h.commit([(d, bytes("\(i)"))], index: moved), h.commit([("c/e\(i)", bytes("e"))], index: IndexChanges(added: [entry([2, UInt8(i)], "c/e\(i)")]))])
+            // An index read half-way: the groups then coalesced build their keys at once, the later ones when read.
+            if i == 50 { #expect(try store.countIndex(from: [1], to: [2]) == 30) }
+        }
         #expect(store.waitForCoalescing(within: 60), "the applier coalesced the backlog")
         let status = try #require(store.applier)
         let fanIn = CommitPipeline.coalesceFanIn
@@ -202,11 +209,16 @@ import Testing
             #expect(try store.get(path("c/d\(i)"))?.data == bytes("\(last)"))
         }
         #expect(try store.list(collection: collection("c"), afterID: nil, limit: 1_000).count == 30 + groups)
+        let moved = try store.scanIndex(from: [1], to: [2], reverse: true, limit: 5)
+        #expect(moved.map(\.key) == (95..<100).reversed().map { [1, UInt8($0)] })
+        #expect(moved.map(\.document.data) == (95..<100).reversed().map { bytes("\($0)") })
+        #expect(try store.countIndex(from: [1], to: [2]) == 30 && store.countIndex(from: [2], to: [3]) == groups)
         store.setApplierInterval(seconds: 0.5)
         try store.drainApplier()
         let drained = try #require(store.applier)
         #expect(drained.backlogCommits == 0 && drained.backlogGroups == 0 && drained.groups == groups, "\(drained)")
         #expect(try store.get(path("c/e99"))?.data == bytes("e"))
+        #expect(try store.scanIndex(from: [1], to: [2], reverse: true, limit: 1).map(\.key) == [[1, 99]])
     }
 
     /// Backpressure: with the applier holding every group back, the backlog's bound makes `apply` have it
