@@ -102,6 +102,8 @@ final class CommitPipeline: @unchecked Sendable {
     private var poisoned: HearthError?
     /// The last seq of the retired log segment, while it exists.
     private var retiredThrough: UInt64?
+    /// The active log is due to rotate and waits for the retired segment to go (`rotateOrEmpty`).
+    private var rotationWaits = false
     /// Logs retired so far (renamed to `CommitLog.retiredName`), under the lock.
     private var rotationCount = 0
     /// Tests: leave the newest `heldGroups` groups pending unless draining (groups as they are then: a group
@@ -196,7 +198,16 @@ final class CommitPipeline: @unchecked Sendable {
     /// and the log emptied).
     private func rotateOrEmpty() {
         if log.size >= resetBytes * Self.hardLimitFactor { try? emptyLog(); return }
-        guard try! locked({ retiredThrough }) == nil, log.size >= nextRotationBytes else { return }
+        let retired = try! locked { () -> Bool in
+            // The log is due to rotate while the last retired segment still waits for the applier: it applies
+            // at once rather than at its interval, so the two segments stay near the reset size.
+            if retiredThrough != nil && !rotationWaits {
+                rotationWaits = true
+                pthread_cond_broadcast(changed)
+            }
+            return retiredThrough != nil
+        }
+        guard !retired, log.size >= nextRotationBytes else { return }
         rotate()
     }
 
@@ -389,7 +400,10 @@ final class CommitPipeline: @unchecked Sendable {
             poison(error)
             throw error
         }
-        try! locked { retiredThrough = nil }
+        try! locked {
+            retiredThrough = nil
+            rotationWaits = false
+        }
     }
 
     /// Logs retired since the pipeline started.
@@ -475,9 +489,7 @@ final class CommitPipeline: @unchecked Sendable {
                 if stopping || poisoned != nil { break }
                 let keep = draining > 0 ? 0 : heldGroups
                 if failure == nil, backlog.groups.count > keep {
-                    // A retired log segment goes once SQLite holds its groups: they are applied without
-                    // waiting for the interval, so the two segments stay near the reset size.
-                    if draining > 0 || batchIsFull || retiredThrough != nil || deadline.map(StorageThread.passed) == true {
+                    if draining > 0 || batchIsFull || rotationWaits || deadline.map(StorageThread.passed) == true {
                         work = transaction(from: backlog.groups.dropLast(keep))
                         applyingThrough = work.last!.lastSeq
                         break
