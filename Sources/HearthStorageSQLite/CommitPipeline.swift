@@ -184,10 +184,13 @@ final class CommitPipeline: @unchecked Sendable {
             try! locked {
                 backlog.append(group)
                 loggedSeq = newest.seq
-                // Only the applier waits for groups: it needs a wake when its untimed wait has something to
-                // take now, its batch filled before its deadline (it wakes at that deadline on its own), or,
-                // between transactions, it has groups to coalesce.
-                if backlog.groups.count == heldGroups + 1 || batchIsFull || (applyingThrough == nil && coalescibleRun() != nil) { pthread_cond_broadcast(changed) }
+                // Only the applier waits for groups, between its transactions: it needs a wake when its
+                // untimed wait has something to take now, its batch filled before its deadline (it wakes at
+                // that deadline on its own), or it has groups to coalesce.
+                if applyingThrough == nil && (backlog.groups.count == heldGroups + 1 || batchIsFull || groupsAreFull
+                                              || coalescibleRun() != nil) {
+                    pthread_cond_broadcast(changed)
+                }
             }
             if log.size >= resetBytes { rotateOrEmpty() }
         }
@@ -235,7 +238,6 @@ final class CommitPipeline: @unchecked Sendable {
             try! locked {
                 retiredThrough = loggedSeq
                 rotationCount += 1
-                pthread_cond_broadcast(changed)
             }
         } catch {
             // The frames are whole and in order under whichever name the file has; refuse further groups
@@ -443,7 +445,8 @@ final class CommitPipeline: @unchecked Sendable {
         }
     }
 
-    /// Tests: coalesces, on the calling thread, every run the applier would, the held groups included.
+    /// Tests: coalesces, on the calling thread, every run the applier would, the held groups included (never
+    /// the groups of a transaction in progress).
     func coalesceNow() {
         try! locked {
             let held = heldGroups
@@ -508,6 +511,12 @@ final class CommitPipeline: @unchecked Sendable {
                             pthread_cond_broadcast(changed)   // for `waitUntilCoalesced`
                         }
                         continue
+                    }
+                    // Groups left that cannot be coalesced (too large, or held by a test) count as well.
+                    if groupsAreFull {
+                        work = transaction(from: backlog.groups.dropLast(keep))
+                        applyingThrough = work.last!.lastSeq
+                        break
                     }
                     var d = deadline!
                     pthread_cond_timedwait(changed, mutex, &d)
@@ -592,9 +601,13 @@ final class CommitPipeline: @unchecked Sendable {
 
     /// Under `mutex`: the backlog is as large as one transaction should wait for.
     private var batchIsFull: Bool {
-        backlog.writeCount >= Self.batchWrites || backlog.groups.count >= Self.maxPendingGroups / 4
-            || backlog.commitCount >= Self.maxPendingCommits / 4 || backlog.imageBytes >= Self.maxPendingBytes / 4
+        backlog.writeCount >= Self.batchWrites || backlog.commitCount >= Self.maxPendingCommits / 4
+            || backlog.imageBytes >= Self.maxPendingBytes / 4
     }
+
+    /// Under `mutex`: the backlog holds a quarter of the groups `append` waits at. The applier checks it after
+    /// coalescing what it can (groups that arrived during a transaction are coalesced before it applies).
+    private var groupsAreFull: Bool { backlog.groups.count >= Self.maxPendingGroups / 4 }
 
     /// What the applier has done, and what it has yet to do.
     var counters: ApplierStatus {

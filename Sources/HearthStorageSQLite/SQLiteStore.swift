@@ -158,7 +158,9 @@ public final class SQLiteStore: DocumentStore {
 
     /// The commit log rotates once it holds this many bytes (`CommitPipeline`); a start after a power loss
     /// applies again at most the retired segment and the active log past SQLite, normally about twice this,
-    /// and never more than `CommitPipeline.hardLimitFactor + 1` times it.
+    /// and never more than `2 * CommitPipeline.hardLimitFactor` times it and a frame each (either segment stops
+    /// at the hard limit: a log due to rotate behind a retired segment the applier has not finished grows
+    /// until the applier, which then applies at once, lets it rotate).
     package static let defaultLogResetBytes = 8 << 20
 
     /// What the open found in the commit log (`CommitLogRecovery.summary` is the line to log); nil for a store

@@ -335,7 +335,8 @@ import Testing
     }
 
     /// Once the log outgrows its limit it is retired (renamed `commit.log.1`) and a new one started; the
-    /// retired segment goes once SQLite's synced files hold all of it. The two stay bounded, nothing is lost
+    /// retired segment goes once SQLite's synced files hold all of it. The two stay bounded (each by the hard
+    /// limit: how close to the reset size they stay depends on the applier's timing), nothing is lost
     /// across a reopen, and a clean close leaves an empty log and no retired segment behind.
     @Test func theLogRotatesOnceItOutgrowsItsLimit() throws {
         let dir = StoreFixture.makeTemporaryDirectory()
@@ -356,7 +357,8 @@ import Testing
         }
         // Counted, not sampled: the applier may remove a retired segment before the next look at the directory.
         #expect(store.logRotations > 0, "the log was never retired")
-        #expect(largest > 0 && largest < 4096 * (CommitPipeline.hardLimitFactor + 1) + 1024, "the log peaked at \(largest) bytes")
+        // Each segment stops at the hard limit and a frame (a retired one is a log that was due to rotate).
+        #expect(largest > 0 && largest <= 2 * (4096 * CommitPipeline.hardLimitFactor + 1024), "the log peaked at \(largest) bytes")
         try store.drainApplier()
         store.close()
         #expect(FileManager.default.contents(atPath: logPath) == Data(), "a clean close leaves the log empty")
