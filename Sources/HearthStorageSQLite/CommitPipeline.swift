@@ -49,24 +49,25 @@ final class CommitPipeline: @unchecked Sendable {
     static let maxPendingBytes: Int64 = 64 << 20
     /// The applier lets a backlog gather for up to `batchInterval`, counted from when it finds groups waiting
     /// after its last transaction, or until the backlog holds `batchWrites` document writes or a quarter of
-    /// what backpressure allows (`maxPendingCommits`, `maxPendingBytes`, and `maxPendingGroups`, which only
-    /// groups too large to coalesce, or held by a test, can approach), so that one transaction writes a hot
+    /// what backpressure allows (`maxPendingCommits`, `maxPendingBytes`, and `maxPendingGroups`, counted after
+    /// coalescing: `groupsAreFull`), so that one transaction writes a hot
     /// page once for many commits. The write limit is etcd's backend default (`--backend-batch-limit`
     /// 10,000); the interval is five times etcd's (`--backend-batch-interval` 100 ms), so that under sustained
-    /// single-document writes the write limit ends most transactions: 10,000 sets to 10,000 hot documents
-    /// write each of their ~1,500 pages once per transaction, where 100 ms of sets (~2,500) wrote most of them
-    /// too, and the applier's CPU per set fell by about a third. Nothing waits for the applier below the
+    /// single-document writes the write limit ends most transactions: 10,000 sets to 10,000 hot documents write
+    /// each of their pages once per transaction, where 100 ms held at most ~3,800 sets, and durable sets rose
+    /// 17% at the median of five rounds. Nothing waits for the applier below the
     /// bounds (the log made the groups durable, and reads merge the backlog, whose groups the applier
     /// coalesces while it waits: `coalesceFanIn`). Measured in docs/benchmarks.md, "Longer applier
     /// transactions, and the backlog coalesced".
     static let batchInterval: Int = 500_000_000   // ns
     static let batchWrites = 10_000
-    /// While it waits for its interval, the applier replaces each run of this many adjacent groups of one
-    /// tier with one group of the next (`PendingGroup(coalescing:)`) whose frames fit in one transaction, so
-    /// that a read, which consults every pending group, consults at most seven per tier however many groups
-    /// the interval gathers (groups run from the oldest, highest tiers to the newest; a commit is coalesced
-    /// once per tier, ~log₈ of the groups gathered). Groups that arrive during a transaction wait for its end.
-    /// The groups of the transaction in progress and the newest `heldGroups` (tests) are left as they are.
+    /// Between transactions, the applier replaces each run of this many adjacent groups of one tier with one
+    /// group of the next (`PendingGroup(coalescing:)`) whose frames fit in one transaction, so that a read,
+    /// which consults every pending group, consults about seven per tier however many groups the interval
+    /// gathers (groups run from the oldest, highest tiers to the newest, unless a group too large to coalesce
+    /// splits a run; a commit is coalesced once per tier, ~log₈ of the groups gathered). Groups that arrive
+    /// during a transaction wait for its end. The groups of the transaction in progress and the newest
+    /// `heldGroups` (tests) are left as they are.
     static let coalesceFanIn = 8
     /// `append` waits while the backlog's log frames exceed this many times `resetBytes`: the active log then
     /// stays below its hard limit (`hardLimitFactor`), where the writer would wait for the whole backlog.
