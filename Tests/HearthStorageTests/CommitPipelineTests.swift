@@ -221,6 +221,43 @@ import Testing
         #expect(try store.scanIndex(from: [1], to: [2], reverse: true, limit: 1).map(\.key) == [[1, 99]])
     }
 
+    /// Groups acknowledged while a transaction runs are coalesced apart from the transaction's own: coalescing
+    /// then (`coalesceBacklog`, on the applier's thread after the transaction, before its groups leave) never
+    /// takes a group the transaction applied, so the transaction removes exactly those, and every group is
+    /// applied once.
+    @Test func groupsAcknowledgedDuringATransactionAreCoalescedApartFromIt() throws {
+        let f = try StoreFixture(.sqlite)
+        defer { f.finish() }
+        let store = try #require(f.store as? SQLiteStore)
+        store.setApplierInterval(seconds: 600)
+        var h = History()
+        let first = (0..<20).map { h.put("c/a\($0)", bytes("a\($0)")) }
+        let later = (0..<16).map { h.put("c/b\($0)", bytes("b\($0)")) }
+        for r in first { try store.apply([r]) }
+        #expect(store.waitForCoalescing(within: 60))
+        // Seen from inside the first transaction: the backlog before and after the later groups came.
+        let seen = Locked<(before: ApplierStatus, after: ApplierStatus)?>(nil)
+        let failure = Locked<String?>(nil)
+        store.afterEachApplierTransaction {
+            guard seen.withLock({ $0 == nil }), let before = store.applier else { return }
+            do { for r in later { try store.apply([r]) } } catch { failure.withLock { $0 = "\(error)" } }
+            store.coalesceBacklog()
+            if let after = store.applier { seen.withLock { $0 = (before, after) } }
+        }
+        try store.drainApplier()             // one transaction takes the first 20 groups
+        store.afterEachApplierTransaction(nil)
+        #expect(failure.withLock { $0 } == nil)
+        let (before, after) = try #require(seen.withLock { $0 })
+        #expect(before.backlogCommits == 20 && before.backlogGroups == 6, "20 groups, coalesced: 2 of tier 1, 4 of tier 0: \(before)")
+        #expect(after.backlogCommits == 36 && after.backlogGroups == 6 + 2, "the 16 later groups coalesced into 2, apart from the 6: \(after)")
+        store.setApplierInterval(seconds: 0.5)
+        try store.drainApplier()
+        let drained = try #require(store.applier)
+        #expect(drained.groups == 36 && drained.backlogCommits == 0 && drained.backlogGroups == 0, "every group applied once: \(drained)")
+        for i in 0..<16 { #expect(try store.get(path("c/b\(i)"))?.data == bytes("b\(i)")) }
+        #expect(try store.list(collection: collection("c"), afterID: nil, limit: 100).count == 36)
+    }
+
     /// Backpressure: with the applier holding every group back, the backlog's bound makes `apply` have it
     /// applied, so memory stays bounded and nothing is refused.
     @Test func aFullBacklogIsAppliedBeforeMoreIsTaken() throws {
