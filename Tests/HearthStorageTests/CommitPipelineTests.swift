@@ -258,6 +258,62 @@ import Testing
         #expect(try store.list(collection: collection("c"), afterID: nil, limit: 100).count == 36)
     }
 
+    /// A group whose frame alone exceeds what one transaction takes is never coalesced, and does not keep
+    /// the groups after it, of its tier, from coalescing.
+    @Test func aGroupTooLargeToCoalesceLeavesTheRestOfItsTierCoalescible() throws {
+        let dir = StoreFixture.makeTemporaryDirectory()
+        defer { StoreFixture.removeTemporaryDirectory(dir) }
+        let reset = 64 << 10                 // one transaction takes up to 256 KiB of frames
+        let store = try StoreFixture.openSQLite(dir, logResetBytes: reset)
+        defer { store.close() }
+        store.setApplierInterval(seconds: 600)
+        var h = History()
+        try store.apply([h.put("c/large", [UInt8](repeating: 120, count: CommitPipeline.transactionLogFactor * reset + 1))])
+        for i in 0..<8 { try store.apply([h.put("c/small\(i)", bytes("\(i)"))]) }
+        #expect(store.waitForCoalescing(within: 60))
+        let status = try #require(store.applier)
+        #expect(status.backlogGroups == 2 && status.coalescedGroups == 8 && status.transactions == 0,
+                "the large group stays alone, the 8 small ones after it become one: \(status)")
+        store.setApplierInterval(seconds: 0.5)
+        try store.drainApplier()
+        #expect(store.applier?.groups == 9)
+        #expect(try store.get(path("c/small7"))?.data == bytes("7"))
+    }
+
+    /// A retired log segment waits for the applier's interval like any group, until the new log is due to
+    /// rotate behind it: then the applier applies at once, the segment goes, and the log rotates again.
+    @Test func aRotationDueBehindARetiredSegmentMakesTheApplierApplyAtOnce() throws {
+        let dir = StoreFixture.makeTemporaryDirectory()
+        defer { StoreFixture.removeTemporaryDirectory(dir) }
+        let reset = 16 << 10
+        let store = try StoreFixture.openSQLite(dir, logResetBytes: reset)
+        defer { store.close() }
+        store.setApplierInterval(seconds: 600)
+        let applied = DispatchSemaphore(value: 0)
+        store.afterEachApplierTransaction { applied.signal() }
+        defer { store.afterEachApplierTransaction(nil) }
+        var h = History()
+        let doc = [UInt8](repeating: 121, count: 2000)
+        var i = 0
+        while store.logRotations == 0 {     // fills the log to its reset size: it is retired
+            try store.apply([h.put("c/d\(i % 10)", doc)])
+            i += 1
+        }
+        for _ in 0..<3 {                    // 6 KiB of frames, under the reset size: nothing is applied
+            try store.apply([h.put("c/d\(i % 10)", doc)])
+            i += 1
+        }
+        #expect(store.applier?.transactions == 0, "the retired segment waited for the interval")
+        for _ in 0..<7 {                    // 21 KiB in all: the new log is due to rotate
+            try store.apply([h.put("c/d\(i % 10)", doc)])
+            i += 1
+        }
+        #expect(applied.wait(timeout: .now() + 60) == .success, "the applier applied at once, not at its 600 s interval")
+        try store.apply([h.put("c/last", doc)])
+        try store.drainApplier()
+        #expect(try store.get(path("c/last"))?.data == doc)
+    }
+
     /// Backpressure: with the applier holding every group back, the backlog's bound makes `apply` have it
     /// applied, so memory stays bounded and nothing is refused.
     @Test func aFullBacklogIsAppliedBeforeMoreIsTaken() throws {
