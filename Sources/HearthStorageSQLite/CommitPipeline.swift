@@ -436,14 +436,7 @@ final class CommitPipeline: @unchecked Sendable {
     /// Tests: waits up to `seconds` until the applier has coalesced every run it would; false if it had not
     /// (a stalled applier coalesces nothing).
     func waitUntilCoalesced(within seconds: Double) -> Bool {
-        try! locked {
-            let deadline = StorageThread.deadline(after: Int(seconds * 1e9))
-            while coalescibleRun() != nil {
-                var d = deadline
-                if pthread_cond_timedwait(changed, mutex, &d) == ETIMEDOUT { return coalescibleRun() == nil }
-            }
-            return true
-        }
+        try! locked { StorageThread.wait(on: changed, mutex, within: seconds) { coalescibleRun() == nil } }
     }
 
     /// Tests: coalesces, on the calling thread, every run the applier would, the held groups included (never
@@ -493,13 +486,9 @@ final class CommitPipeline: @unchecked Sendable {
                 if stopping || poisoned != nil { break }
                 let keep = draining > 0 ? 0 : heldGroups
                 if failure == nil, backlog.groups.count > keep {
-                    if draining > 0 || batchIsFull || rotationWaits || deadline.map(StorageThread.passed) == true {
-                        work = transaction(from: backlog.groups.dropLast(keep))
-                        applyingThrough = work.last!.lastSeq
-                        break
-                    }
+                    let due = draining > 0 || batchIsFull || rotationWaits || deadline.map(StorageThread.passed) == true
                     if deadline == nil { deadline = StorageThread.deadline(after: interval) }
-                    if draining == 0, let run = coalescibleRun() {
+                    if !due, let run = coalescibleRun() {
                         let groups = Array(backlog.groups[run])
                         pthread_mutex_unlock(mutex)
                         let coalesced = PendingGroup(coalescing: groups)
@@ -514,7 +503,7 @@ final class CommitPipeline: @unchecked Sendable {
                         continue
                     }
                     // Groups left that cannot be coalesced (too large, or held by a test) count as well.
-                    if groupsAreFull {
+                    if due || groupsAreFull {
                         work = transaction(from: backlog.groups.dropLast(keep))
                         applyingThrough = work.last!.lastSeq
                         break

@@ -141,11 +141,8 @@ final class SQLiteWriteback: @unchecked Sendable {
     }
 
     private func wait(within seconds: Double, until done: () -> Bool) -> Bool {
-        var deadline = StorageThread.deadline(after: Int(seconds * 1e9))
-        return locked {
-            while !done() && !stopping {
-                if pthread_cond_timedwait(changed, mutex, &deadline) == ETIMEDOUT { return done() }
-            }
+        locked {
+            _ = StorageThread.wait(on: changed, mutex, within: seconds) { done() || stopping }
             return done()
         }
     }

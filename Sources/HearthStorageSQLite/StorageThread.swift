@@ -62,6 +62,17 @@ enum StorageThread {
         return t
     }
 
+    /// With `mutex` held: waits on `condition` (from `initCondition`) until `done()` or `seconds` pass, and
+    /// returns `done()` (tests' barriers on a storage thread's progress).
+    static func wait(on condition: UnsafeMutablePointer<pthread_cond_t>, _ mutex: UnsafeMutablePointer<pthread_mutex_t>,
+                     within seconds: Double, until done: () -> Bool) -> Bool {
+        var d = deadline(after: Int(seconds * 1e9))
+        while !done() {
+            if pthread_cond_timedwait(condition, mutex, &d) == ETIMEDOUT { break }
+        }
+        return done()
+    }
+
     /// True once `deadline` has passed.
     static func passed(_ deadline: timespec) -> Bool {
         var t = timespec()
