@@ -24,24 +24,28 @@ public final class Engine {
     public let indexCatalogCodec: (any IndexCatalogCodec)?
     private let clock: () -> Int64
 
+    // @exclusivity(unchecked) below: loop-thread state read or changed by every commit and publication; dynamic
+    // exclusivity checks off (docs/architecture.md, "Decisions": only the loop thread touches it, and no access
+    // spans a call that could reach the same property).
+
     /// Highest seq given to a commit.
-    public internal(set) var lastAssignedSeq: UInt64
+    @exclusivity(unchecked) public internal(set) var lastAssignedSeq: UInt64
     /// Highest seq durable and published.
-    public internal(set) var lastDurableSeq: UInt64
+    @exclusivity(unchecked) public internal(set) var lastDurableSeq: UInt64
     /// The store's history (`DocumentStore.historyID`): a seq is a position in this history only.
     public let historyID: UInt64
-    var lastCommitMicros: Int64 = 0
+    @exclusivity(unchecked) var lastCommitMicros: Int64 = 0
 
     /// Documents changed by commits not yet durable: the newest version of each, with its seq.
-    var overlay: [DocumentPath: OverlayEntry] = [:]
+    @exclusivity(unchecked) var overlay: [DocumentPath: OverlayEntry] = [:]
     /// Commits applied in memory and not yet handed to the store, ascending seq.
-    private var queued: [PendingCommit] = []
+    @exclusivity(unchecked) private var queued: [PendingCommit] = []
     /// The batch being made durable, if any.
-    private var inFlight: CommitBatch?
+    @exclusivity(unchecked) private var inFlight: CommitBatch?
     /// Pending commits (queued or in flight) by request ID: a retry while one is pending waits for its outcome.
-    var pendingRequests: [String: PendingCommit] = [:]
+    @exclusivity(unchecked) var pendingRequests: [String: PendingCommit] = [:]
     /// Reads a write needs, made off the loop (`Engine+WriteReads.swift`).
-    var writeReads = WriteReadState()
+    @exclusivity(unchecked) var writeReads = WriteReadState()
     /// Reads of the store are round trips across the network (`DocumentStore.readsAreRemote`, which sets it):
     /// the server then makes the reads a write needs (`readsNeeded`) on reader threads rather than on the
     /// loop. (Listeners' reads are off the loop over every store: `ListenerHub.readsOffLoop`.)
@@ -68,7 +72,7 @@ public final class Engine {
 
     /// Set while this node does not commit (it follows another node's commits, or is becoming the committer):
     /// `commit` throws it at once and changes nothing.
-    public var commitRefusal: HearthError?
+    @exclusivity(unchecked) public var commitRefusal: HearthError?
     /// Other nodes commit to the store: it may hold commits this node has not published yet, and the loop's
     /// reads go through `publishedReads`'s snapshot and rollback rather than to the store directly.
     public var storeMayLead = false {
@@ -84,14 +88,14 @@ public final class Engine {
     /// Set while the store's disk is full (by the server, which also clears it): a commit that would store
     /// more than it removes fails with this error at once, while one that only deletes documents (or verifies
     /// them, or leaves them unchanged) still runs, so space can be freed through the API.
-    public var diskFull: HearthError?
+    @exclusivity(unchecked) public var diskFull: HearthError?
     /// Called right before a commit is refused because of `diskFull`, so the server can check whether space
     /// came back (and clear `diskFull`, letting the commit through).
     public var recheckDiskSpace: (() -> Void)?
     /// Numbers backfill runs (a restarted backfill is a new generation).
     var backfillGeneration = 0
     /// The catalog changed since a commit last carried it: the next commit queued carries it.
-    var catalogDirty = false
+    @exclusivity(unchecked) var catalogDirty = false
     /// The catalog as the store holds it: the one read at start (or taken from another node), then the newest
     /// one a published commit carried. A failed batch rolls the catalog in memory back to it.
     var durableCatalog: IndexCatalog?

@@ -133,7 +133,9 @@ enum IndexMaintainer {
         let bf = before.fields, af = after.fields
         var i = 0, j = 0
         while i < bf.count || j < af.count {
-            let c = i == bf.count ? 1 : j == af.count ? -1 : UTF8Order.compare(bf[i].key, af[j].key)
+            // Most writes keep every key: equality is the cheaper test.
+            let c = i == bf.count ? 1 : j == af.count ? -1
+                : UTF8Order.equal(bf[i].key, af[j].key) ? 0 : UTF8Order.compare(bf[i].key, af[j].key)
             if c < 0 {
                 keyed(bf[i].key, bf[i].value, nil)
                 i += 1
@@ -184,6 +186,13 @@ enum IndexMaintainer {
 
     /// Sorts both key lists and records what only one of them holds.
     private static func merge(_ old: [[UInt8]], _ new: [[UInt8]], _ path: DocumentPath, into changes: inout IndexChanges) {
+        // One changed field of a scalar value (the usual update): at most one entry each, nothing to sort.
+        if old.count <= 1 && new.count <= 1 {
+            if let o = old.first, let n = new.first, o == n { return }
+            if let o = old.first { changes.removed.append(IndexEntry(key: o, path: path)) }
+            if let n = new.first { changes.added.append(IndexEntry(key: n, path: path)) }
+            return
+        }
         var old = old, new = new
         func less(_ a: [UInt8], _ b: [UInt8]) -> Bool { QueryPlan.Range.compare(a, b) < 0 }
         old.sort(by: less)

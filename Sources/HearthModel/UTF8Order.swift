@@ -5,6 +5,13 @@ public enum UTF8Order {
     /// -1, 0 or 1 as `a` sorts before, equal to or after `b` by UTF-8 bytes.
     @inlinable
     public static func compare(_ a: String, _ b: String) -> Int {
+        // In place, without copying either string (native and small strings are contiguous UTF-8).
+        let inPlace: Int?? = a.utf8.withContiguousStorageIfAvailable { pa in
+            b.utf8.withContiguousStorageIfAvailable { pb in
+                compareBytes(UnsafeRawBufferPointer(pa), UnsafeRawBufferPointer(pb))
+            }
+        }
+        if let inPlace, let inPlace { return inPlace }
         var a = a, b = b
         return a.withUTF8 { pa in
             b.withUTF8 { pb in compareBytes(UnsafeRawBufferPointer(pa), UnsafeRawBufferPointer(pb)) }

@@ -15,7 +15,9 @@ import HearthModel
 /// that wants to read something (a request's `id`) before answering with the error.
 public final class JSONParser {
     private let handle: OpaquePointer
-    private var result = hearth_json_result()
+    // @exclusivity(unchecked): read and written on every parse; a parser belongs to one thread and its result
+    // is only ever accessed by its own methods, none of which calls out while accessing it.
+    @exclusivity(unchecked) private var result = hearth_json_result()
     private let rejectsDuplicateKeys: Bool
 
     /// Readable slack bytes `parse(padded:)` needs after the input.

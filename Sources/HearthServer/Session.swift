@@ -25,7 +25,7 @@ final class Session: SnapshotWaiter {
     private var framer: LineFramer
     let responses = ResponseQueue()
     /// Writes submitted and not yet durable (or failed).
-    private(set) var pendingWrites = 0
+    @exclusivity(unchecked) private(set) var pendingWrites = 0   // and below: changed by every request (loop thread, never across a call)
     /// Lines waiting behind the read barrier, oldest first.
     @exclusivity(unchecked) private var parked: [Parked] = []   // read on every drain (`isParked`)
     private enum Parked {
@@ -38,26 +38,26 @@ final class Session: SnapshotWaiter {
     /// `close` was called: the connection closes once its output is flushed, and runs no more lines.
     private(set) var closing = false
     /// A read running on a reader thread: the connection's next lines wait for its response.
-    private(set) var readInFlight = false
+    @exclusivity(unchecked) private(set) var readInFlight = false
     /// Its result, read at a seq not yet published: `finish` answers it once that seq is.
     private var heldRead: (seq: UInt64, finish: () -> Void)?
     /// The running line missed documents the loop does not read (`readMissed`): what it read before it runs
     /// again, and how that went.
     var lineReads: LineReads?
-    private var readingPaused = false
+    @exclusivity(unchecked) private var readingPaused = false
     // @exclusivity(unchecked) here and below: loop-thread state read on every delivered event; dynamic exclusivity checks off (docs/architecture.md, "Decisions").
     @exclusivity(unchecked) private(set) var closed = false
     /// Some input has arrived (the first bytes are checked for a TLS handshake sent to a plain-text port).
-    private var sawInput = false
+    @exclusivity(unchecked) private var sawInput = false
     /// Bytes of the unfinished line this connection holds, as last counted in the server's budget.
-    private(set) var heldInput = 0
+    @exclusivity(unchecked) private(set) var heldInput = 0
     /// When the unfinished line began (loop clock, ms), moved later by each time the daemon held it
     /// (`timedLineStartMs`).
-    private(set) var lineStartedMs: UInt64?
+    @exclusivity(unchecked) private(set) var lineStartedMs: UInt64?
     /// Since when the daemon holds the unfinished line (reading paused while an answer is owed), if it does.
-    private var lineHeldSinceMs: UInt64?
+    @exclusivity(unchecked) private var lineHeldSinceMs: UInt64?
     /// When the last input arrived or the last owed answer (a write's, a read's on a reader) was sent.
-    private(set) var lastActivityMs: UInt64
+    @exclusivity(unchecked) private(set) var lastActivityMs: UInt64
 
     // Subscriptions (see Session+Listeners.swift).
     /// The snapshot a paged `export` reads, kept from its first page to its last or until the connection

@@ -2,11 +2,12 @@
 /// percentiles over the last 10 to 20 seconds). Loop thread only.
 final class OpMetrics {
     let name: String
-    private(set) var count: UInt64 = 0
-    private(set) var errors: UInt64 = 0
+    // @exclusivity(unchecked): recorded on every request, loop thread only, never across a call (docs/architecture.md, "Decisions").
+    @exclusivity(unchecked) private(set) var count: UInt64 = 0
+    @exclusivity(unchecked) private(set) var errors: UInt64 = 0
     /// Latency in microseconds since start.
-    private(set) var latency = LogHistogram()
-    private var current = LogHistogram()
+    @exclusivity(unchecked) private(set) var latency = LogHistogram()
+    @exclusivity(unchecked) private var current = LogHistogram()
     private var previous = LogHistogram()
     private var countAtTick: UInt64 = 0
     /// Requests in the last whole second.
