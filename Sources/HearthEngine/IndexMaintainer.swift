@@ -122,6 +122,8 @@ enum IndexMaintainer {
             if let before { for k in keys(path, before, composites: composites) { changes.removed.append(IndexEntry(key: k, path: path)) } }
             return
         }
+        let applying = composites.reduce(0) { $0 + ($1.collectionID == path.collectionID ? 1 : 0) }
+        if applying == 0, oneScalarChanged(path, before, after, into: &changes) { return }
         var old: [[UInt8]] = [], new: [[UInt8]] = []
         var context: FieldKeys?
         func keyed(_ segs: String, _ b: Value?, _ a: Value?) {
@@ -154,13 +156,54 @@ enum IndexMaintainer {
         }
         // Past Firestore's per-document limit, `keys` keeps a prefix of the full list, which depends on every
         // field: a document that may come near it is diffed in full.
-        let applying = composites.reduce(0) { $0 + ($1.collectionID == path.collectionID ? 1 : 0) }
         if entryBound(before, composites: applying) > maxEntriesPerDocument / 2
             || entryBound(after, composites: applying) > maxEntriesPerDocument / 2 {
             old = keys(path, before, composites: composites)
             new = keys(path, after, composites: composites)
         }
         merge(old, new, path, into: &changes)
+    }
+
+    /// The usual update, when no composite index applies: both versions have the same keys and exactly one
+    /// top-level field differs, holding neither an array nor a map in either, and neither version comes near
+    /// the entry limit. Its changes are then that field's own entry in each (none when the two encode the
+    /// same, as 1 and 1.0 do), built without the lists and the sort of the general diff. False, changing
+    /// nothing, for any other update.
+    private static func oneScalarChanged(_ path: DocumentPath, _ before: MapValue, _ after: MapValue,
+                                         into changes: inout IndexChanges) -> Bool {
+        let bf = before.fields, af = after.fields
+        guard bf.count == af.count else { return false }
+        var changed = -1
+        for i in bf.indices {
+            guard UTF8Order.equal(bf[i].key, af[i].key) else { return false }
+            if bf[i].value != af[i].value {
+                guard changed < 0 else { return false }
+                changed = i
+            }
+        }
+        guard changed >= 0 else { return true }   // nothing changed: no entry does
+        let b = bf[changed].value, a = af[changed].value
+        switch b { case .array, .map: return false; default: break }
+        switch a { case .array, .map: return false; default: break }
+        guard entryBound(before, composites: 0) <= maxEntriesPerDocument / 2,
+              entryBound(after, composites: 0) <= maxEntriesPerDocument / 2 else { return false }
+        let name = FieldPath.description(ofSegment: bf[changed].key)
+        let old = ownKey(path, name, b), new = ownKey(path, name, a)
+        guard old != new else { return true }
+        changes.removed.append(IndexEntry(key: old, path: path))
+        changes.added.append(IndexEntry(key: new, path: path))
+        return true
+    }
+
+    /// `FieldKeys.ownKey` built in one buffer, without the encodings `FieldKeys` keeps for many keys.
+    private static func ownKey(_ path: DocumentPath, _ fieldName: String, _ value: Value) -> [UInt8] {
+        let pathBytes = path.path.segments.reduce(0) { $0 + $1.utf8.count + 2 }
+        var k = IndexLayout.key(kind: IndexLayout.singleField, capacity: 2 * pathBytes + fieldName.utf8.count + 64)
+        IndexKey.encodeCollectionName(of: path, into: &k)
+        IndexKey.encode(.string(fieldName), into: &k)
+        IndexKey.encode(value, into: &k)
+        IndexKey.encodeDocumentKey(path, into: &k)
+        return k
     }
 
     /// At least as many entries as `keys` makes for `fields` before its limit: the two collection entries, one

@@ -12,9 +12,10 @@ public struct FieldsJSON: Sendable {
     public init() {}
 
     public func encodeFields(_ m: MapValue) -> [UInt8] {
-        var w = JSONWriter(capacity: 256)
-        w.fields(m)
-        return w.bytes
+        ThreadWriter.withWriter { w in
+            w.fields(m)
+            return w.bytes
+        }
     }
 
     /// Appends the encoding of `m` to `writer` (as one JSON value).

@@ -101,4 +101,50 @@ extension QueryOracleTests.RNG {
         #expect(Set(changes.removed.map(\.key)) == expected.removed)
         #expect(Set(changes.added.map(\.key)) == expected.added)
     }
+
+    /// The usual update (one top-level scalar changed, no composite index on the collection) takes a shorter
+    /// path than the full diff; it gives the same entries, none when the two values encode alike (1 and 1.0),
+    /// and updates it does not cover (an array or a map on either side, a key added or removed, two fields
+    /// changed, a composite that applies) still give the full diff's.
+    @Test func oneChangedScalarGivesTheFullDiffsEntries() throws {
+        let path = try DocumentPath(parsing: "users/u1/feed/p1")
+        var base = MapValue()
+        base["a"] = .string("x")
+        base["a b"] = .int(7)
+        base["score"] = .int(1)
+        base["tags"] = .array([.string("t")])
+        base["é"] = .null
+        let composite = IndexDefinition(id: 1, collectionID: "feed", scope: .collection,
+                                        fields: [.init(FieldPath(["a"]), .ascending), .init(FieldPath(["score"]), .descending)],
+                                        state: .ready)
+        let edits: [(String, Value?)] = [
+            ("score", .int(2)), ("score", .double(1.0)), ("score", .double(.nan)), ("a b", .string("needs backticks")),
+            ("é", .bool(true)), ("a", .timestamp(Timestamp(micros: 5))), ("score", .array([.int(1)])),
+            ("score", .map(base)), ("tags", .int(1)), ("new", .int(1)), ("a", nil), ("score", .int(1)),
+        ]
+        for (name, value) in edits {
+            for composites in [[], [composite]] {
+                var after = base
+                after[name] = value
+                var twice = after
+                twice["a"] = .string("y")
+                for (label, edited) in [("one", after), ("two", twice)] {
+                    var changes = IndexChanges()
+                    IndexMaintainer.changes(path, before: base, after: edited, composites: composites, into: &changes)
+                    let expected = Self.reference(path, base, edited, composites)
+                    let removed = changes.removed.map(\.key), added = changes.added.map(\.key)
+                    #expect(Set(removed) == expected.removed && removed.count == expected.removed.count,
+                            "\(name) = \(String(describing: value)), \(label), \(composites.count) composite(s): removed")
+                    #expect(Set(added) == expected.added && added.count == expected.added.count,
+                            "\(name) = \(String(describing: value)), \(label), \(composites.count) composite(s): added")
+                }
+            }
+        }
+        // 1 and 1.0 are different values with the same entry: nothing changes.
+        var same = base
+        same["score"] = .double(1.0)
+        var changes = IndexChanges()
+        IndexMaintainer.changes(path, before: base, after: same, composites: [], into: &changes)
+        #expect(changes.isEmpty)
+    }
 }

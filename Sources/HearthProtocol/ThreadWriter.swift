@@ -1,0 +1,42 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A writer per thread for encodings that end as arrays of their own (a document's stored bytes on every
+/// write): its buffer is kept from one encoding to the next, so an encoding costs one allocation, its result.
+/// `withWriter` moves the writer out of its slot while it runs (a writer must be uniquely referenced, or every
+/// append copies it); a nested use gets a new writer.
+enum ThreadWriter {
+    final class Slot { var writer: JSONWriter? }
+
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        #if canImport(Darwin)
+        let rc = pthread_key_create(&key) { Unmanaged<Slot>.fromOpaque($0).release() }
+        #else
+        let rc = pthread_key_create(&key) { p in if let p { Unmanaged<Slot>.fromOpaque(p).release() } }
+        #endif
+        precondition(rc == 0, "pthread_key_create failed")
+        return key
+    }()
+
+    private static var slot: Slot {
+        if let p = pthread_getspecific(key) { return Unmanaged<Slot>.fromOpaque(p).takeUnretainedValue() }
+        let s = Slot()
+        pthread_setspecific(key, Unmanaged.passRetained(s).toOpaque())
+        return s
+    }
+
+    /// Runs `body` with this thread's writer, emptied (`reset`: a buffer grown past
+    /// `JSONWriter.retainedCapacity` is let go).
+    static func withWriter<R>(_ body: (inout JSONWriter) -> R) -> R {
+        let s = slot
+        var w = s.writer.take() ?? JSONWriter(capacity: 1024)
+        w.reset()
+        let r = body(&w)
+        s.writer = consume w
+        return r
+    }
+}

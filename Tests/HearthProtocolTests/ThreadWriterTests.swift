@@ -1,0 +1,44 @@
+@testable import HearthProtocol
+import HearthModel
+import Testing
+
+/// `FieldsJSON.encodeFields` encodes in this thread's kept writer (`ThreadWriter`): the bytes are those of a
+/// writer of its own, whatever the thread's writer held before, however large, and a use inside another gets
+/// a writer of its own.
+@Suite struct ThreadWriterTests {
+    static func document(_ n: Int, pad: Int) -> MapValue {
+        var m = MapValue()
+        m["n"] = .int(Int64(n))
+        m["pad"] = .string(String(repeating: "x", count: pad))
+        m["quote"] = .string("a \"quoted\"\nline")
+        m["list"] = .array([.double(2.5), .bool(true), .null, .map(MapValue([.init(key: "k", value: .int(1))]))])
+        return m
+    }
+
+    static func fresh(_ m: MapValue) -> [UInt8] {
+        var w = JSONWriter(capacity: 16)
+        w.fields(m)
+        return w.bytes
+    }
+
+    @Test func encodingsAreThoseOfAWriterOfTheirOwn() {
+        let codec = FieldsJSON()
+        // Small, then one larger than the kept capacity (its buffer is let go), then small again.
+        for (i, pad) in [10, 300, 2 * JSONWriter.retainedCapacity, 5, 0, 70_000, 3].enumerated() {
+            let m = Self.document(i, pad: pad)
+            #expect(codec.encodeFields(m) == Self.fresh(m), "document \(i), pad \(pad)")
+        }
+    }
+
+    @Test func aNestedUseGetsAWriterOfItsOwn() {
+        let outer = Self.document(1, pad: 40), inner = Self.document(2, pad: 20)
+        let (o, i) = ThreadWriter.withWriter { w -> ([UInt8], [UInt8]) in
+            w.fields(outer)
+            let i = FieldsJSON().encodeFields(inner)
+            return (w.bytes, i)
+        }
+        #expect(o == Self.fresh(outer))
+        #expect(i == Self.fresh(inner))
+        #expect(FieldsJSON().encodeFields(outer) == Self.fresh(outer))
+    }
+}
