@@ -41,6 +41,14 @@ struct Command: Sendable {
     var forwarded: Bool { access == .write || onCommitter }
     /// Its position in `CommandTable.all` (its counters in `ServerMetrics.ops`); set by `Dispatcher`.
     var slot = 0
+    /// `fields`, `op` and `id` as UTF-8 bytes: the keys a request may hold, checked without making a `String`
+    /// of each key; set by `Dispatcher`.
+    var acceptedKeys: [[UInt8]] = []
+
+    /// True when a request for this op may hold the key `key` (UTF-8 bytes).
+    func accepts(key: UnsafeRawBufferPointer) -> Bool {
+        acceptedKeys.contains { k in k.count == key.count && k.withUnsafeBytes { UTF8Order.compareBytes($0, key) == 0 } }
+    }
 }
 
 /// The one table of every op the server understands. Generic checks (JSON object, known op, id, unknown

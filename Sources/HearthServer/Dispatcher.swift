@@ -39,6 +39,7 @@ final class Dispatcher {
         for (i, c) in CommandTable.all.enumerated() {
             var c = c
             c.slot = i
+            c.acceptedKeys = (["op", "id"] + c.fields.sorted()).map { Array($0.utf8) }
             table[c.name] = c
         }
         commands = table
@@ -87,11 +88,7 @@ final class Dispatcher {
         // older than an answer before it. `forward` is decided by the line it carries, dispatched below as if
         // it had come on its own (so the writes a follower forwards still pipeline).
         if command.access != .write && command.name != "forward" && session.pendingWrites > 0 { return .mustWait }
-        var unknown: String?
-        root.forEachMember { key, _ in
-            if unknown == nil, key != "op", key != "id", !command.fields.contains(key) { unknown = key }
-        }
-        if let unknown {
+        if let unknown = root.members.first(where: { !command.accepts(key: $0.keyBytes) })?.key {
             let allowed = command.fields.isEmpty ? "none" : command.fields.sorted().joined(separator: ", ")
             replyError(HearthError.invalid("unknown field \"\(unknown)\" (allowed: \(allowed))").prefixed(op), id: id, session: session)
             session.server.metrics.ops[command.slot].refused()

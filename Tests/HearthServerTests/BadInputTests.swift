@@ -36,6 +36,13 @@ import Testing
         Bad(line: #"{"op":"get","path":"a/__x__"}"#, code: "INVALID_ARGUMENT", mentions: "reserved"),
         Bad(line: #"{"op":"get","path":"a/.."}"#, code: "INVALID_ARGUMENT", mentions: ".."),
         Bad(line: #"{"op":"get","path":"a/b","extra":1}"#, code: "INVALID_ARGUMENT", mentions: "extra"),
+        // Keys are compared by their bytes after unescaping: one short of, one longer than, or one byte off
+        // an accepted key is unknown (an escaped spelling of "path" is "path").
+        Bad(line: #"{"op":"get","pat":"a/b"}"#, code: "INVALID_ARGUMENT", mentions: #"unknown field "pat""#),
+        Bad(line: #"{"op":"get","path":"a/b","paths":["a/b"]}"#, code: "INVALID_ARGUMENT", mentions: #"unknown field "paths""#),
+        Bad(line: #"{"op":"get","path":"a/b","":1}"#, code: "INVALID_ARGUMENT", mentions: #"unknown field """#),
+        Bad(line: #"{"op":"get","p\u00e2th":"a/b"}"#, code: "INVALID_ARGUMENT", mentions: "pâth"),
+        Bad(line: #"{"op":"get","p\u0061th":"a/"}"#, code: "INVALID_ARGUMENT", mentions: "a/"),
         Bad(line: #"{"op":"set","path":"a/b"}"#, code: "INVALID_ARGUMENT", mentions: "data"),
         Bad(line: #"{"op":"set","path":"a/b","data":[1]}"#, code: "INVALID_ARGUMENT", mentions: "data"),
         Bad(line: #"{"op":"set","path":"a/b","data":{"__k__":1}}"#, code: "INVALID_ARGUMENT", mentions: "__k__"),
