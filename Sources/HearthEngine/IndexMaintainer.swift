@@ -114,6 +114,8 @@ enum IndexMaintainer {
     /// both exist, only top-level fields whose values differ are keyed (a field's single-field entries
     /// depend on its name and value alone, and its collection entries on the path), plus every composite
     /// entry of both; the two key lists are sorted and merged, so unchanged entries cost a comparison.
+    /// The usual update, one top-level field changed from a scalar to a scalar (or added or removed) with no
+    /// composite index on the collection, is keyed on its own (`ownKey`), without the lists and the sort.
     /// Equal to diffing `keys(before)` against `keys(after)` (IndexMaintainerTests checks it).
     static func changes(_ path: DocumentPath, before: MapValue?, after: MapValue?, composites: [IndexDefinition],
                         into changes: inout IndexChanges) {
@@ -123,7 +125,6 @@ enum IndexMaintainer {
             return
         }
         let applying = composites.reduce(0) { $0 + ($1.collectionID == path.collectionID ? 1 : 0) }
-        if applying == 0, oneScalarChanged(path, before, after, into: &changes) { return }
         var old: [[UInt8]] = [], new: [[UInt8]] = []
         var context: FieldKeys?
         func keyed(_ segs: String, _ b: Value?, _ a: Value?) {
@@ -131,68 +132,75 @@ enum IndexMaintainer {
             if let b { context!.append(field: segs, b, into: &old) }
             if let a { context!.append(field: segs, a, into: &new) }
         }
-        // Both field lists are sorted by key bytes: walk them together.
+        // Both field lists are sorted by key bytes: walk them together. The first field that differs is held
+        // back (by its positions; -1 where absent) until a second one does: alone, it may be keyed on its own.
         let bf = before.fields, af = after.fields
+        var heldB = -1, heldA = -1, differing = 0
+        func differs(_ b: Int, _ a: Int) {
+            differing += 1
+            if differing == 1 {
+                heldB = b
+                heldA = a
+                return
+            }
+            if differing == 2 { keyedAt(heldB, heldA) }
+            keyedAt(b, a)
+        }
+        func keyedAt(_ b: Int, _ a: Int) {
+            // `Value?.none`, not `nil`: a bare `nil` here would be the literal `Value.null`.
+            keyed(b >= 0 ? bf[b].key : af[a].key, b >= 0 ? bf[b].value : Value?.none, a >= 0 ? af[a].value : Value?.none)
+        }
         var i = 0, j = 0
         while i < bf.count || j < af.count {
             // Most writes keep every key: equality is the cheaper test.
             let c = i == bf.count ? 1 : j == af.count ? -1
                 : UTF8Order.equal(bf[i].key, af[j].key) ? 0 : UTF8Order.compare(bf[i].key, af[j].key)
             if c < 0 {
-                keyed(bf[i].key, bf[i].value, nil)
+                differs(i, -1)
                 i += 1
             } else if c > 0 {
-                keyed(af[j].key, nil, af[j].value)
+                differs(-1, j)
                 j += 1
             } else {
-                if bf[i].value != af[j].value { keyed(bf[i].key, bf[i].value, af[j].value) }
+                if bf[i].value != af[j].value { differs(i, j) }
                 i += 1
                 j += 1
             }
         }
+        // Past Firestore's per-document limit, `keys` keeps a prefix of the full list, which depends on every
+        // field: a document that may come near it is diffed in full.
+        let nearLimit = entryBound(before, composites: applying) > maxEntriesPerDocument / 2
+            || entryBound(after, composites: applying) > maxEntriesPerDocument / 2
+        if applying == 0 && !nearLimit {
+            if differing == 0 { return }   // no field changed and no composite applies: no entry changed
+            if differing == 1, heldB < 0 || isScalar(bf[heldB].value), heldA < 0 || isScalar(af[heldA].value) {
+                let name = FieldPath.description(ofSegment: heldB >= 0 ? bf[heldB].key : af[heldA].key)
+                let o: [UInt8]? = heldB >= 0 ? ownKey(path, name, bf[heldB].value) : nil
+                let n: [UInt8]? = heldA >= 0 ? ownKey(path, name, af[heldA].value) : nil
+                if o == n { return }   // two values with one encoding (1 and 1.0)
+                if let o { changes.removed.append(IndexEntry(key: o, path: path)) }
+                if let n { changes.added.append(IndexEntry(key: n, path: path)) }
+                return
+            }
+        }
+        if differing == 1 { keyedAt(heldB, heldA) }
         for def in composites where def.collectionID == path.collectionID {
             old.append(contentsOf: compositeKeys(def, path, before))
             new.append(contentsOf: compositeKeys(def, path, after))
         }
-        // Past Firestore's per-document limit, `keys` keeps a prefix of the full list, which depends on every
-        // field: a document that may come near it is diffed in full.
-        if entryBound(before, composites: applying) > maxEntriesPerDocument / 2
-            || entryBound(after, composites: applying) > maxEntriesPerDocument / 2 {
+        if nearLimit {
             old = keys(path, before, composites: composites)
             new = keys(path, after, composites: composites)
         }
         merge(old, new, path, into: &changes)
     }
 
-    /// The usual update, when no composite index applies: both versions have the same keys and exactly one
-    /// top-level field differs, holding neither an array nor a map in either, and neither version comes near
-    /// the entry limit. Its changes are then that field's own entry in each (none when the two encode the
-    /// same, as 1 and 1.0 do), built without the lists and the sort of the general diff. False, changing
-    /// nothing, for any other update.
-    private static func oneScalarChanged(_ path: DocumentPath, _ before: MapValue, _ after: MapValue,
-                                         into changes: inout IndexChanges) -> Bool {
-        let bf = before.fields, af = after.fields
-        guard bf.count == af.count else { return false }
-        var changed = -1
-        for i in bf.indices {
-            guard UTF8Order.equal(bf[i].key, af[i].key) else { return false }
-            if bf[i].value != af[i].value {
-                guard changed < 0 else { return false }
-                changed = i
-            }
+    /// True for a value that is neither an array nor a map: its only entry is its own.
+    private static func isScalar(_ v: Value) -> Bool {
+        switch v {
+        case .array, .map: return false
+        default: return true
         }
-        guard changed >= 0 else { return true }   // nothing changed: no entry does
-        let b = bf[changed].value, a = af[changed].value
-        switch b { case .array, .map: return false; default: break }
-        switch a { case .array, .map: return false; default: break }
-        guard entryBound(before, composites: 0) <= maxEntriesPerDocument / 2,
-              entryBound(after, composites: 0) <= maxEntriesPerDocument / 2 else { return false }
-        let name = FieldPath.description(ofSegment: bf[changed].key)
-        let old = ownKey(path, name, b), new = ownKey(path, name, a)
-        guard old != new else { return true }
-        changes.removed.append(IndexEntry(key: old, path: path))
-        changes.added.append(IndexEntry(key: new, path: path))
-        return true
     }
 
     /// `FieldKeys.ownKey` built in one buffer, without the encodings `FieldKeys` keeps for many keys.

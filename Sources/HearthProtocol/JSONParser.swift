@@ -15,8 +15,9 @@ import HearthModel
 /// that wants to read something (a request's `id`) before answering with the error.
 public final class JSONParser {
     private let handle: OpaquePointer
-    // @exclusivity(unchecked): read and written on every parse; a parser belongs to one thread and its result
-    // is only ever accessed by its own methods, none of which calls out while accessing it.
+    // @exclusivity(unchecked): read and written on every parse. A parser is used by one thread at a time (a
+    // reader's parser passes between reader threads under a lock: `ReaderParsers`), and only its own methods
+    // touch `result`, none of them calling out to code that could reach it while they do.
     @exclusivity(unchecked) private var result = hearth_json_result()
     private let rejectsDuplicateKeys: Bool
 

@@ -114,6 +114,9 @@ extension QueryOracleTests.RNG {
         base["score"] = .int(1)
         base["tags"] = .array([.string("t")])
         base["é"] = .null
+        base["ref"] = .reference(try DocumentPath(parsing: "users/u2"))
+        base["raw"] = .bytes([0, 1, 2])
+        base["where"] = .geoPoint(GeoPoint(latitude: 1, longitude: 2))
         let composite = IndexDefinition(id: 1, collectionID: "feed", scope: .collection,
                                         fields: [.init(FieldPath(["a"]), .ascending), .init(FieldPath(["score"]), .descending)],
                                         state: .ready)
@@ -121,9 +124,15 @@ extension QueryOracleTests.RNG {
             ("score", .int(2)), ("score", .double(1.0)), ("score", .double(.nan)), ("a b", .string("needs backticks")),
             ("é", .bool(true)), ("a", .timestamp(Timestamp(micros: 5))), ("score", .array([.int(1)])),
             ("score", .map(base)), ("tags", .int(1)), ("new", .int(1)), ("a", nil), ("score", .int(1)),
+            ("ref", .reference(try DocumentPath(parsing: "users/u3"))), ("raw", .bytes([0, 1])), ("raw", .bytes([0, 0xFF])),
+            ("where", .geoPoint(GeoPoint(latitude: 1, longitude: 3))), ("tags", .array([.string("t"), .string("u")])),
+            ("tags", nil), ("new", .array([.int(1)])),
         ]
+        // A composite on another collection applies to none of these documents: the short path still runs.
+        let elsewhere = IndexDefinition(id: 2, collectionID: "other", scope: .collection,
+                                        fields: [.init(FieldPath(["score"]), .ascending)], state: .ready)
         for (name, value) in edits {
-            for composites in [[], [composite]] {
+            for composites in [[], [composite], [elsewhere]] {
                 var after = base
                 after[name] = value
                 var twice = after

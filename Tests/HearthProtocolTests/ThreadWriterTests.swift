@@ -24,10 +24,30 @@ import Testing
     @Test func encodingsAreThoseOfAWriterOfTheirOwn() {
         let codec = FieldsJSON()
         // Small, then one larger than the kept capacity (its buffer is let go), then small again.
-        for (i, pad) in [10, 300, 2 * JSONWriter.retainedCapacity, 5, 0, 70_000, 3].enumerated() {
+        for (i, pad) in [10, 300, 2 * JSONWriter.retainedCapacity, 5, 0, 70_000, 3, ThreadWriter.keptCapacity].enumerated() {
             let m = Self.document(i, pad: pad)
             #expect(codec.encodeFields(m) == Self.fresh(m), "document \(i), pad \(pad)")
         }
+    }
+
+    /// The point of the kept writer: it is the only reference to its buffer while it writes (or every append
+    /// would copy it), its buffer is reused by the next encoding on the thread, and one grown past
+    /// `keptCapacity` is not kept.
+    @Test func theWriterIsUniqueWhileItWritesAndKeptOnlyWhileSmall() {
+        let codec = FieldsJSON()
+        _ = codec.encodeFields(Self.document(0, pad: 10))
+        let kept = ThreadWriter.keptWriterCapacity
+        #expect(kept != nil)
+        ThreadWriter.withWriter { w in
+            #expect(isKnownUniquelyReferenced(&w.storage))
+            #expect(w.count == 0)
+            #expect(ThreadWriter.keptWriterCapacity == nil, "moved out of its slot while in use")
+        }
+        #expect(ThreadWriter.keptWriterCapacity == kept, "the same buffer is kept")
+        _ = codec.encodeFields(Self.document(1, pad: 2 * ThreadWriter.keptCapacity))
+        #expect(ThreadWriter.keptWriterCapacity == nil, "a buffer past keptCapacity is let go")
+        _ = codec.encodeFields(Self.document(2, pad: 10))
+        #expect((ThreadWriter.keptWriterCapacity ?? .max) <= ThreadWriter.keptCapacity)
     }
 
     @Test func aNestedUseGetsAWriterOfItsOwn() {

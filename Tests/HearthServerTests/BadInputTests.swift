@@ -43,6 +43,12 @@ import Testing
         Bad(line: #"{"op":"get","path":"a/b","":1}"#, code: "INVALID_ARGUMENT", mentions: #"unknown field """#),
         Bad(line: #"{"op":"get","p\u00e2th":"a/b"}"#, code: "INVALID_ARGUMENT", mentions: "pâth"),
         Bad(line: #"{"op":"get","p\u0061th":"a/"}"#, code: "INVALID_ARGUMENT", mentions: "a/"),
+        Bad(line: #"{"op":"get","path":"a/b","ID":1}"#, code: "INVALID_ARGUMENT", mentions: #"unknown field "ID""#),
+        Bad(line: #"{"op":"get","path":"a/b","ops":"get"}"#, code: "INVALID_ARGUMENT", mentions: #"unknown field "ops""#),
+        Bad(line: #"{"op":"get","path":"a/b","requestId":"r1"}"#, code: "INVALID_ARGUMENT", mentions: #"unknown field "requestId""#),
+        Bad(line: #"{"op":"set","path":"a/","requestId":"r1","data":{}}"#, code: "INVALID_ARGUMENT", mentions: "a/"),
+        // Keys are bytes: "admin\u212Aey" (a Kelvin sign, canonically equivalent to K) is not "adminKey".
+        Bad(line: #"{"op":"hello","admin\u212Aey":"k"}"#, code: "INVALID_ARGUMENT", mentions: "unknown field"),
         Bad(line: #"{"op":"set","path":"a/b"}"#, code: "INVALID_ARGUMENT", mentions: "data"),
         Bad(line: #"{"op":"set","path":"a/b","data":[1]}"#, code: "INVALID_ARGUMENT", mentions: "data"),
         Bad(line: #"{"op":"set","path":"a/b","data":{"__k__":1}}"#, code: "INVALID_ARGUMENT", mentions: "__k__"),
