@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A writer per thread for encodings that end as arrays of their own (a document's stored bytes on every
 /// write): its buffer is kept from one encoding to the next, so an encoding costs one allocation, its result.
 /// `withWriter` moves the writer out of its slot while it runs (a writer must be uniquely referenced, or every
@@ -15,23 +9,8 @@ enum ThreadWriter {
     /// The largest buffer a thread keeps between encodings.
     static let keptCapacity = 64 * 1024
 
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        #if canImport(Darwin)
-        let rc = pthread_key_create(&key) { Unmanaged<Slot>.fromOpaque($0).release() }
-        #else
-        let rc = pthread_key_create(&key) { p in if let p { Unmanaged<Slot>.fromOpaque(p).release() } }
-        #endif
-        precondition(rc == 0, "pthread_key_create failed")
-        return key
-    }()
-
-    private static var slot: Slot {
-        if let p = pthread_getspecific(key) { return Unmanaged<Slot>.fromOpaque(p).takeUnretainedValue() }
-        let s = Slot()
-        pthread_setspecific(key, Unmanaged.passRetained(s).toOpaque())
-        return s
-    }
+    private static let slots = PerThread { Slot() }
+    private static var slot: Slot { slots.current }
 
     /// Runs `body` with this thread's writer, empty.
     static func withWriter<R>(_ body: (inout JSONWriter) -> R) -> R {

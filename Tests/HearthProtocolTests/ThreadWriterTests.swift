@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import HearthProtocol
 import HearthModel
 import Testing
@@ -60,5 +63,38 @@ import Testing
         #expect(o == Self.fresh(outer))
         #expect(i == Self.fresh(inner))
         #expect(FieldsJSON().encodeFields(outer) == Self.fresh(outer))
+    }
+
+    /// `PerThread` (behind the kept writer and `ThreadParser`): one object per thread, the same on every call,
+    /// another on another thread, released when that thread exits.
+    @Test func perThreadObjectsAreOwnedByTheirThread() {
+        final class Probe: @unchecked Sendable {}
+        final class Seen: @unchecked Sendable {
+            weak var object: Probe?
+            var sameTwice = false
+            var other: ObjectIdentifier?
+        }
+        let per = PerThread { Probe() }
+        let mine = per.current
+        #expect(per.current === mine)
+        let seen = Seen()
+        final class Body { let run: () -> Void; init(_ run: @escaping () -> Void) { self.run = run } }
+        let body = Body {
+            let theirs = per.current
+            seen.sameTwice = per.current === theirs
+            seen.other = ObjectIdentifier(theirs)
+            seen.object = theirs
+        }
+        // A thread of its own, joined: `pthread_join` returns once it has exited and its keys' destructors ran.
+        var thread = pthread_t()
+        let rc = pthread_create(&thread, nil, { arg in
+            Unmanaged<Body>.fromOpaque(arg!).takeRetainedValue().run()
+            return nil
+        }, Unmanaged.passRetained(body).toOpaque())
+        #expect(rc == 0)
+        pthread_join(thread, nil)
+        #expect(seen.sameTwice)
+        #expect(seen.other != ObjectIdentifier(mine))
+        #expect(seen.object == nil, "released with its thread")
     }
 }
