@@ -5,7 +5,8 @@ public enum UTF8Order {
     /// -1, 0 or 1 as `a` sorts before, equal to or after `b` by UTF-8 bytes.
     @inlinable
     public static func compare(_ a: String, _ b: String) -> Int {
-        // In place, without copying either string (native and small strings are contiguous UTF-8).
+        // In place: native and small strings are contiguous UTF-8, read without making either string mutable
+        // (`withUTF8` on a copy costs a retain and a uniqueness check each).
         let inPlace: Int?? = a.utf8.withContiguousStorageIfAvailable { pa in
             b.utf8.withContiguousStorageIfAvailable { pb in
                 compareBytes(UnsafeRawBufferPointer(pa), UnsafeRawBufferPointer(pb))

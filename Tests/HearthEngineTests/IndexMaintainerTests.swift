@@ -102,10 +102,10 @@ extension QueryOracleTests.RNG {
         #expect(Set(changes.added.map(\.key)) == expected.added)
     }
 
-    /// The usual update (one top-level scalar changed, no composite index on the collection) takes a shorter
-    /// path than the full diff; it gives the same entries, none when the two values encode alike (1 and 1.0),
-    /// and updates it does not cover (an array or a map on either side, a key added or removed, two fields
-    /// changed, a composite that applies) still give the full diff's.
+    /// The usual update (one top-level field changed, added or removed, a scalar on each side that has it, no
+    /// composite index on the collection) takes a shorter path than the full diff; it gives the same entries,
+    /// none when the two values encode alike (1 and 1.0), and updates it does not cover (an array or a map on
+    /// either side, two fields changed, a composite that applies) still give the full diff's.
     @Test func oneChangedScalarGivesTheFullDiffsEntries() throws {
         let path = try DocumentPath(parsing: "users/u1/feed/p1")
         var base = MapValue()
@@ -136,7 +136,7 @@ extension QueryOracleTests.RNG {
                 var after = base
                 after[name] = value
                 var twice = after
-                twice["a"] = .string("y")
+                twice[name == "a" ? "a b" : "a"] = .string("y")   // a second field, always another one
                 for (label, edited) in [("one", after), ("two", twice)] {
                     var changes = IndexChanges()
                     IndexMaintainer.changes(path, before: base, after: edited, composites: composites, into: &changes)

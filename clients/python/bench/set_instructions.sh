@@ -28,11 +28,12 @@ for bin in "$@"; do
   pid=$!
   wait_port
   "$hearth" bench set --port "$port" --connections 50 --requests 25000 --duration 300 > /dev/null    # warm-up
-  callgrind_control -z "$pid" > /dev/null 2>&1
+  callgrind_control -z "$pid" > /dev/null
   out=$("$hearth" bench set --port "$port" --connections 50 --requests 5000 --duration 300)
-  callgrind_control -d "$pid" > /dev/null 2>&1
+  callgrind_control -d "$pid" > /dev/null
   stop
   n=$(echo "$out" | grep -E '^  measured' | awk '{print $2}' | tr -d ,)
+  if [ -z "$n" ] || [ "$n" -eq 0 ]; then echo "$bin: the bench measured no set: $out" >&2; cat "$dir/cg.log" >&2; exit 1; fi
   total=0; loop=0
   for f in "$dir"/cg.out.1-*; do    # the dump callgrind_control -d asked for (part 1), one file per thread
     ir=$(grep -m1 '^summary:' "$f" | awk '{print $2}')
