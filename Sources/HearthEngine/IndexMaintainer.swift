@@ -237,7 +237,7 @@ enum IndexMaintainer {
 
     /// Sorts both key lists and records what only one of them holds.
     private static func merge(_ old: [[UInt8]], _ new: [[UInt8]], _ path: DocumentPath, into changes: inout IndexChanges) {
-        // One changed field of a scalar value (the usual update): at most one entry each, nothing to sort.
+        // At most one key on each side: nothing to sort.
         if old.count <= 1 && new.count <= 1 {
             if let o = old.first, let n = new.first, o == n { return }
             if let o = old.first { changes.removed.append(IndexEntry(key: o, path: path)) }
