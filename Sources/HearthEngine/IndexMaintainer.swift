@@ -77,7 +77,7 @@ enum IndexMaintainer {
         }
 
         /// The field's own single-field entry.
-        private func ownKey(_ fieldName: String, _ value: Value) -> [UInt8] {
+        func ownKey(_ fieldName: String, _ value: Value) -> [UInt8] {
             var k = IndexLayout.fieldPrefix(kind: IndexLayout.singleField, encodedCollection: encodedCollection,
                                             fieldName: fieldName, reserving: 48 + docKey.count)
             IndexKey.encode(value, into: &k)
@@ -115,7 +115,8 @@ enum IndexMaintainer {
     /// depend on its name and value alone, and its collection entries on the path), plus every composite
     /// entry of both; the two key lists are sorted and merged, so unchanged entries cost a comparison.
     /// The usual update, one top-level field changed from a scalar to a scalar (or added or removed) with no
-    /// composite index on the collection, is keyed on its own (`ownKey`), without the lists and the sort.
+    /// composite index on the collection, is keyed on its own (`FieldKeys.ownKey`), without the lists and the
+    /// sort.
     /// Equal to diffing `keys(before)` against `keys(after)` (IndexMaintainerTests checks it).
     static func changes(_ path: DocumentPath, before: MapValue?, after: MapValue?, composites: [IndexDefinition],
                         into changes: inout IndexChanges) {
@@ -175,8 +176,9 @@ enum IndexMaintainer {
             if differing == 0 { return }   // no field changed and no composite applies: no entry changed
             if differing == 1, heldB < 0 || isScalar(bf[heldB].value), heldA < 0 || isScalar(af[heldA].value) {
                 let name = FieldPath.description(ofSegment: heldB >= 0 ? bf[heldB].key : af[heldA].key)
-                let o: [UInt8]? = heldB >= 0 ? ownKey(path, name, bf[heldB].value) : nil
-                let n: [UInt8]? = heldA >= 0 ? ownKey(path, name, af[heldA].value) : nil
+                let keys = FieldKeys(path)
+                let o: [UInt8]? = heldB >= 0 ? keys.ownKey(name, bf[heldB].value) : nil
+                let n: [UInt8]? = heldA >= 0 ? keys.ownKey(name, af[heldA].value) : nil
                 if o == n { return }   // two values with one encoding (1 and 1.0)
                 if let o { changes.removed.append(IndexEntry(key: o, path: path)) }
                 if let n { changes.added.append(IndexEntry(key: n, path: path)) }
@@ -201,17 +203,6 @@ enum IndexMaintainer {
         case .array, .map: return false
         default: return true
         }
-    }
-
-    /// `FieldKeys.ownKey` built in one buffer, without the encodings `FieldKeys` keeps for many keys.
-    private static func ownKey(_ path: DocumentPath, _ fieldName: String, _ value: Value) -> [UInt8] {
-        let pathBytes = path.path.segments.reduce(0) { $0 + $1.utf8.count + 2 }
-        var k = IndexLayout.key(kind: IndexLayout.singleField, capacity: 2 * pathBytes + fieldName.utf8.count + 64)
-        IndexKey.encodeCollectionName(of: path, into: &k)
-        IndexKey.encode(.string(fieldName), into: &k)
-        IndexKey.encode(value, into: &k)
-        IndexKey.encodeDocumentKey(path, into: &k)
-        return k
     }
 
     /// At least as many entries as `keys` makes for `fields` before its limit: the two collection entries, one

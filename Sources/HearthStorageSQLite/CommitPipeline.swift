@@ -446,10 +446,7 @@ final class CommitPipeline: @unchecked Sendable {
             let held = heldGroups
             heldGroups = 0
             defer { heldGroups = held }
-            while let run = coalescibleRun() {
-                backlog.coalesce(run, into: PendingGroup(coalescing: Array(backlog.groups[run])))
-                coalescedGroups += run.count
-            }
+            while let run = coalescibleRun() { replace(run, with: PendingGroup(coalescing: Array(backlog.groups[run]))) }
         }
     }
 
@@ -496,9 +493,7 @@ final class CommitPipeline: @unchecked Sendable {
                         // Only this thread removes groups, so `run` still names the same ones, unless a test
                         // coalesced them meanwhile (`coalesceNow`).
                         if run.upperBound <= backlog.groups.count && zip(backlog.groups[run], groups).allSatisfy(===) {
-                            backlog.coalesce(run, into: coalesced)
-                            coalescedGroups += groups.count
-                            pthread_cond_broadcast(changed)   // for `waitUntilCoalesced`
+                            replace(run, with: coalesced)
                         }
                         continue
                     }
@@ -587,6 +582,13 @@ final class CommitPipeline: @unchecked Sendable {
             end = start
         }
         return nil
+    }
+
+    /// Under `mutex`: puts `coalesced` in place of the groups at `run`, counts them, and tells `waitUntilCoalesced`.
+    private func replace(_ run: Range<Int>, with coalesced: PendingGroup) {
+        backlog.coalesce(run, into: coalesced)
+        coalescedGroups += run.count
+        pthread_cond_broadcast(changed)
     }
 
     /// Under `mutex`: the backlog is as large as one transaction should wait for.

@@ -28,9 +28,9 @@ for bin in "$@"; do
   pid=$!
   wait_port
   "$hearth" bench set --port "$port" --connections 50 --requests 25000 --duration 300 > /dev/null    # warm-up
-  callgrind_control -z "$pid" > /dev/null
+  callgrind_control -z "$pid" > "$dir/ctl.log" 2>&1 || { echo "callgrind_control -z failed:" >&2; cat "$dir/ctl.log" >&2; exit 1; }
   out=$("$hearth" bench set --port "$port" --connections 50 --requests 5000 --duration 300)
-  callgrind_control -d "$pid" > /dev/null
+  callgrind_control -d "$pid" > "$dir/ctl.log" 2>&1 || { echo "callgrind_control -d failed:" >&2; cat "$dir/ctl.log" >&2; exit 1; }
   stop
   n=$(echo "$out" | grep -E '^  measured' | awk '{print $2}' | tr -d ,)
   if [ -z "$n" ] || [ "$n" -eq 0 ]; then echo "$bin: the bench measured no set: $out" >&2; cat "$dir/cg.log" >&2; exit 1; fi
