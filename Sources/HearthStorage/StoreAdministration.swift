@@ -56,10 +56,17 @@ public struct ApplierStatus: Sendable, Equatable {
     public var writebacks: Int
     public var writebackFailures: Int
     public var writebackFailure: String?
+    /// Groups the commit log's writer held back while the backlog was over its soft bound (paced to the
+    /// applier's rate), and over its hard bound (until the applier made room), and for how long in all (µs).
+    public var pacedGroups: Int
+    public var pacedMicros: UInt64
+    public var blockedGroups: Int
+    public var blockedMicros: UInt64
 
     public init(groups: Int, transactions: Int, largestTransaction: Int, backlogCommits: Int, backlogGroups: Int = 0,
                 coalescedGroups: Int = 0, stalled: String? = nil,
-                writebacks: Int = 0, writebackFailures: Int = 0, writebackFailure: String? = nil) {
+                writebacks: Int = 0, writebackFailures: Int = 0, writebackFailure: String? = nil,
+                pacedGroups: Int = 0, pacedMicros: UInt64 = 0, blockedGroups: Int = 0, blockedMicros: UInt64 = 0) {
         self.groups = groups
         self.transactions = transactions
         self.largestTransaction = largestTransaction
@@ -70,6 +77,10 @@ public struct ApplierStatus: Sendable, Equatable {
         self.writebacks = writebacks
         self.writebackFailures = writebackFailures
         self.writebackFailure = writebackFailure
+        self.pacedGroups = pacedGroups
+        self.pacedMicros = pacedMicros
+        self.blockedGroups = blockedGroups
+        self.blockedMicros = blockedMicros
     }
 }
 

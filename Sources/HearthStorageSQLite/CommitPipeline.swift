@@ -126,6 +126,13 @@ final class CommitPipeline: @unchecked Sendable {
     private(set) var largestTransaction = 0
     /// Groups replaced by coalesced ones so far (a coalesced group coalesced again counts again).
     private(set) var coalescedGroups = 0
+    /// The soft bound's pace (`AppendPacer`), and the groups that waited for it or for the hard bound, and for
+    /// how long in all (diagnostics).
+    private var pacer = AppendPacer()
+    private var pacedGroups = 0
+    private var pacedNanos: UInt64 = 0
+    private var blockedGroups = 0
+    private var blockedNanos: UInt64 = 0
 
     init(log: CommitLog, directory: String, writer: Locked<SQLiteWriter?>, writeback: SQLiteWriteback?, history: UInt64,
          loggedSeq: UInt64, resetBytes: Int) throws(HearthError) {
@@ -172,9 +179,9 @@ final class CommitPipeline: @unchecked Sendable {
             try locked { () throws(HearthError) in if stopping { throw CommitValidation.closed } }
             guard let newest = commits.last else { return }
             if diskIsTight() { return try appendApplying(commits) }
-            let prev = try locked { () throws(HearthError) -> UInt64 in
-                try waitForRoom()
-                return loggedSeq
+            let (prev, started) = try locked { () throws(HearthError) -> (UInt64, UInt64) in
+                let started = try waitForRoom()
+                return (loggedSeq, started)
             }
             let frame = try Self.frame(commits, after: prev, history: history)
             do throws(HearthError) { try log.append(frame) } catch {
@@ -183,6 +190,7 @@ final class CommitPipeline: @unchecked Sendable {
             }
             let group = PendingGroup(commits, logBytes: frame.count)
             try! locked {
+                pacer.appended(bytes: frame.count, at: started, fill: fill)
                 backlog.append(group)
                 loggedSeq = newest.seq
                 // Only the applier waits for groups, between its transactions: it needs a wake when its
@@ -303,22 +311,53 @@ final class CommitPipeline: @unchecked Sendable {
         if log.size >= resetBytes { try? emptyLog() }
     }
 
-    /// Under `mutex`: waits while the backlog is over its bounds; a stopped applier is asked to try again
-    /// first (`waitUntilApplied`), and its failure thrown if that fails too.
-    private func waitForRoom() throws(HearthError) {
+    /// Under `mutex`: waits while the backlog is over its bounds (the hard bound: until the applier has made
+    /// room), then, while it is over the soft bound, until the pace lets the next group start (`AppendPacer`);
+    /// returns when the group starts. A stopped applier is asked to try again first (`waitUntilApplied`), and
+    /// its failure thrown if that fails too.
+    private func waitForRoom() throws(HearthError) -> UInt64 {
         if let poisoned { throw poisoned }
         if failure != nil { try waitUntilApplied() }
-        while !stopping && failure == nil && poisoned == nil
-                && (backlog.commitCount > Self.maxPendingCommits || backlog.groups.count > Self.maxPendingGroups
-                    || backlog.imageBytes > Self.maxPendingBytes || backlog.logBytes > resetBytes * Self.pendingLogFactor) {
-            draining += 1
-            pthread_cond_broadcast(changed)
-            pthread_cond_wait(changed, mutex)
-            draining -= 1
+        var now = StorageThread.nanos()
+        if fill > 1 {
+            let since = now
+            blockedGroups += 1
+            while !stopping && failure == nil && poisoned == nil && fill > 1 {
+                draining += 1
+                pthread_cond_broadcast(changed)
+                pthread_cond_wait(changed, mutex)
+                draining -= 1
+            }
+            now = StorageThread.nanos()
+            blockedNanos &+= now &- since
+        }
+        var start = pacer.start(now: now, fill: fill)
+        if start > now {
+            let since = now
+            pacedGroups += 1
+            // The applier's broadcast after each transaction re-evaluates the fill: below the soft bound the
+            // group starts at once.
+            while !stopping && failure == nil && poisoned == nil && start > now {
+                var deadline = StorageThread.deadline(at: start)
+                pthread_cond_timedwait(changed, mutex, &deadline)
+                now = StorageThread.nanos()
+                start = pacer.start(now: now, fill: fill)
+            }
+            pacedNanos &+= now &- since
         }
         if let poisoned { throw poisoned }
         if let failure { throw stuck(failure) }
         if stopping { throw CommitValidation.closed }
+        return now
+    }
+
+    /// Under `mutex`: the largest share of one of `append`'s bounds the backlog holds (over 1: `append` waits
+    /// for the applier to make room).
+    private var fill: Double {
+        max(Double(backlog.commitCount) / Double(Self.maxPendingCommits),
+            Double(backlog.groups.count) / Double(Self.maxPendingGroups),
+            Double(backlog.imageBytes) / Double(Self.maxPendingBytes),
+            Double(backlog.logBytes) / Double(resetBytes * Self.pendingLogFactor))
     }
 
     private func stuck(_ e: HearthError) -> HearthError {
@@ -425,6 +464,11 @@ final class CommitPipeline: @unchecked Sendable {
         }
     }
 
+    /// Tests: takes `bytesPerSecond` of log frames as the applier's rate until its next transaction is measured.
+    func assumeApplierRate(_ bytesPerSecond: Double) {
+        try! locked { pacer.assume(rate: bytesPerSecond) }
+    }
+
     /// Tests: how long the applier lets a backlog gather (nanoseconds), from its next wait on.
     func setBatchInterval(_ nanoseconds: Int) {
         try! locked {
@@ -514,6 +558,7 @@ final class CommitPipeline: @unchecked Sendable {
             if work.isEmpty { return }
             let records = work.flatMap(\.records)
             let retired = try! locked { retiredThrough }
+            let began = StorageThread.nanos()
             writeback?.begin()
             let result = Result { () throws(HearthError) in
                 try writer.withLock { (w: inout SQLiteWriter?) throws(HearthError) in
@@ -528,10 +573,12 @@ final class CommitPipeline: @unchecked Sendable {
             if let retired, records.last!.seq >= retired, case .success = result, try! locked({ poisoned }) == nil {
                 try? removeRetired()
             }
+            let took = StorageThread.nanos() &- began
             try! locked { afterTransaction }?()
             pthread_mutex_lock(mutex)
             switch result {
             case .success:
+                pacer.applied(bytes: work.reduce(0) { $0 + $1.logBytes }, nanos: took)
                 backlog.removeThrough(records.last!.seq)
                 appliedGroups += work.reduce(0) { $0 + $1.acknowledgedGroups }
                 transactions += 1
@@ -606,7 +653,9 @@ final class CommitPipeline: @unchecked Sendable {
         try! locked {
             ApplierStatus(groups: appliedGroups, transactions: transactions, largestTransaction: largestTransaction,
                           backlogCommits: backlog.commitCount, backlogGroups: backlog.groups.count,
-                          coalescedGroups: coalescedGroups, stalled: (poisoned ?? failure)?.message)
+                          coalescedGroups: coalescedGroups, stalled: (poisoned ?? failure)?.message,
+                          pacedGroups: pacedGroups, pacedMicros: pacedNanos / 1000,
+                          blockedGroups: blockedGroups, blockedMicros: blockedNanos / 1000)
         }
     }
 }

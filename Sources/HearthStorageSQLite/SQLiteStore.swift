@@ -353,6 +353,9 @@ public final class SQLiteStore: DocumentStore {
 
     /// Tests: keeps the newest `groups` acknowledged groups out of SQLite (0: none), so that reads merge them.
     package func holdApplier(_ groups: Int) { pipeline?.hold(groups) }
+    /// Tests: the applier's rate the commit log's pace assumes until a transaction is measured
+    /// (`CommitPipeline.assumeApplierRate`).
+    package func assumeApplierRate(_ bytesPerSecond: Double) { pipeline?.assumeApplierRate(bytesPerSecond) }
     /// Tests: coalesces the backlog's groups now, the held ones included (`CommitPipeline.coalesceNow`).
     package func coalesceBacklog() { pipeline?.coalesceNow() }
     /// Tests: how long the applier lets a backlog gather (`CommitPipeline.setBatchInterval`).

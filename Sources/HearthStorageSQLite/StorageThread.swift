@@ -73,6 +73,18 @@ enum StorageThread {
         return done()
     }
 
+    /// Now on the clock of the timed waits, in nanoseconds.
+    static func nanos() -> UInt64 {
+        var t = timespec()
+        clock_gettime(waitClock, &t)
+        return UInt64(t.tv_sec) &* 1_000_000_000 &+ UInt64(t.tv_nsec)
+    }
+
+    /// `nanos` (from `nanos()`) as a deadline for `pthread_cond_timedwait` on a condition from `initCondition`.
+    static func deadline(at nanos: UInt64) -> timespec {
+        timespec(tv_sec: Int(nanos / 1_000_000_000), tv_nsec: Int(nanos % 1_000_000_000))
+    }
+
     /// True once `deadline` has passed.
     static func passed(_ deadline: timespec) -> Bool {
         var t = timespec()

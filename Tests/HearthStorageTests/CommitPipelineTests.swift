@@ -368,6 +368,42 @@ import Testing
         #expect(store.applier?.backlogCommits == 0)
     }
 
+    /// Over half its bound, the backlog paces the writer to the applier's rate (`AppendPacer`) instead of
+    /// letting it run into the bound: with the applier held, a writer slows down from the soft bound on, still
+    /// reaches the hard bound (where the held applier applies), and loses nothing; a writer whose backlog stays
+    /// below the soft bound is never paced. The counters reach `applier` (and the metrics).
+    @Test func aWriterOverHalfTheBoundIsPacedToTheApplierAndLosesNothing() throws {
+        let dir = StoreFixture.makeTemporaryDirectory()
+        defer { StoreFixture.removeTemporaryDirectory(dir) }
+        let reset = 64 << 10
+        let store = try StoreFixture.openSQLite(dir, logResetBytes: reset)
+        defer { store.close() }
+        var h = History()
+        let doc = [UInt8](repeating: 120, count: 4000)
+        // Below the soft bound: the applier is free and the backlog small, whatever the rate.
+        store.assumeApplierRate(1)
+        for i in 0..<20 { try store.apply([h.put("c/d\(i % 40)", doc + bytes("\(i)"))]) }
+        #expect(store.applier?.pacedGroups == 0)
+        #expect(store.applier?.blockedGroups == 0)
+
+        store.holdApplier(100_000)           // nothing is applied unless a writer waits for room
+        store.assumeApplierRate(8e6)         // 4 KB frames: about 0.5-1 ms apart over the soft bound
+        let groups = 300
+        for i in 20..<groups { try store.apply([h.put("c/d\(i % 40)", doc + bytes("\(i)"))]) }
+        let status = try #require(store.applier)
+        #expect(status.pacedGroups > 0, "\(status)")
+        #expect(status.pacedMicros > 0, "\(status)")
+        #expect(status.blockedGroups > 0, "the held applier still let the backlog reach its bound: \(status)")
+        // Groups that waited at the hard bound were paced first (the fill passes the soft bound on its way).
+        #expect(status.pacedGroups >= status.blockedGroups, "\(status)")
+        #expect(try store.lastSeq() == UInt64(groups))
+        let lastOf39 = (0..<groups).last { $0 % 40 == 39 }!
+        #expect(try store.get(path("c/d39"))?.data == doc + bytes("\(lastOf39)"))
+        store.holdApplier(0)
+        try store.drainApplier()
+        #expect(store.applier?.backlogCommits == 0)
+    }
+
     /// Readers on other threads take snapshots while the applier moves SQLite past the groups they merged:
     /// every snapshot reads exactly the state at its seq (each document holds the seq that wrote it, and the
     /// index holds one entry per document naming its value).

@@ -108,6 +108,10 @@ struct StatsReport: Sendable {
             w.key("largestTransaction"); w.int(Int64(a.largestTransaction))
             w.key("stalled")
             if let why = a.stalled { w.string(why) } else { w.null() }
+            w.key("pacedGroups"); w.int(Int64(a.pacedGroups))
+            w.key("pacedMicros"); w.uint(a.pacedMicros)
+            w.key("blockedGroups"); w.int(Int64(a.blockedGroups))
+            w.key("blockedMicros"); w.uint(a.blockedMicros)
             w.key("writebacks"); w.int(Int64(a.writebacks))
             w.key("writebackFailures"); w.int(Int64(a.writebackFailures))
             w.key("writebackFailure")

@@ -90,6 +90,11 @@ import Testing
         // The applier takes the groups into SQLite behind the commit log, several per transaction.
         #expect(after["hearth_applier_stalled"] == 0)
         #expect(after["hearth_applier_transactions_total"]! <= after["hearth_applier_groups_total"]!)
+        // The commit log's pace and bound: 50 small writes come nowhere near either.
+        for name in ["hearth_applier_paced_groups_total", "hearth_applier_paced_seconds_total",
+                     "hearth_applier_blocked_groups_total", "hearth_applier_blocked_seconds_total"] {
+            #expect(after[name] == 0, "\(name)")
+        }
         // The write-back pacer's counters are there; nothing failed.
         #expect(after["hearth_writeback_files_total"] != nil)
         #expect(after["hearth_writeback_failures_total"] == 0)

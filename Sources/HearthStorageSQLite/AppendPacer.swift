@@ -1,0 +1,60 @@
+/// The commit log's soft backpressure (`CommitPipeline`): while the backlog is over half of what `append`
+/// stops at, groups are admitted no faster than the applier has been applying them, so that a writer that
+/// outpaces the applier slows a little for every group instead of running into the hard bound, where a
+/// group waits for the rest of an applier transaction (hundreds of milliseconds: docs/benchmarks.md, "The
+/// applier's pace"). RocksDB's write controller does the same between its soft and hard limits
+/// (`delayed_write_rate`, `soft_pending_compaction_bytes_limit`).
+///
+/// The pace: the applier's rate, log-frame bytes per second of its transactions' time (smoothed), times a
+/// factor that falls from 1 at the soft bound to `slowestFactor` at the hard bound, so that the further the
+/// backlog is over, the more it shrinks. A group of `n` bytes appended at `t` lets the next one start at
+/// `t + n / pace` at the earliest; below the soft bound nothing waits and no debt is kept. Until a
+/// transaction has been measured there is no pace and only the hard bound holds.
+///
+/// Pure: times are monotonic nanoseconds passed in; `CommitPipeline` holds it under its mutex.
+struct AppendPacer: Equatable {
+    /// The fill (the largest share of a hard bound the backlog holds) where pacing starts.
+    static let softFill = 0.5
+    /// The pace's factor of the applier's rate at the hard bound.
+    static let slowestFactor = 0.5
+    /// The weight of the newest transaction in the smoothed rate.
+    static let smoothing = 0.3
+    /// Transactions shorter than this tell little about the rate (a timer's granularity, a tiny group).
+    static let shortestMeasured: UInt64 = 1_000_000
+
+    /// Log-frame bytes per second of the applier's transaction time, smoothed; nil until one is measured.
+    private(set) var rate: Double?
+    /// The earliest time the next group may start while over the soft bound (0: now).
+    private(set) var nextAt: UInt64 = 0
+
+    /// Counts the applier's transaction of `bytes` log-frame bytes that took `nanos`.
+    mutating func applied(bytes: Int, nanos: UInt64) {
+        guard bytes > 0, nanos >= Self.shortestMeasured else { return }
+        let measured = Double(bytes) * 1e9 / Double(nanos)
+        rate = rate.map { $0 + Self.smoothing * (measured - $0) } ?? measured
+    }
+
+    /// Tests: takes `rate` as measured.
+    mutating func assume(rate: Double) { self.rate = rate }
+
+    /// The pace for a backlog at `fill` (bytes per second), or nil when nothing waits.
+    func pace(fill: Double) -> Double? {
+        guard let rate, fill > Self.softFill else { return nil }
+        let over = min(1, (fill - Self.softFill) / (1 - Self.softFill))
+        return rate * (1 - over * (1 - Self.slowestFactor))
+    }
+
+    /// When a group may start at `now` with the backlog at `fill`: `now` or later.
+    func start(now: UInt64, fill: Double) -> UInt64 {
+        pace(fill: fill) == nil ? now : max(now, nextAt)
+    }
+
+    /// A group of `bytes` started at `now` (the backlog at `fill` before it).
+    mutating func appended(bytes: Int, at now: UInt64, fill: Double) {
+        guard let pace = pace(fill: fill) else {
+            nextAt = 0
+            return
+        }
+        nextAt = max(now, nextAt) &+ UInt64(Double(bytes) * 1e9 / pace)
+    }
+}
