@@ -1,7 +1,8 @@
 #!/bin/bash
 # A post to 1,000 followers with live feed listeners, alternated between two daemon builds
 # (docs/benchmarks.md, "The write path"): posts/s, commit -> last follower p50/p99, and how many groups'
-# commit-log append and fsync (`hearth_commit_duration_seconds`) took over 32 ms and over 131 ms.
+# commit-log append and fsync (`hearth_commit_duration_seconds`) took over 32 ms and over 131 ms, and how
+# many groups the commit log's writer held back to the applier's pace and at the backlog's bound (in all).
 #
 #   clients/python/bench/timeline_rounds.sh [rounds] [seconds]   (defaults 3 20)
 #
@@ -30,7 +31,10 @@ measure() {   # measure LABEL BINARY
   out=$("$hearth" bench timeline --port "$port" --followers 1000 --duration "$seconds" --server-pid "$pid" 2> /dev/null)
   tail=$(curl -s "127.0.0.1:$metrics/metrics" | awk '/^hearth_commit_duration_seconds_bucket\{le="0.032768"\}/{a=$2}
     /^hearth_commit_duration_seconds_bucket\{le="0.131072"\}/{b=$2} /^hearth_commit_duration_seconds_count/{c=$2}
-    END{printf "%d groups, %d over 32 ms, %d over 131 ms", c, c - a, c - b}')
+    /^hearth_applier_paced_groups_total/{pg=$2} /^hearth_applier_paced_seconds_total/{ps=$2}
+    /^hearth_applier_blocked_groups_total/{bg=$2} /^hearth_applier_blocked_seconds_total/{bs=$2}
+    END{printf "%d groups, %d over 32 ms, %d over 131 ms", c, c - a, c - b
+        if (pg != "") printf "; paced %d (%.2f s), blocked %d (%.2f s)", pg, ps, bg, bs}')
   stop
   echo "$1: $(echo "$out" | grep -E '^  posts ' | sed 's/.*= //' | cut -d' ' -f1-2); commit -> last follower $(echo "$out" | grep 'commit -> received' | tr -s ' ' | cut -d' ' -f7-15); $(echo "$out" | grep -E '^  server' | sed 's/.*: //'); $tail"
 }
