@@ -21,6 +21,10 @@ struct AppendPacer: Equatable {
     static let smoothing = 0.3
     /// Transactions shorter than this tell little about the rate (a timer's granularity, a tiny group).
     static let shortestMeasured: UInt64 = 1_000_000
+    /// The longest one group holds the next back (a huge group, or a rate measured while SQLite was slow): the
+    /// bound still holds beyond it, and the applier's broadcast after each transaction ends the wait once the
+    /// backlog is below the soft bound.
+    static let longestHold: UInt64 = 1_000_000_000
 
     /// Log-frame bytes per second of the applier's transaction time, smoothed; nil until one is measured.
     private(set) var rate: Double?
@@ -55,6 +59,7 @@ struct AppendPacer: Equatable {
             nextAt = 0
             return
         }
-        nextAt = max(now, nextAt) &+ UInt64(Double(bytes) * 1e9 / pace)
+        let hold = Double(bytes) * 1e9 / pace
+        nextAt = max(now, nextAt) &+ (hold < Double(Self.longestHold) ? UInt64(hold) : Self.longestHold)
     }
 }

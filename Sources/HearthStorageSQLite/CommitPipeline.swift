@@ -558,11 +558,15 @@ final class CommitPipeline: @unchecked Sendable {
             if work.isEmpty { return }
             let records = work.flatMap(\.records)
             let retired = try! locked { retiredThrough }
-            let began = StorageThread.nanos()
+            // The transaction's own time (not a wait for SQLite's writer, which a compaction or a backup may hold
+            // for long) is what `AppendPacer` measures the applier's rate by.
+            var took: UInt64 = 0
             writeback?.begin()
             let result = Result { () throws(HearthError) in
                 try writer.withLock { (w: inout SQLiteWriter?) throws(HearthError) in
                     guard let w else { throw CommitValidation.closed }
+                    let began = StorageThread.nanos()
+                    defer { took = StorageThread.nanos() &- began }
                     try w.apply(records)
                     // The retired segment's last group is in SQLite: once SQLite's files are synced, the
                     // segment has nothing left to give.
@@ -573,7 +577,6 @@ final class CommitPipeline: @unchecked Sendable {
             if let retired, records.last!.seq >= retired, case .success = result, try! locked({ poisoned }) == nil {
                 try? removeRetired()
             }
-            let took = StorageThread.nanos() &- began
             try! locked { afterTransaction }?()
             pthread_mutex_lock(mutex)
             switch result {

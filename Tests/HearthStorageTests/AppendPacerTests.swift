@@ -74,6 +74,19 @@ import Testing
         #expect(p.start(now: t0 + 511 * Self.ms, fill: fill) == t0 + 511 * Self.ms)
     }
 
+    /// However slow the measured rate and large the group, one group holds the next back at most
+    /// `longestHold` (the bound still holds beyond it); a rate of zero does not trap.
+    @Test func noGroupHoldsTheNextBackLongerThanTheLongestHold() {
+        for rate in [0.0, 1e-9, 1.0] {
+            var p = AppendPacer()
+            p.assume(rate: rate)
+            p.appended(bytes: Int(UInt32.max), at: 7, fill: 1)
+            #expect(p.nextAt == 7 + AppendPacer.longestHold, "rate \(rate)")
+            p.appended(bytes: Int(UInt32.max), at: 7, fill: 1)
+            #expect(p.nextAt == 7 + 2 * AppendPacer.longestHold, "rate \(rate)")
+        }
+    }
+
     /// Groups appended as fast as the pace allows, over a second at a fixed fill, carry what the pace says.
     @Test func aSecondOfPacedGroupsCarriesThePace() {
         var p = measured()
