@@ -39,8 +39,10 @@ import HearthStorage
 /// frames of more than `pendingLogFactor` times `resetBytes` (so an applier that falls behind slows the writer
 /// down before the log can reach its hard limit, where the writer would wait for the whole backlog). One
 /// transaction applies groups of at most `transactionLogFactor` times `resetBytes` of frames (at least one
-/// group), so a writer waiting for room waits for at most about one such transaction: under sustained
-/// overload, writes slow to the applier's pace in steps of bounded length.
+/// group), so a writer waiting for room waits for at most about one such transaction. Before that, past half of
+/// any bound, `append` paces the writer to the applier's measured rate (`AppendPacer`), and while it waits the
+/// applier applies without waiting for its interval: under sustained overload, writes slow to the applier's pace a few
+/// milliseconds per group rather than stopping at the bound.
 ///
 /// Threads: `append` from one writer thread at a time; `pending` from any thread; the applier runs on its own.
 final class CommitPipeline: @unchecked Sendable {
@@ -129,6 +131,8 @@ final class CommitPipeline: @unchecked Sendable {
     /// The soft bound's pace (`AppendPacer`), and the groups that waited for it or for the hard bound, and for
     /// how long in all (diagnostics).
     private var pacer = AppendPacer()
+    /// The writer waits for the pace (the applier then applies without waiting for its interval).
+    private var pacing = false
     private var pacedGroups = 0
     private var pacedNanos: UInt64 = 0
     private var blockedGroups = 0
@@ -335,6 +339,8 @@ final class CommitPipeline: @unchecked Sendable {
         if start > now {
             let since = now
             pacedGroups += 1
+            pacing = true
+            pthread_cond_broadcast(changed)   // the applier applies at once while a writer is paced
             // The applier's broadcast after each transaction re-evaluates the fill: below the soft bound the
             // group starts at once.
             while !stopping && failure == nil && poisoned == nil && start > now {
@@ -343,6 +349,7 @@ final class CommitPipeline: @unchecked Sendable {
                 now = StorageThread.nanos()
                 start = pacer.start(now: now, fill: fill)
             }
+            pacing = false
             pacedNanos &+= now &- since
         }
         if let poisoned { throw poisoned }
@@ -527,7 +534,8 @@ final class CommitPipeline: @unchecked Sendable {
                 if stopping || poisoned != nil { break }
                 let keep = draining > 0 ? 0 : heldGroups
                 if failure == nil, backlog.groups.count > keep {
-                    let due = draining > 0 || batchIsFull || rotationWaits || deadline.map(StorageThread.passed) == true
+                    // A writer paced to this thread's rate, measured as if it applied back to back, makes it do so.
+                    let due = draining > 0 || pacing || batchIsFull || rotationWaits || deadline.map(StorageThread.passed) == true
                     if deadline == nil { deadline = StorageThread.deadline(after: interval) }
                     if !due, let run = coalescibleRun() {
                         let groups = Array(backlog.groups[run])

@@ -387,8 +387,11 @@ import Testing
         #expect(store.applier?.blockedGroups == 0)
 
         store.holdApplier(100_000)           // nothing is applied unless a writer waits for room
-        store.assumeApplierRate(8e6)         // 4 KB frames: about 0.5-1 ms apart over the soft bound
-        let groups = 300
+        // 4 KB frames 20-40 ms apart over the soft bound (~48 groups up to the hard one), far longer than a
+        // group's own write and fsync; once the held applier has applied at the bound its measured rate
+        // takes over.
+        store.assumeApplierRate(2e5)
+        let groups = 200
         for i in 20..<groups { try store.apply([h.put("c/d\(i % 40)", doc + bytes("\(i)"))]) }
         let status = try #require(store.applier)
         #expect(status.pacedGroups > 0, "\(status)")
@@ -402,6 +405,40 @@ import Testing
         store.holdApplier(0)
         try store.drainApplier()
         #expect(store.applier?.backlogCommits == 0)
+    }
+
+    /// A paced writer waits for the pace or for the applier, whichever comes first: once the applier has brought
+    /// the backlog under the soft bound, the waiting group goes at once, however long the pace would have held it.
+    @Test func aPacedWriterGoesAsSoonAsTheApplierBringsTheBacklogUnderHalf() throws {
+        let dir = StoreFixture.makeTemporaryDirectory()
+        defer { StoreFixture.removeTemporaryDirectory(dir) }
+        let reset = 64 << 10
+        let store = try StoreFixture.openSQLite(dir, logResetBytes: reset)
+        defer { store.close() }
+        var h = History()
+        let doc = [UInt8](repeating: 120, count: 4000)
+        store.holdApplier(100_000)
+        store.setApplierInterval(seconds: 600)   // its interval does not end the wait
+        // Up to just over half of the log-frame bound: nothing paced yet (no rate measured).
+        let half = CommitPipeline.pendingLogFactor * reset / 2 / doc.count + 1
+        for i in 0..<half { try store.apply([h.put("c/d\(i)", doc)]) }
+        #expect(store.applier?.pacedGroups == 0)
+        store.assumeApplierRate(1)           // every group now holds the next back for `longestHold`
+        try store.apply([h.put("c/x", doc)])  // not held: the group before it was appended unpaced
+        let released = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            // Holds on for a while, then lets the applier run (it is due at once over the soft bound).
+            Thread.sleep(forTimeInterval: 0.05)
+            store.holdApplier(0)
+            released.signal()
+        }
+        try store.apply([h.put("c/y", doc)])  // paced: waits until the applier has brought the backlog under half
+        released.wait()
+        let status = try #require(store.applier)
+        #expect(status.pacedGroups == 1, "\(status)")
+        #expect(status.pacedMicros < AppendPacer.longestHold / 1000, "released by the applier, not by the hold: \(status)")
+        #expect(status.transactions >= 1 && status.blockedGroups == 0, "\(status)")
+        #expect(try store.get(path("c/y"))?.data == doc)
     }
 
     /// Readers on other threads take snapshots while the applier moves SQLite past the groups they merged:

@@ -40,7 +40,7 @@ enum PrometheusText {
         counter("hearth_commit_batches_total", "Group commits (batches of commits made durable by one commit-log frame and fsync).", "\(r.batches)")
         histogram("hearth_commit_batch_size", "Commits per group commit.", r.batchSizes, bounds: batchBounds.map { $0 - 1 },
                   le: { "\($0)" }, below: { $0 + 1 }, sum: "\(r.batchSizes.sum)", into: &out)
-        histogram("hearth_commit_duration_seconds", "Time the writer thread took to make a group commit durable (the commit log's write and fsync).",
+        histogram("hearth_commit_duration_seconds", "Time the writer thread took to make a group commit durable (the commit log's write and fsync, and any wait for the applier's pace or for room in its backlog).",
                   r.commitLatency, bounds: latencyBoundsMicros, le: seconds, below: { $0 }, sum: seconds(r.commitLatency.sum), into: &out)
         counter("hearth_cache_hits_total", "Document reads answered from the cache.", "\(r.cacheHits)")
         counter("hearth_cache_misses_total", "Document reads that went to the store.", "\(r.cacheMisses)")

@@ -3,7 +3,7 @@
 pace"; docs/operations.md, "Write-back and commit latency"): frames of FRAME bytes written into a file
 preallocated with written zeros and fdatasync'd after each, at RATE frames a second, for SECONDS.
 
-    clients/python/bench/fsync_probe.py [--dir D] [--frame BYTES] [--rate N] [--seconds S]
+    clients/python/bench/fsync_probe.py --dir D [--frame BYTES] [--rate N] [--seconds S]
 
 Prints p50, p99 and the largest latency, and how many took over 32 ms and over 131 ms (the bounds
 `timeline_rounds.sh` counts for the daemon's groups). Run it on the data directory's disk with nothing else
@@ -17,7 +17,7 @@ import time
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dir", default=tempfile.gettempdir(), help="directory on the disk to probe")
+    ap.add_argument("--dir", required=True, help="a directory on the disk to probe (the data directory's; not a tmpfs)")
     ap.add_argument("--frame", type=int, default=200_000, help="bytes per append (a 1,000-follower post's group is ~1 MB, a set's ~25 KB)")
     ap.add_argument("--rate", type=float, default=40.0, help="appends per second")
     ap.add_argument("--seconds", type=float, default=20.0)
