@@ -6,8 +6,8 @@ import Musl
 import Darwin
 #endif
 
-/// The commit log's soft backpressure (`CommitPipeline`): while the backlog is over half of what `append`
-/// stops at, groups are admitted no faster than the applier has been applying them, so that a writer that
+/// The commit log's soft backpressure (`CommitPipeline`): while the backlog is over three quarters of what
+/// `append` stops at, groups are admitted no faster than the applier has been applying them, so that a writer that
 /// outpaces the applier slows a little for every group instead of running into the hard bound, where a
 /// group waits for the rest of an applier transaction (hundreds of milliseconds: docs/benchmarks.md, "The
 /// applier's pace"). RocksDB's write controller does the same between its soft and hard limits
@@ -23,8 +23,11 @@ import Darwin
 ///
 /// Pure: times are monotonic nanoseconds passed in; `CommitPipeline` holds it under its mutex.
 struct AppendPacer: Equatable {
-    /// The fill (the largest share of a hard bound the backlog holds) where pacing starts.
-    static let softFill = 0.5
+    /// The fill (the largest share of a hard bound the backlog holds) where pacing starts. At half, a sustained
+    /// fan-out lost 8% of its posts per second over 60 s: the backlog the pace kept was too small for the
+    /// applier's largest transactions, which write each scattered page once for more commits
+    /// (docs/benchmarks.md, "The applier's pace").
+    static let softFill = 0.75
     /// The pace's factor of the applier's rate at the hard bound.
     static let slowestFactor = 0.5
     /// The applier's work the rate is measured over: what was measured `window` of transaction time ago weighs

@@ -368,7 +368,7 @@ import Testing
         #expect(store.applier?.backlogCommits == 0)
     }
 
-    /// Over half its bound, the backlog paces the writer to the applier's rate (`AppendPacer`) instead of
+    /// Over three quarters of its bounds, the backlog paces the writer to the applier's rate (`AppendPacer`) instead of
     /// letting it run into the bound: with the applier held, a writer slows down from the soft bound on, still
     /// reaches the hard bound (where the held applier applies), and loses nothing; a writer whose backlog stays
     /// below the soft bound is never paced. The counters reach `applier` (and the metrics).
@@ -387,7 +387,7 @@ import Testing
         #expect(store.applier?.blockedGroups == 0)
 
         store.holdApplier(100_000)           // nothing is applied unless a writer waits for room
-        // 4 KB frames 20-40 ms apart over the soft bound (~48 groups up to the hard one), far longer than a
+        // 4 KB frames 20-40 ms apart over the soft bound (~24 groups up to the hard one), far longer than a
         // group's own write and fsync; once the held applier has applied at the bound its measured rate
         // takes over.
         store.assumeApplierRate(2e5)
@@ -419,9 +419,9 @@ import Testing
         let doc = [UInt8](repeating: 120, count: 4000)
         store.holdApplier(100_000)
         store.setApplierInterval(seconds: 600)   // its interval does not end the wait
-        // Up to just over half of the log-frame bound: nothing paced yet (no rate measured).
-        let half = CommitPipeline.pendingLogFactor * reset / 2 / doc.count + 1
-        for i in 0..<half { try store.apply([h.put("c/d\(i)", doc)]) }
+        // Up to just over the soft bound of log frames: nothing paced yet (no rate measured).
+        let soft = Int(Double(CommitPipeline.pendingLogFactor * reset) * AppendPacer.softFill) / doc.count + 1
+        for i in 0..<soft { try store.apply([h.put("c/d\(i)", doc)]) }
         #expect(store.applier?.pacedGroups == 0)
         store.assumeApplierRate(1)           // every group now holds the next back for `longestHold`
         try store.apply([h.put("c/x", doc)])  // not held: the group before it was appended unpaced
@@ -432,7 +432,7 @@ import Testing
             store.holdApplier(0)
             released.signal()
         }
-        try store.apply([h.put("c/y", doc)])  // paced: waits until the applier has brought the backlog under half
+        try store.apply([h.put("c/y", doc)])  // paced: waits until the applier has brought the backlog under the soft bound
         released.wait()
         let status = try #require(store.applier)
         #expect(status.pacedGroups == 1, "\(status)")

@@ -54,7 +54,7 @@ enum PrometheusText {
             counter("hearth_applier_coalesced_groups_total", "Pending groups the applier replaced by coalesced ones (a group coalesced again counts again).", "\(a.coalescedGroups)")
             counter("hearth_applier_groups_total", "Group commits applied to the database by the background applier.", "\(a.groups)")
             counter("hearth_applier_transactions_total", "Database transactions the background applier ran (each holds one or more groups).", "\(a.transactions)")
-            counter("hearth_applier_paced_groups_total", "Groups the commit log's writer paced to the applier's rate while the backlog was over half its bound.", "\(a.pacedGroups)")
+            counter("hearth_applier_paced_groups_total", "Groups the commit log's writer paced to the applier's rate while the backlog was over three quarters of its bounds.", "\(a.pacedGroups)")
             counter("hearth_applier_paced_seconds_total", "Time groups waited for that pace, in all.", seconds(a.pacedMicros))
             counter("hearth_applier_blocked_groups_total", "Groups that waited for the applier to make room: the backlog was at its bound.", "\(a.blockedGroups)")
             counter("hearth_applier_blocked_seconds_total", "Time groups waited at the bound, in all.", seconds(a.blockedMicros))
