@@ -24,8 +24,8 @@ import Darwin
 /// Pure: times are monotonic nanoseconds passed in; `CommitPipeline` holds it under its mutex.
 struct AppendPacer: Equatable {
     /// The fill (the largest share of a hard bound the backlog holds) where pacing starts. At half, a sustained
-    /// fan-out lost 8% of its posts per second over 60 s: the backlog the pace kept was too small for the
-    /// applier's largest transactions, which write each scattered page once for more commits
+    /// fan-out ran 8% fewer posts per second than the bound alone in a 60 s pair: the backlog the pace kept was
+    /// too small for the applier's largest transactions, which write each scattered page once for more commits
     /// (docs/benchmarks.md, "The applier's pace").
     static let softFill = 0.75
     /// The pace's factor of the applier's rate at the hard bound.
@@ -33,6 +33,9 @@ struct AppendPacer: Equatable {
     /// The applier's work the rate is measured over: what was measured `window` of transaction time ago weighs
     /// 1/e of the newest.
     static let window = 2e9   // ns
+    /// A transaction said to take longer than this is not counted (a step of a clock that is not monotonic would
+    /// otherwise wipe out the rate for many windows).
+    static let longestMeasured: UInt64 = 600_000_000_000
     /// The longest one group holds the next back (a huge group, or a rate measured while SQLite was slow): the
     /// bound still holds beyond it, and the applier's broadcast after each transaction ends the wait once the
     /// backlog is below the soft bound.
@@ -49,7 +52,7 @@ struct AppendPacer: Equatable {
 
     /// Counts the applier's transaction of `bytes` log-frame bytes that took `nanos`.
     mutating func applied(bytes n: Int, nanos: UInt64) {
-        guard n > 0, nanos > 0 else { return }
+        guard n > 0, nanos > 0, nanos <= Self.longestMeasured else { return }
         let keep = exp(-Double(nanos) / Self.window)
         bytes = bytes * keep + Double(n)
         time = time * keep + Double(nanos)

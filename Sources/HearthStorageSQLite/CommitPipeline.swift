@@ -471,7 +471,8 @@ final class CommitPipeline: @unchecked Sendable {
         }
     }
 
-    /// Tests: takes `bytesPerSecond` of log frames as the applier's rate until its next transaction is measured.
+    /// Tests: takes `bytesPerSecond` of log frames as the applier's rate, as if measured over a whole window
+    /// (`AppendPacer.assume`); later transactions move it as measured ones do.
     func assumeApplierRate(_ bytesPerSecond: Double) {
         try! locked { pacer.assume(rate: bytesPerSecond) }
     }
@@ -567,15 +568,15 @@ final class CommitPipeline: @unchecked Sendable {
             let records = work.flatMap(\.records)
             let retired = try! locked { retiredThrough }
             // The transaction's own time (not a wait for SQLite's writer, which a compaction or a backup may hold
-            // for long) is what `AppendPacer` measures the applier's rate by.
+            // for long, nor the sync that ends a retired segment) is what `AppendPacer` measures the rate by.
             var took: UInt64 = 0
             writeback?.begin()
             let result = Result { () throws(HearthError) in
                 try writer.withLock { (w: inout SQLiteWriter?) throws(HearthError) in
                     guard let w else { throw CommitValidation.closed }
                     let began = StorageThread.nanos()
-                    defer { took = StorageThread.nanos() &- began }
                     try w.apply(records)
+                    took = StorageThread.nanos() &- began
                     // The retired segment's last group is in SQLite: once SQLite's files are synced, the
                     // segment has nothing left to give.
                     if let retired, records.last!.seq >= retired { try? syncFiles(of: w) }

@@ -353,7 +353,7 @@ public final class SQLiteStore: DocumentStore {
 
     /// Tests: keeps the newest `groups` acknowledged groups out of SQLite (0: none), so that reads merge them.
     package func holdApplier(_ groups: Int) { pipeline?.hold(groups) }
-    /// Tests: the applier's rate the commit log's pace assumes until a transaction is measured
+    /// Tests: the applier's rate the commit log's pace assumes, as if measured over a whole window
     /// (`CommitPipeline.assumeApplierRate`).
     package func assumeApplierRate(_ bytesPerSecond: Double) { pipeline?.assumeApplierRate(bytesPerSecond) }
     /// Tests: coalesces the backlog's groups now, the held ones included (`CommitPipeline.coalesceNow`).

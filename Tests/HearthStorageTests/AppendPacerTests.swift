@@ -1,5 +1,7 @@
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 @testable import HearthStorageSQLite
 import Testing
@@ -29,6 +31,8 @@ import Testing
         p.applied(bytes: 0, nanos: 10 * Self.ms)
         p.applied(bytes: 4096, nanos: 0)
         #expect(p.rate == nil)
+        p.applied(bytes: 4096, nanos: AppendPacer.longestMeasured + 1)
+        #expect(p.rate == nil)
         p.applied(bytes: 4096, nanos: 1)
         #expect(p.rate == 4096e9)
     }
@@ -55,6 +59,11 @@ import Testing
         var p = AppendPacer()
         p.assume(rate: 3e6)
         #expect(abs(p.rate! - 3e6) < 1e-6)
+        // A window at 1 MB/s after it: the assumed one weighs e^-1 of it.
+        var q = p
+        q.applied(bytes: 2_000_000, nanos: 2_000_000_000)
+        let keep = exp(-1.0)
+        #expect(abs(q.rate! - (3e6 * keep + 1e6) / (keep + 1)) < 1e-3)
         p.assume(rate: -5)
         #expect(p.rate == 0)
     }

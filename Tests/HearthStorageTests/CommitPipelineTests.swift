@@ -372,10 +372,10 @@ import Testing
     /// letting it run into the bound: with the applier held, a writer slows down from the soft bound on, still
     /// reaches the hard bound (where the held applier applies), and loses nothing; a writer whose backlog stays
     /// below the soft bound is never paced. The counters reach `applier` (and the metrics).
-    @Test func aWriterOverHalfTheBoundIsPacedToTheApplierAndLosesNothing() throws {
+    @Test func aWriterOverTheSoftBoundIsPacedToTheApplierAndLosesNothing() throws {
         let dir = StoreFixture.makeTemporaryDirectory()
         defer { StoreFixture.removeTemporaryDirectory(dir) }
-        let reset = 64 << 10
+        let reset = 32 << 10
         let store = try StoreFixture.openSQLite(dir, logResetBytes: reset)
         defer { store.close() }
         var h = History()
@@ -387,11 +387,11 @@ import Testing
         #expect(store.applier?.blockedGroups == 0)
 
         store.holdApplier(100_000)           // nothing is applied unless a writer waits for room
-        // 4 KB frames 20-40 ms apart over the soft bound (~24 groups up to the hard one), far longer than a
-        // group's own write and fsync; once the held applier has applied at the bound its measured rate
-        // takes over.
-        store.assumeApplierRate(2e5)
-        let groups = 200
+        // 4 KB frames 40-80 ms apart over the soft bound (~12 groups up to the hard one), far longer than a
+        // group's own write and fsync; the held applier's transactions at the bound (~20 ms each) move the
+        // rate little against an assumed whole window of it.
+        store.assumeApplierRate(1e5)
+        let groups = 100
         for i in 20..<groups { try store.apply([h.put("c/d\(i % 40)", doc + bytes("\(i)"))]) }
         let status = try #require(store.applier)
         #expect(status.pacedGroups > 0, "\(status)")
@@ -409,7 +409,9 @@ import Testing
 
     /// A paced writer waits for the pace or for the applier, whichever comes first: once the applier has brought
     /// the backlog under the soft bound, the waiting group goes at once, however long the pace would have held it.
-    @Test func aPacedWriterGoesAsSoonAsTheApplierBringsTheBacklogUnderHalf() throws {
+    /// (The applier is due here through the rotation waiting behind its retired segment as well as through the
+    /// paced writer; `AppendPacerTests` covers the pace's arithmetic.)
+    @Test func aPacedWriterGoesAsSoonAsTheApplierBringsTheBacklogUnderTheSoftBound() throws {
         let dir = StoreFixture.makeTemporaryDirectory()
         defer { StoreFixture.removeTemporaryDirectory(dir) }
         let reset = 64 << 10
@@ -427,8 +429,8 @@ import Testing
         try store.apply([h.put("c/x", doc)])  // not held: the group before it was appended unpaced
         let released = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
-            // Holds on for a while, then lets the applier run (it is due at once over the soft bound).
-            Thread.sleep(forTimeInterval: 0.05)
+            // Once the writer below waits for the pace, lets the applier run.
+            while store.applier?.pacedGroups != 1 { Thread.sleep(forTimeInterval: 0.001) }
             store.holdApplier(0)
             released.signal()
         }
