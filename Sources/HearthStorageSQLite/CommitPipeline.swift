@@ -567,16 +567,16 @@ final class CommitPipeline: @unchecked Sendable {
             if work.isEmpty { return }
             let records = work.flatMap(\.records)
             let retired = try! locked { retiredThrough }
-            // The transaction's own time (not a wait for SQLite's writer, which a compaction or a backup may hold
-            // for long, nor the sync that ends a retired segment) is what `AppendPacer` measures the rate by.
-            var took: UInt64 = 0
+            // The transaction's time from when it holds SQLite's writer (not a wait for it, which a compaction or a
+            // backup may hold for long) to its end, the sync and removal of a retired segment included, is what
+            // `AppendPacer` measures the rate by: the applier's cycle, as a writer it paces sees it.
+            var began: UInt64 = 0
             writeback?.begin()
             let result = Result { () throws(HearthError) in
                 try writer.withLock { (w: inout SQLiteWriter?) throws(HearthError) in
                     guard let w else { throw CommitValidation.closed }
-                    let began = StorageThread.nanos()
+                    began = StorageThread.nanos()
                     try w.apply(records)
-                    took = StorageThread.nanos() &- began
                     // The retired segment's last group is in SQLite: once SQLite's files are synced, the
                     // segment has nothing left to give.
                     if let retired, records.last!.seq >= retired { try? syncFiles(of: w) }
@@ -586,6 +586,7 @@ final class CommitPipeline: @unchecked Sendable {
             if let retired, records.last!.seq >= retired, case .success = result, try! locked({ poisoned }) == nil {
                 try? removeRetired()
             }
+            let took = began == 0 ? 0 : StorageThread.nanos() &- began
             try! locked { afterTransaction }?()
             pthread_mutex_lock(mutex)
             switch result {
