@@ -360,12 +360,7 @@ import Testing
         #expect(largestBacklog <= CommitPipeline.pendingLogFactor * reset / perFrame + 2,
                 "the backlog reached \(largestBacklog) groups")
         #expect(store.logRotations > 0)
-        #expect(try store.lastSeq() == UInt64(groups))
-        let lastOf39 = (0..<groups).last { $0 % 40 == 39 }!
-        #expect(try store.get(path("c/d39"))?.data == doc + bytes("\(lastOf39)"))
-        store.holdApplier(0)
-        try store.drainApplier()
-        #expect(store.applier?.backlogCommits == 0)
+        try expectEveryGroupKept(store, groups: groups, doc: doc)
     }
 
     /// Over three quarters of its bounds, the backlog paces the writer to the applier's rate (`AppendPacer`) instead of
@@ -399,12 +394,7 @@ import Testing
         #expect(status.blockedGroups > 0, "the held applier still let the backlog reach its bound: \(status)")
         // Groups that waited at the hard bound were paced first (the fill passes the soft bound on its way).
         #expect(status.pacedGroups >= status.blockedGroups, "\(status)")
-        #expect(try store.lastSeq() == UInt64(groups))
-        let lastOf39 = (0..<groups).last { $0 % 40 == 39 }!
-        #expect(try store.get(path("c/d39"))?.data == doc + bytes("\(lastOf39)"))
-        store.holdApplier(0)
-        try store.drainApplier()
-        #expect(store.applier?.backlogCommits == 0)
+        try expectEveryGroupKept(store, groups: groups, doc: doc)
     }
 
     /// A paced writer waits for the pace or for the applier, whichever comes first: once the applier has brought
@@ -441,6 +431,17 @@ import Testing
         #expect(status.pacedMicros < AppendPacer.longestHold / 1000, "released by the applier, not by the hold: \(status)")
         #expect(status.transactions >= 1 && status.blockedGroups == 0, "\(status)")
         #expect(try store.get(path("c/y"))?.data == doc)
+    }
+
+    /// After write i of `groups` set `c/d<i % 40>` to `doc` followed by i: every one was acknowledged, the last
+    /// write of `c/d39` is read back, and once the applier is let go it applies the whole backlog.
+    private func expectEveryGroupKept(_ store: SQLiteStore, groups: Int, doc: [UInt8]) throws {
+        #expect(try store.lastSeq() == UInt64(groups))
+        let lastOf39 = (0..<groups).last { $0 % 40 == 39 }!
+        #expect(try store.get(path("c/d39"))?.data == doc + bytes("\(lastOf39)"))
+        store.holdApplier(0)
+        try store.drainApplier()
+        #expect(store.applier?.backlogCommits == 0)
     }
 
     /// Readers on other threads take snapshots while the applier moves SQLite past the groups they merged:
