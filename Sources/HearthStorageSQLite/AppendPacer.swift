@@ -13,8 +13,8 @@ import Darwin
 /// applier's pace"). RocksDB's write controller does the same between its soft and hard limits
 /// (`delayed_write_rate`, `soft_pending_compaction_bytes_limit`).
 ///
-/// The pace: the applier's rate, log-frame bytes per second of its transactions' own time over about its
-/// last `window` of work (sums of bytes and of time that decay with the time measured since, so a long
+/// The pace: the applier's rate, log-frame bytes per second of its transactions' time (each from when it holds
+/// SQLite's writer to its end: `CommitPipeline.run`) over about its last `window` of work (sums of bytes and of time that decay with the time measured since, so a long
 /// transaction weighs as much as the many short ones that take as long), times a factor that falls from 1 at
 /// the soft bound to `slowestFactor` at the hard bound, so that the further the backlog is over, the more it
 /// shrinks. A group of `n` bytes appended at `t` lets the next one start at `t + n / pace` at the earliest

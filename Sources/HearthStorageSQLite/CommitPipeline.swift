@@ -40,9 +40,9 @@ import HearthStorage
 /// down before the log can reach its hard limit, where the writer would wait for the whole backlog). One
 /// transaction applies groups of at most `transactionLogFactor` times `resetBytes` of frames (at least one
 /// group), so a writer waiting for room waits for at most about one such transaction. Before that, past three
-/// quarters of any bound, `append` paces the writer to the applier's measured rate (`AppendPacer`), and while it waits the
-/// applier applies without waiting for its interval: under sustained overload, writes slow to the applier's pace a few
-/// milliseconds per group rather than stopping at the bound.
+/// quarters of any bound, `append` paces the writer to the applier's measured rate (`AppendPacer`), and while
+/// it waits the applier applies without waiting for its interval: under sustained overload, writes slow to the
+/// applier's pace a few milliseconds per group rather than stopping at the bound.
 ///
 /// Threads: `append` from one writer thread at a time; `pending` from any thread; the applier runs on its own.
 final class CommitPipeline: @unchecked Sendable {
