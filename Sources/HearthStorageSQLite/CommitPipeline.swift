@@ -42,7 +42,7 @@ import HearthStorage
 /// group), so a writer waiting for room waits for at most about one such transaction. Before that, past three
 /// quarters of any bound, `append` paces the writer to the applier's measured rate (`AppendPacer`), and while
 /// it waits the applier applies without waiting for its interval: under sustained overload, writes slow to the
-/// applier's pace a few milliseconds per group rather than stopping at the bound.
+/// applier's pace by milliseconds per group rather than stopping at the bound.
 ///
 /// Threads: `append` from one writer thread at a time; `pending` from any thread; the applier runs on its own.
 final class CommitPipeline: @unchecked Sendable {
@@ -137,6 +137,10 @@ final class CommitPipeline: @unchecked Sendable {
     private var pacedNanos: UInt64 = 0
     private var blockedGroups = 0
     private var blockedNanos: UInt64 = 0
+    /// When the wait in progress began, if the writer waits for the pace or at the bound now: `counters` counts
+    /// it as it goes, so that a long stall shows while it lasts.
+    private var pacedSince: UInt64?
+    private var blockedSince: UInt64?
 
     init(log: CommitLog, directory: String, writer: Locked<SQLiteWriter?>, writeback: SQLiteWriteback?, history: UInt64,
          loggedSeq: UInt64, resetBytes: Int) throws(HearthError) {
@@ -326,6 +330,7 @@ final class CommitPipeline: @unchecked Sendable {
         if fill > 1 {
             let since = now
             blockedGroups += 1
+            blockedSince = since
             while !stopping && failure == nil && poisoned == nil && fill > 1 {
                 draining += 1
                 pthread_cond_broadcast(changed)
@@ -334,11 +339,13 @@ final class CommitPipeline: @unchecked Sendable {
             }
             now = StorageThread.nanos()
             blockedNanos &+= now &- since
+            blockedSince = nil
         }
         var start = pacer.start(now: now, fill: fill)
         if start > now {
             let since = now
             pacedGroups += 1
+            pacedSince = since
             pacing = true
             pthread_cond_broadcast(changed)   // the applier applies at once while a writer is paced
             // The applier's broadcast after each transaction re-evaluates the fill: below the soft bound the
@@ -351,6 +358,7 @@ final class CommitPipeline: @unchecked Sendable {
             }
             pacing = false
             pacedNanos &+= now &- since
+            pacedSince = nil
         }
         if let poisoned { throw poisoned }
         if let failure { throw stuck(failure) }
@@ -664,11 +672,14 @@ final class CommitPipeline: @unchecked Sendable {
     /// What the applier has done, and what it has yet to do.
     var counters: ApplierStatus {
         try! locked {
-            ApplierStatus(groups: appliedGroups, transactions: transactions, largestTransaction: largestTransaction,
-                          backlogCommits: backlog.commitCount, backlogGroups: backlog.groups.count,
-                          coalescedGroups: coalescedGroups, stalled: (poisoned ?? failure)?.message,
-                          pacedGroups: pacedGroups, pacedMicros: pacedNanos / 1000,
-                          blockedGroups: blockedGroups, blockedMicros: blockedNanos / 1000)
+            let now = StorageThread.nanos()
+            let paced = pacedNanos &+ (pacedSince.map { now &- $0 } ?? 0)
+            let blocked = blockedNanos &+ (blockedSince.map { now &- $0 } ?? 0)
+            return ApplierStatus(groups: appliedGroups, transactions: transactions, largestTransaction: largestTransaction,
+                                 backlogCommits: backlog.commitCount, backlogGroups: backlog.groups.count,
+                                 coalescedGroups: coalescedGroups, stalled: (poisoned ?? failure)?.message,
+                                 pacedGroups: pacedGroups, pacedMicros: paced / 1000,
+                                 blockedGroups: blockedGroups, blockedMicros: blocked / 1000)
         }
     }
 }

@@ -399,6 +399,7 @@ import Testing
 
     /// A paced writer waits for the pace or for the applier, whichever comes first: once the applier has brought
     /// the backlog under the soft bound, the waiting group goes at once, however long the pace would have held it.
+    /// The counters count the wait while it lasts.
     /// (The applier is due here through the rotation waiting behind its retired segment as well as through the
     /// paced writer; `AppendPacerTests` covers the pace's arithmetic.)
     @Test func aPacedWriterGoesAsSoonAsTheApplierBringsTheBacklogUnderTheSoftBound() throws {
@@ -419,8 +420,9 @@ import Testing
         try store.apply([h.put("c/x", doc)])  // not held: the group before it was appended unpaced
         let released = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
-            // Once the writer below waits for the pace, lets the applier run.
-            while store.applier?.pacedGroups != 1 { Thread.sleep(forTimeInterval: 0.001) }
+            // Once the writer below waits for the pace, and the counters count that wait while it lasts, lets
+            // the applier run.
+            while store.applier.map({ $0.pacedGroups != 1 || $0.pacedMicros == 0 }) ?? true { Thread.sleep(forTimeInterval: 0.001) }
             store.holdApplier(0)
             released.signal()
         }
