@@ -135,6 +135,24 @@ import Testing
         #expect(text.stdout.contains("p99.9"))
     }
 
+    /// `bench timeline --rate` sends posts when they are due, not as fast as they are acknowledged: about rate ×
+    /// duration posts, the rate in the report. The scenarios that run closed-loop only refuse `--rate` rather
+    /// than ignore it.
+    @Test func timelineHonoursRateAndTheClosedLoopScenariosRefuseIt() throws {
+        let r = try CLIProcess.run(["bench", "timeline", "--followers", "20", "--listeners", "4", "--rate", "20",
+                                    "--pipeline", "4", "--duration", "1", "--warmup", "0.2"] + port + ["--json"], timeout: 120)
+        #expect(r.status == 0, "\(r.stderr)\n\(r.stdout)")
+        let report = try JSONSerialization.jsonObject(with: Data(r.stdout.utf8)) as? [String: Any] ?? [:]
+        #expect(report["rate"] as? Double == 20, "\(r.stdout)")
+        let posts = report["requests"] as? Int ?? 0
+        #expect(posts >= 15 && posts <= 21, "about 20 posts in one second at 20/s: \(r.stdout)")
+        for scenario in ["listen", "departments", "callrecords"] {
+            let refused = try CLIProcess.run(["bench", scenario, "--rate", "10", "--duration", "0.2"] + port, timeout: 60)
+            #expect(refused.status == 2, "\(scenario): \(refused.stderr)")
+            #expect(refused.stderr.contains("--rate") && refused.stderr.contains("closed-loop"), "\(scenario): \(refused.stderr)")
+        }
+    }
+
     /// Every scenario runs twice against the same daemon (the second run finds the first run's documents,
     /// indexes and listeners' data) and prints, with `--json`, one object with the common fields.
     /// `callrecords` goes before `query`, whose index and records it creates.

@@ -8,6 +8,9 @@
 enum BenchRunner {
     static func run(_ args: ParsedArguments) throws -> Int32 {
         let options = try BenchOptions(args)
+        if options.rate != nil, ["listen", "departments", "callrecords"].contains(options.scenario) {
+            throw UsageError("--rate: bench \(options.scenario) runs closed-loop only, with --pipeline requests in flight per connection")
+        }
         if options.scenario == "listen" { return try ListenBench.run(options) }
         if options.scenario == "timeline" { return try TimelineBench.run(options) }
         if options.scenario == "departments" { return try DepartmentsBench.run(options) }

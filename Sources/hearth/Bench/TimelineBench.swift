@@ -9,7 +9,9 @@ import HearthModel
 /// (default 1000, capped at F). One author posts: each post writes the author's document (`postCount`,
 /// `lastPostAt`), `posts/<id>`, the author's own feed entry and one feed entry per follower (the commit of
 /// docs/guides/timelines.md's post, without its reads), in one atomic commit (a commit holds up to 10,000 writes; a larger
-/// fan-out is split into commits sent back to back); `--pipeline` posts are kept in flight. Reported: posts/s
+/// fan-out is split into commits sent back to back); `--pipeline` posts are kept in flight, or with `--rate` posts
+/// are due at fixed intervals, at most `--pipeline` of them in flight (a post due while that many are waits, and
+/// its time from the author counts from when it was due: no coordinated omission). Reported: posts/s
 /// (all of a post's commits acknowledged), and per post the time from its first commit's commitTime (and
 /// from when the author sent it) until the LAST follower has received it. The followers' user IDs carry a
 /// tag of the run (`users/t<tag>f000001`), so each run starts from empty feeds and runs repeat.
@@ -25,6 +27,9 @@ final class TimelineBench {
     var nextPost = 0
     var postsAcked = 0
     var postsInFlight = 0
+    /// `--rate`: the spacing of posts and when the next one is due (nil: closed loop).
+    let interval: UInt64?
+    var nextDue: UInt64 = 0
     // Per post.
     var sentNanos: [UInt64] = []
     var commitMicros: [Int64] = []
@@ -47,6 +52,7 @@ final class TimelineBench {
 
     init(_ o: BenchOptions) throws {
         self.o = o
+        interval = o.rate.map { UInt64(max(1, 1e9 / $0)) }
         loop = try EventLoop()
         lastSeen = [Int](repeating: -1, count: o.followers)
         followerPrefix = "users/t\(Workload.runTag())f"
@@ -88,7 +94,14 @@ final class TimelineBench {
 
         author.onResponse = { [unowned self] kind, line, tag, _ in self.authorResponse(kind, line, tag) }
         var cpuStart = Workload.cpu(serverPID)
-        for _ in 0..<o.pipeline { post() }
+        var pacing: LoopTimer?
+        if interval != nil {
+            nextDue = loop.hrtimeNanos()
+            pump()
+            pacing = loop.timer(after: 1, repeat: 1) { [unowned self] in self.pump() }
+        } else {
+            for _ in 0..<o.pipeline { post(dueAt: nil) }
+        }
         _ = loop.timer(after: UInt64(o.warmup * 1000)) { [unowned self] in
             self.measuring = true
             self.firstMeasured = self.nextPost
@@ -109,13 +122,14 @@ final class TimelineBench {
         }
         loop.run()
         drainCheck.cancel()
+        pacing?.cancel()
         let server = o.json ? "" : Workload.serverLine(serverPID, cpuStart: cpuStart, seconds: o.duration)
         for c in subscribers + [author!] { c.connection.abort() }
         let measuredPosts = max(0, measuredEndPost - firstMeasured)
         var incomplete = 0
         if firstMeasured < measuredEndPost { for p in firstMeasured..<measuredEndPost where delivered[p] < Int32(f) { incomplete += 1 } }
         let text = """
-        hearth bench timeline  hearthd \(o.target)  \(f) followers (listeners) on \(nSubs) connections, 1 author x \(o.pipeline) post(s) in flight
+        hearth bench timeline  hearthd \(o.target)  \(f) followers (listeners) on \(nSubs) connections, 1 author x \(o.pipeline) post(s) in flight\(o.rate.map { ", due at \(NumberText.fixed($0, 1)) posts/s" } ?? "")
           post        \(f + 3) writes = \(commitsPerPost) commit(s) of <= \(NumberText.grouped(Limits.maxWritesPerCommit)) writes (users/author, posts/<id>, the author's feed entry, one feed entry per follower)
           posts       \(NumberText.grouped(measuredAcked)) acknowledged in \(o.duration) s = \(NumberText.fixed(Double(measuredAcked) / o.duration, 1)) posts/s (\(NumberText.grouped(Int(Double(measuredAcked * (f + 1)) / o.duration))) feed writes/s, \(NumberText.grouped(Int(Double(measuredAcked * f) / o.duration))) deliveries/s)
           fan-out     \(NumberText.grouped(measuredPosts - incomplete)) of \(NumberText.grouped(measuredPosts)) measured posts reached all \(f) followers\(incomplete > 0 ? " (\(incomplete) not within the \(o.drainSeconds) s drain)" : "")
@@ -129,6 +143,7 @@ final class TimelineBench {
             r.histogram("latency_us", fromCommit)
             r.server(serverPID, cpuStart: cpuStart, seconds: o.duration)
             r.int("followers", f)
+            if let rate = o.rate { r.double("rate", rate) }
             r.int("listener_connections", nSubs)
             r.int("writes_per_post", f + 3)
             r.int("commits_per_post", commitsPerPost)
@@ -150,7 +165,18 @@ final class TimelineBench {
         return true
     }
 
-    private func post() {
+    /// `--rate`: sends every post due by now while fewer than `--pipeline` are in flight.
+    private func pump() {
+        guard let interval else { return }
+        let now = loop.hrtimeNanos()
+        while !stopped && postsInFlight < o.pipeline && nextDue <= now {
+            post(dueAt: nextDue)
+            nextDue += interval
+        }
+    }
+
+    /// Sends the next post; `due`: when it was due (`--rate`), the origin of its time from the author.
+    private func post(dueAt due: UInt64?) {
         guard !stopped else { return }
         let p = nextPost
         nextPost += 1
@@ -163,7 +189,7 @@ final class TimelineBench {
         let idAndEntry = id + "\"" + entry
         for start in followerWrites { writes.append(start + idAndEntry) }
         let now = loop.hrtimeNanos()
-        sentNanos.append(now)
+        sentNanos.append(due ?? now)
         commitMicros.append(0)
         delivered.append(0)
         var chunks = 0
@@ -190,7 +216,7 @@ final class TimelineBench {
         if chunksLeft[p] == 0 {
             postsInFlight -= 1
             if measuring && !stopped { postsAcked += 1 }
-            post()
+            if interval == nil { post(dueAt: nil) } else { pump() }
         }
     }
 
