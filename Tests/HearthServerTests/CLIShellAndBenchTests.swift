@@ -146,6 +146,14 @@ import Testing
         #expect(report["rate"] as? Double == 20, "\(r.stdout)")
         let posts = report["requests"] as? Int ?? 0
         #expect(posts >= 15 && posts <= 21, "about 20 posts in one second at 20/s: \(r.stdout)")
+        #expect(report["posts_due_unsent"] as? Int == 0, "\(r.stdout)")
+        // A rate no daemon keeps up with, one post in flight: the posts it never got to are counted, and the run
+        // fails as one with unanswered requests does.
+        let late = try CLIProcess.run(["bench", "timeline", "--followers", "20", "--listeners", "4", "--rate", "100000",
+                                       "--duration", "0.5", "--warmup", "0"] + port + ["--json"], timeout: 120)
+        #expect(late.status == 1, "\(late.stderr)\n\(late.stdout)")
+        let lateReport = try JSONSerialization.jsonObject(with: Data(late.stdout.utf8)) as? [String: Any] ?? [:]
+        #expect((lateReport["posts_due_unsent"] as? Int ?? 0) > 1000, "\(late.stdout)")
         for scenario in ["listen", "departments", "callrecords"] {
             let refused = try CLIProcess.run(["bench", scenario, "--rate", "10", "--duration", "0.2"] + port, timeout: 60)
             #expect(refused.status == 2, "\(scenario): \(refused.stderr)")
