@@ -131,14 +131,13 @@ final class CommitPipeline: @unchecked Sendable {
     /// The soft bound's pace (`AppendPacer`), and the groups that waited for it or for the hard bound, and for
     /// how long in all (diagnostics).
     private var pacer = AppendPacer()
-    /// The writer waits for the pace (the applier then applies without waiting for its interval).
-    private var pacing = false
     private var pacedGroups = 0
     private var pacedNanos: UInt64 = 0
     private var blockedGroups = 0
     private var blockedNanos: UInt64 = 0
     /// When the wait in progress began, if the writer waits for the pace or at the bound now: `counters` counts
-    /// it as it goes, so that a long stall shows while it lasts.
+    /// it as it goes, so that a long stall shows while it lasts. While the writer waits for the pace, the
+    /// applier applies without waiting for its interval.
     private var pacedSince: UInt64?
     private var blockedSince: UInt64?
 
@@ -346,7 +345,6 @@ final class CommitPipeline: @unchecked Sendable {
             let since = now
             pacedGroups += 1
             pacedSince = since
-            pacing = true
             pthread_cond_broadcast(changed)   // the applier applies at once while a writer is paced
             // The applier's broadcast after each transaction re-evaluates the fill: below the soft bound the
             // group starts at once.
@@ -356,7 +354,6 @@ final class CommitPipeline: @unchecked Sendable {
                 now = StorageThread.nanos()
                 start = pacer.start(now: now, fill: fill)
             }
-            pacing = false
             pacedNanos &+= now &- since
             pacedSince = nil
         }
@@ -479,6 +476,11 @@ final class CommitPipeline: @unchecked Sendable {
         }
     }
 
+    /// Tests: waits until the writer waits for the pace (true), or `seconds` pass (false).
+    func waitUntilPaced(within seconds: Double) -> Bool {
+        try! locked { StorageThread.wait(on: changed, mutex, within: seconds) { pacedSince != nil } }
+    }
+
     /// Tests: takes `bytesPerSecond` of log frames as the applier's rate, as if measured over a whole window
     /// (`AppendPacer.assume`); later transactions move it as measured ones do.
     func assumeApplierRate(_ bytesPerSecond: Double) {
@@ -544,7 +546,7 @@ final class CommitPipeline: @unchecked Sendable {
                 let keep = draining > 0 ? 0 : heldGroups
                 if failure == nil, backlog.groups.count > keep {
                     // A writer paced to this thread's rate, measured as if it applied back to back, makes it do so.
-                    let due = draining > 0 || pacing || batchIsFull || rotationWaits || deadline.map(StorageThread.passed) == true
+                    let due = draining > 0 || pacedSince != nil || batchIsFull || rotationWaits || deadline.map(StorageThread.passed) == true
                     if deadline == nil { deadline = StorageThread.deadline(after: interval) }
                     if !due, let run = coalescibleRun() {
                         let groups = Array(backlog.groups[run])

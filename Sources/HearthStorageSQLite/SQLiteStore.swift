@@ -356,6 +356,8 @@ public final class SQLiteStore: DocumentStore {
     /// Tests: the applier's rate the commit log's pace assumes, as if measured over a whole window
     /// (`CommitPipeline.assumeApplierRate`).
     package func assumeApplierRate(_ bytesPerSecond: Double) { pipeline?.assumeApplierRate(bytesPerSecond) }
+    /// Tests: waits until the commit log's writer waits for the pace (`CommitPipeline.waitUntilPaced`).
+    package func waitUntilPaced(within seconds: Double) -> Bool { pipeline?.waitUntilPaced(within: seconds) ?? false }
     /// Tests: coalesces the backlog's groups now, the held ones included (`CommitPipeline.coalesceNow`).
     package func coalesceBacklog() { pipeline?.coalesceNow() }
     /// Tests: how long the applier lets a backlog gather (`CommitPipeline.setBatchInterval`).

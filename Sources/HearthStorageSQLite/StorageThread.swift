@@ -52,27 +52,6 @@ enum StorageThread {
         pthread_condattr_destroy(&attributes)
     }
 
-    /// The time `ns` nanoseconds from now, for `pthread_cond_timedwait` on a condition from `initCondition`.
-    static func deadline(after ns: Int) -> timespec {
-        var t = timespec()
-        clock_gettime(waitClock, &t)
-        let total = Int(t.tv_nsec) + ns
-        t.tv_sec += total / 1_000_000_000
-        t.tv_nsec = total % 1_000_000_000
-        return t
-    }
-
-    /// With `mutex` held: waits on `condition` (from `initCondition`) until `done()` or `seconds` pass, and
-    /// returns `done()` (tests' barriers on a storage thread's progress).
-    static func wait(on condition: UnsafeMutablePointer<pthread_cond_t>, _ mutex: UnsafeMutablePointer<pthread_mutex_t>,
-                     within seconds: Double, until done: () -> Bool) -> Bool {
-        var d = deadline(after: Int(seconds * 1e9))
-        while !done() {
-            if pthread_cond_timedwait(condition, mutex, &d) == ETIMEDOUT { break }
-        }
-        return done()
-    }
-
     /// Now on the clock of the timed waits, in nanoseconds.
     static func nanos() -> UInt64 {
         var t = timespec()
@@ -85,10 +64,22 @@ enum StorageThread {
         timespec(tv_sec: Int(nanos / 1_000_000_000), tv_nsec: Int(nanos % 1_000_000_000))
     }
 
+    /// The time `ns` nanoseconds from now, for `pthread_cond_timedwait` on a condition from `initCondition`.
+    static func deadline(after ns: Int) -> timespec { deadline(at: nanos() &+ UInt64(max(0, ns))) }
+
+    /// With `mutex` held: waits on `condition` (from `initCondition`) until `done()` or `seconds` pass, and
+    /// returns `done()` (tests' barriers on a storage thread's progress).
+    static func wait(on condition: UnsafeMutablePointer<pthread_cond_t>, _ mutex: UnsafeMutablePointer<pthread_mutex_t>,
+                     within seconds: Double, until done: () -> Bool) -> Bool {
+        var d = deadline(after: Int(seconds * 1e9))
+        while !done() {
+            if pthread_cond_timedwait(condition, mutex, &d) == ETIMEDOUT { break }
+        }
+        return done()
+    }
+
     /// True once `deadline` has passed.
     static func passed(_ deadline: timespec) -> Bool {
-        var t = timespec()
-        clock_gettime(waitClock, &t)
-        return t.tv_sec > deadline.tv_sec || (t.tv_sec == deadline.tv_sec && t.tv_nsec >= deadline.tv_nsec)
+        nanos() >= UInt64(deadline.tv_sec) &* 1_000_000_000 &+ UInt64(deadline.tv_nsec)
     }
 }

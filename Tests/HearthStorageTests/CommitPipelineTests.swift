@@ -419,15 +419,18 @@ import Testing
         store.assumeApplierRate(1)           // every group now holds the next back for `longestHold`
         try store.apply([h.put("c/x", doc)])  // not held: the group before it was appended unpaced
         let released = DispatchSemaphore(value: 0)
+        let during = LockedStatus()
         DispatchQueue.global().async {
-            // Once the writer below waits for the pace, and the counters count that wait while it lasts, lets
-            // the applier run.
-            while store.applier.map({ $0.pacedGroups != 1 || $0.pacedMicros == 0 }) ?? true { Thread.sleep(forTimeInterval: 0.001) }
+            // Once the writer below waits for the pace, lets the applier run; what the counters said while it
+            // waited is checked below.
+            if store.waitUntilPaced(within: 60) { during.set(store.applier) }
             store.holdApplier(0)
             released.signal()
         }
         try store.apply([h.put("c/y", doc)])  // paced: waits until the applier has brought the backlog under the soft bound
         released.wait()
+        let waiting = try #require(during.get(), "the writer was never paced")
+        #expect(waiting.pacedGroups == 1 && waiting.pacedMicros > 0, "the wait in progress is counted: \(waiting)")
         let status = try #require(store.applier)
         #expect(status.pacedGroups == 1, "\(status)")
         #expect(status.pacedMicros < AppendPacer.longestHold / 1000, "released by the applier, not by the hold: \(status)")
@@ -606,3 +609,10 @@ import Testing
     }
 }
 
+/// An `ApplierStatus` handed from a test's helper thread.
+private final class LockedStatus: @unchecked Sendable {
+    private let lock = NSLock()
+    private var status: ApplierStatus?
+    func set(_ s: ApplierStatus?) { lock.withLock { status = s } }
+    func get() -> ApplierStatus? { lock.withLock { status } }
+}
